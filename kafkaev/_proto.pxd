@@ -1,0 +1,89 @@
+# C-level interface of kafkaev._proto, cimported by kafkaev._conn.
+# The buffers follow asyncpg's pgproto: a growable write buffer that frames
+# requests, and a bounds-checked read cursor over one complete frame.
+
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
+
+
+cdef class WriteBuffer:
+    cdef:
+        char *_buf
+        Py_ssize_t _size          # allocated bytes
+        Py_ssize_t _length        # bytes written
+        Py_ssize_t _frame_start   # offset of the open frame's size prefix, or -1
+        char _small[512]          # inline storage: most requests never allocate
+        int _view_count           # exported buffers; growing while > 0 is refused
+
+    cdef inline int _ensure(self, Py_ssize_t extra) except -1
+    cdef int start_frame(self) except -1          # reserve the Int32 size prefix
+    cdef int end_frame(self) except -1            # fill it in with the frame's length
+    cdef int reset(self) except -1                # forget the contents, keep the memory
+
+    cdef int write_int8(self, int8_t v) except -1
+    cdef int write_int16(self, int16_t v) except -1
+    cdef int write_int32(self, int32_t v) except -1
+    cdef int write_int64(self, int64_t v) except -1
+    cdef int write_uint32(self, uint32_t v) except -1
+    cdef int write_float64(self, double v) except -1
+    cdef int write_bool(self, bint v) except -1
+    cdef int write_uvarint(self, uint64_t v) except -1     # unsigned LEB128
+    cdef int write_varint(self, int32_t v) except -1       # zig-zag
+    cdef int write_varlong(self, int64_t v) except -1      # zig-zag
+    cdef int write_raw(self, const char *data, Py_ssize_t n) except -1
+    cdef int write_pybuffer(self, object data) except -1   # any bytes-like, no prefix
+
+    # Classic encodings: Int16/Int32 length prefix, -1 for null.
+    cdef int write_string(self, object s) except -1            # str; None not allowed
+    cdef int write_nullable_string(self, object s) except -1
+    cdef int write_bytes(self, object b) except -1
+    cdef int write_nullable_bytes(self, object b) except -1
+    cdef int write_array_length(self, Py_ssize_t n) except -1  # Int32; -1 for null
+    # Compact encodings (flexible versions): unsigned varint of length + 1, 0 for null.
+    cdef int write_compact_string(self, object s) except -1
+    cdef int write_compact_nullable_string(self, object s) except -1
+    cdef int write_compact_bytes(self, object b) except -1
+    cdef int write_compact_nullable_bytes(self, object b) except -1
+    cdef int write_compact_array_length(self, Py_ssize_t n) except -1  # -1 for null
+    cdef int write_uuid(self, object u) except -1             # 16 bytes; None = all zero
+    cdef int write_empty_tagged_fields(self) except -1
+
+    cdef bytes to_bytes(self)
+
+
+cdef class ReadBuffer:
+    cdef:
+        object _owner             # keeps the underlying bytes-like alive
+        const char *_data
+        Py_ssize_t _pos
+        Py_ssize_t _end
+        const char *api           # for error messages: "Fetch v12 response"
+        const char *field         # the field being read, set by the decoders
+
+    cdef int _short(self, Py_ssize_t need) except -1       # raises ProtocolError
+    cdef inline Py_ssize_t remaining(self)
+    cdef int8_t read_int8(self) except? -1
+    cdef int16_t read_int16(self) except? -1
+    cdef int32_t read_int32(self) except? -1
+    cdef int64_t read_int64(self) except? -1
+    cdef uint32_t read_uint32(self) except? 0xFFFFFFFF
+    cdef double read_float64(self) except? -1
+    cdef bint read_bool(self) except? -1
+    cdef uint64_t read_uvarint(self) except? 0xFFFFFFFFFFFFFFFF
+    cdef int32_t read_varint(self) except? -1
+    cdef int64_t read_varlong(self) except? -1
+    cdef const char *read_raw(self, Py_ssize_t n) except NULL   # pointer into the frame
+    cdef object read_string(self)                 # str
+    cdef object read_nullable_string(self)        # str or None
+    cdef object read_bytes(self)                  # bytes
+    cdef object read_nullable_bytes(self)
+    cdef Py_ssize_t read_array_length(self) except -2          # -1 for null
+    cdef object read_compact_string(self)
+    cdef object read_compact_nullable_string(self)
+    cdef object read_compact_bytes(self)
+    cdef object read_compact_nullable_bytes(self)
+    cdef Py_ssize_t read_compact_array_length(self) except -2  # -1 for null
+    cdef object read_records(self, bint compact)  # memoryview slice of the frame, or None
+    cdef object read_uuid(self)                   # uuid.UUID
+    cdef object read_tagged_fields(self)          # dict {tag: bytes} or None when empty
+    cdef int skip_tagged_fields(self) except -1
+    cdef ReadBuffer sub(self, Py_ssize_t n)       # a bounded cursor over the next n bytes

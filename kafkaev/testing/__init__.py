@@ -1,0 +1,1 @@
+"""A real Apache Kafka cluster (KRaft, local JVM processes) for tests, benchmarks and demos."""
