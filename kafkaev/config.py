@@ -1,0 +1,292 @@
+"""Every option of ``kafkaev.Client``, validated once at construction.
+
+``ClientConfig`` is a frozen, slotted dataclass: the rest of the client reads plain
+attributes (no dict lookups on hot paths) and a bad option fails in the constructor
+with a message naming the argument, never later inside a callback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import ssl
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from .types import (
+    ACKS_ALL,
+    ACKS_LEADER,
+    ACKS_NONE,
+    ISOLATION_READ_COMMITTED,
+    ISOLATION_READ_UNCOMMITTED,
+)
+
+DEFAULT_PORT = 9092
+
+# RecordBatch attribute bits 0-2: the compression codec.
+COMPRESSION_NONE = 0
+COMPRESSION_GZIP = 1
+COMPRESSION_SNAPPY = 2
+COMPRESSION_LZ4 = 3
+COMPRESSION_ZSTD = 4
+COMPRESSION_CODECS: dict[str | None, int] = {
+    None: COMPRESSION_NONE,
+    "none": COMPRESSION_NONE,
+    "gzip": COMPRESSION_GZIP,
+    "snappy": COMPRESSION_SNAPPY,
+    "lz4": COMPRESSION_LZ4,
+    "zstd": COMPRESSION_ZSTD,
+}
+
+ISOLATION_LEVELS = {
+    "read_uncommitted": ISOLATION_READ_UNCOMMITTED,
+    "read_committed": ISOLATION_READ_COMMITTED,
+}
+AUTO_OFFSET_RESETS = ("earliest", "latest", "error")
+KNOWN_ASSIGNORS = ("cooperative-sticky", "range", "roundrobin")
+
+# The broker's default message.max.bytes: the largest record batch it accepts.
+DEFAULT_MAX_REQUEST_SIZE = 1048588
+# The idempotent producer keeps at most this many batches in flight per partition:
+# the broker caches only the last five batch sequences per producer and partition.
+MAX_IN_FLIGHT_IDEMPOTENT = 5
+
+
+def _fail(name: str, expected: str, value: object) -> ValueError:
+    return ValueError(f"kafkaev.Client: '{name}' must be {expected}, got {value!r}")
+
+
+def _check_int(name: str, value: object, minimum: int, maximum: int | None = None) -> int:
+    # bool is an int subclass; Client(linger_ms=True) is a mistake, not 1 ms.
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"kafkaev.Client: '{name}' must be an int, got {type(value).__name__}")
+    if value < minimum or (maximum is not None and value > maximum):
+        bound = f">= {minimum}" if maximum is None else f"between {minimum} and {maximum}"
+        raise _fail(name, f"an int {bound}", value)
+    return value
+
+
+def _check_number(name: str, value: object, minimum: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"kafkaev.Client: '{name}' must be a number, got {type(value).__name__}")
+    if not value >= minimum:  # also rejects NaN
+        raise _fail(name, f"a number >= {minimum}", value)
+    return float(value)
+
+
+def _check_callable(name: str, value: object) -> Callable[..., Any] | None:
+    if value is not None and not callable(value):
+        raise TypeError(f"kafkaev.Client: '{name}' must be callable or None, got {type(value).__name__}")
+    return value  # type: ignore[return-value]
+
+
+def _check_bool(name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"kafkaev.Client: '{name}' must be a bool, got {type(value).__name__}")
+    return value
+
+
+def parse_brokers(brokers: object) -> tuple[tuple[str, int], ...]:
+    """``"h1:9092,h2:9093"``, ``["h1:9092", ("h2", 9093)]`` -> ``(("h1", 9092), ("h2", 9093))``.
+
+    IPv6 literals go in brackets (``"[::1]:9092"``); a missing port means 9092.
+    """
+    if isinstance(brokers, str):
+        items: Iterable[object] = [b for b in brokers.split(",") if b.strip()]
+    elif isinstance(brokers, (list, tuple)):
+        items = brokers
+    else:
+        raise TypeError(
+            f"kafkaev.Client: 'brokers' must be a 'host:port,...' string or a list, got {type(brokers).__name__}"
+        )
+    parsed: list[tuple[str, int]] = []
+    for item in items:
+        if isinstance(item, tuple) and len(item) == 2:
+            host, port = item
+        elif isinstance(item, str):
+            text = item.strip()
+            if text.startswith("["):
+                host, _, rest = text[1:].partition("]")
+                port = rest[1:] if rest.startswith(":") else DEFAULT_PORT
+            elif text.count(":") == 1:
+                host, port = text.split(":")
+            else:
+                host, port = text, DEFAULT_PORT
+        else:
+            raise _fail("brokers", "'host:port' strings or (host, port) tuples", item)
+        try:
+            port_number = int(port)
+        except (TypeError, ValueError):
+            raise _fail("brokers", "'host:port' with a numeric port", item) from None
+        if not isinstance(host, str) or not host or not 0 < port_number < 65536:
+            raise _fail("brokers", "'host:port' with a host and a port in 1..65535", item)
+        parsed.append((host, port_number))
+    if not parsed:
+        raise _fail("brokers", "at least one 'host:port'", brokers)
+    return tuple(parsed)
+
+
+@dataclass(frozen=True, slots=True)
+class ClientConfig:
+    """All options of ``kafkaev.Client``; see the README for what each one does."""
+
+    # --- connection and cluster ---
+    brokers: Any = "127.0.0.1:9092"
+    client_id: str = "kafkaev"
+    request_timeout_ms: int = 30000
+    connect_timeout_ms: int = 10000
+    reconnect_backoff_ms: int = 100
+    reconnect_backoff_max_ms: int = 10000
+    metadata_refresh_s: float = 300.0  # periodic refresh; 0 disables it
+    metadata_min_refresh_ms: int = 100  # refreshes closer together than this are coalesced
+    tls: Any = None  # None, True (system CAs), ssl.SSLContext or kafkaev.TLSConfig
+    sasl: Any = None  # kafkaev.SASLConfig or {"mechanism":, "username":, "password":}
+    loop: asyncio.AbstractEventLoop | None = None
+    on_error: Callable[[BaseException], Any] | None = None
+    on_connect: Callable[[], Any] | None = None
+
+    # --- producer ---
+    acks: int = ACKS_ALL
+    linger_ms: float = 5.0
+    batch_size: int = 16384
+    compression: str | None = None
+    idempotent: bool = False
+    partitioner: Callable[[str, bytes | None, int], int] | None = None
+    delivery_timeout_ms: int = 120000
+    max_in_flight: int = 5  # produce requests in flight per partition
+    buffer_memory: int = 32 * 1024 * 1024
+    max_request_size: int = DEFAULT_MAX_REQUEST_SIZE
+    retry_backoff_ms: int = 100
+    retry_backoff_max_ms: int = 1000
+    allow_auto_topic_creation: bool = True
+    metadata_wait_ms: int = 60000  # how long records for an unknown topic wait for it
+    metadata_wait_max_records: int = 100000  # records waiting for unknown topics, at most
+
+    # --- consumer ---
+    on_message: Callable[[Any], Any] | None = None
+    on_batch: Callable[[list[Any]], Any] | None = None
+    fetch_max_wait_ms: int = 500
+    fetch_min_bytes: int = 1
+    fetch_max_bytes: int = 52428800
+    max_partition_fetch_bytes: int = 1048576
+    isolation_level: str = "read_uncommitted"
+    check_crcs: bool = True
+
+    # --- consumer group: defaults for subscribe() ---
+    group_id: str | None = None
+    group_instance_id: str | None = None
+    assignors: tuple[str, ...] = ("cooperative-sticky", "range")
+    session_timeout_ms: int = 45000
+    rebalance_timeout_ms: int = 300000
+    heartbeat_interval_ms: int = 3000
+    auto_commit: bool = True
+    auto_commit_interval_ms: int = 5000
+    auto_offset_reset: str = "earliest"
+
+    # --- derived at construction ---
+    bootstrap: tuple[tuple[str, int], ...] = field(init=False, default=())
+    compression_type: int = field(init=False, default=COMPRESSION_NONE)
+    isolation: int = field(init=False, default=ISOLATION_READ_UNCOMMITTED)
+
+    @classmethod
+    def from_kwargs(cls, **kwargs: Any) -> ClientConfig:
+        """Like ``ClientConfig(**kwargs)`` but an unknown option names itself and a close match."""
+        known = {f.name for f in fields(cls) if f.init}
+        for name in kwargs:
+            if name not in known:
+                close = difflib.get_close_matches(name, known, n=1)
+                hint = f"; did you mean '{close[0]}'?" if close else ""
+                raise TypeError(f"kafkaev.Client: unknown option '{name}'{hint}")
+        return cls(**kwargs)
+
+    def __post_init__(self) -> None:
+        put = object.__setattr__  # frozen: normalised values are set once, here
+        put(self, "bootstrap", parse_brokers(self.brokers))
+        if not isinstance(self.client_id, str):
+            raise TypeError(f"kafkaev.Client: 'client_id' must be a str, got {type(self.client_id).__name__}")
+        _check_int("request_timeout_ms", self.request_timeout_ms, 1)
+        _check_int("connect_timeout_ms", self.connect_timeout_ms, 1)
+        _check_int("reconnect_backoff_ms", self.reconnect_backoff_ms, 0)
+        _check_int("reconnect_backoff_max_ms", self.reconnect_backoff_max_ms, self.reconnect_backoff_ms)
+        put(self, "metadata_refresh_s", _check_number("metadata_refresh_s", self.metadata_refresh_s, 0))
+        _check_int("metadata_min_refresh_ms", self.metadata_min_refresh_ms, 0)
+        if not (self.tls is None or isinstance(self.tls, (bool, ssl.SSLContext)) or hasattr(self.tls, "cafile")):
+            raise TypeError(
+                "kafkaev.Client: 'tls' must be None, a bool, an ssl.SSLContext or a kafkaev.TLSConfig, "
+                f"got {type(self.tls).__name__}"
+            )
+        if self.sasl is not None and not (isinstance(self.sasl, dict) or hasattr(self.sasl, "mechanism")):
+            raise TypeError(
+                f"kafkaev.Client: 'sasl' must be None, a dict or a kafkaev.SASLConfig, got {type(self.sasl).__name__}"
+            )
+        if self.loop is not None and not isinstance(self.loop, asyncio.AbstractEventLoop):
+            raise TypeError(f"kafkaev.Client: 'loop' must be an asyncio event loop, got {type(self.loop).__name__}")
+        _check_callable("on_error", self.on_error)
+        _check_callable("on_connect", self.on_connect)
+
+        acks = self.acks
+        if acks == "all":
+            put(self, "acks", ACKS_ALL)
+        elif isinstance(acks, bool) or acks not in (ACKS_NONE, ACKS_LEADER, ACKS_ALL):
+            raise _fail("acks", "0, 1, -1 or 'all'", acks)
+        put(self, "linger_ms", _check_number("linger_ms", self.linger_ms, 0))
+        _check_int("batch_size", self.batch_size, 1)
+        codec = self.compression.lower() if isinstance(self.compression, str) else self.compression
+        if codec not in COMPRESSION_CODECS:
+            raise _fail("compression", "None, 'gzip', 'snappy', 'lz4' or 'zstd'", self.compression)
+        put(self, "compression", None if codec == "none" else codec)
+        put(self, "compression_type", COMPRESSION_CODECS[codec])
+        _check_bool("idempotent", self.idempotent)
+        _check_callable("partitioner", self.partitioner)
+        _check_int("delivery_timeout_ms", self.delivery_timeout_ms, 1)
+        if self.idempotent:
+            _check_int("max_in_flight", self.max_in_flight, 1, MAX_IN_FLIGHT_IDEMPOTENT)
+            if self.acks != ACKS_ALL:
+                raise _fail("acks", "-1 ('all') when idempotent=True", self.acks)
+        else:
+            _check_int("max_in_flight", self.max_in_flight, 1)
+        _check_int("max_request_size", self.max_request_size, 64)
+        _check_int("buffer_memory", self.buffer_memory, 1)
+        if self.buffer_memory < self.batch_size:
+            raise _fail("buffer_memory", f"at least batch_size ({self.batch_size})", self.buffer_memory)
+        _check_int("retry_backoff_ms", self.retry_backoff_ms, 0)
+        _check_int("retry_backoff_max_ms", self.retry_backoff_max_ms, self.retry_backoff_ms)
+        _check_bool("allow_auto_topic_creation", self.allow_auto_topic_creation)
+        _check_int("metadata_wait_ms", self.metadata_wait_ms, 0)
+        _check_int("metadata_wait_max_records", self.metadata_wait_max_records, 1)
+
+        _check_callable("on_message", self.on_message)
+        _check_callable("on_batch", self.on_batch)
+        _check_int("fetch_max_wait_ms", self.fetch_max_wait_ms, 0)
+        _check_int("fetch_min_bytes", self.fetch_min_bytes, 0)
+        _check_int("fetch_max_bytes", self.fetch_max_bytes, 1)
+        _check_int("max_partition_fetch_bytes", self.max_partition_fetch_bytes, 1)
+        if self.isolation_level not in ISOLATION_LEVELS:
+            raise _fail("isolation_level", "'read_uncommitted' or 'read_committed'", self.isolation_level)
+        put(self, "isolation", ISOLATION_LEVELS[self.isolation_level])
+        _check_bool("check_crcs", self.check_crcs)
+
+        for name in ("group_id", "group_instance_id"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, str) or not value):
+                raise _fail(name, "a non-empty str or None", value)
+        assignors = self.assignors
+        if isinstance(assignors, str):
+            assignors = (assignors,)
+        if not isinstance(assignors, (list, tuple)) or not assignors:
+            raise _fail("assignors", f"a non-empty sequence of {KNOWN_ASSIGNORS}", self.assignors)
+        for name in assignors:
+            if name not in KNOWN_ASSIGNORS:
+                raise _fail("assignors", f"names from {KNOWN_ASSIGNORS}", name)
+        put(self, "assignors", tuple(assignors))
+        _check_int("session_timeout_ms", self.session_timeout_ms, 1)
+        _check_int("rebalance_timeout_ms", self.rebalance_timeout_ms, 1)
+        _check_int("heartbeat_interval_ms", self.heartbeat_interval_ms, 1)
+        if self.heartbeat_interval_ms >= self.session_timeout_ms:
+            raise _fail("heartbeat_interval_ms", f"below session_timeout_ms ({self.session_timeout_ms})",
+                        self.heartbeat_interval_ms)
+        _check_bool("auto_commit", self.auto_commit)
+        _check_int("auto_commit_interval_ms", self.auto_commit_interval_ms, 1)
+        if self.auto_offset_reset not in AUTO_OFFSET_RESETS:
+            raise _fail("auto_offset_reset", "'earliest', 'latest' or 'error'", self.auto_offset_reset)

@@ -1,0 +1,42 @@
+"""Small public value types and constants shared by the producer and the consumer."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class TopicPartition(NamedTuple):
+    topic: str
+    partition: int
+
+
+class RecordMetadata(NamedTuple):
+    """What a delivery callback learns about one acknowledged record.
+
+    ``offset`` is the record's own offset (batch base offset + index in the batch),
+    -1 when acks=0. ``timestamp`` is the broker's LogAppendTime when the topic uses it,
+    otherwise the record's CreateTime, in milliseconds.
+    """
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+
+
+# Special offsets understood by assign()/seek() (the ListOffsets timestamps).
+OFFSET_BEGINNING = -2
+OFFSET_END = -1
+
+# Produce acknowledgement modes.
+ACKS_NONE = 0  # fire-and-forget: callbacks complete at write time, offset -1
+ACKS_LEADER = 1  # the partition leader wrote the batch
+ACKS_ALL = -1  # every in-sync replica has the batch
+
+# Timestamp types of a record batch (attribute bit 3).
+TIMESTAMP_CREATE_TIME = 0
+TIMESTAMP_LOG_APPEND_TIME = 1
+
+# Fetch isolation levels as sent on the wire.
+ISOLATION_READ_UNCOMMITTED = 0
+ISOLATION_READ_COMMITTED = 1

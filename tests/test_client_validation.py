@@ -1,0 +1,93 @@
+"""ClientConfig: every bad option fails at construction, naming the argument."""
+
+from __future__ import annotations
+
+import pytest
+
+from kafkaev.config import COMPRESSION_LZ4, ClientConfig, parse_brokers
+
+
+def test_defaults_are_valid_and_derived_fields_filled():
+    cfg = ClientConfig()
+    assert cfg.bootstrap == (("127.0.0.1", 9092),)
+    assert cfg.acks == -1 and cfg.linger_ms == 5.0 and cfg.batch_size == 16384
+    assert cfg.isolation == 0 and cfg.compression_type == 0
+    assert cfg.assignors == ("cooperative-sticky", "range")
+
+
+def test_config_is_frozen():
+    cfg = ClientConfig()
+    with pytest.raises(AttributeError):
+        cfg.linger_ms = 1  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("a:1,b:2", (("a", 1), ("b", 2))),
+        (" a:1 , ", (("a", 1),)),
+        ("host", (("host", 9092),)),
+        ("[::1]:9093", (("::1", 9093),)),
+        (["a:1", ("b", 2)], (("a", 1), ("b", 2))),
+    ],
+)
+def test_parse_brokers(text, expected):
+    assert parse_brokers(text) == expected
+
+
+@pytest.mark.parametrize("bad", ["", "a:x", "a:0", "a:70000", 5, [3]])
+def test_bad_brokers_name_the_argument(bad):
+    with pytest.raises((TypeError, ValueError), match="'brokers'"):
+        ClientConfig(brokers=bad)
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        ({"linger_ms": -1}, "linger_ms"),
+        ({"linger_ms": float("nan")}, "linger_ms"),
+        ({"linger_ms": True}, "linger_ms"),
+        ({"batch_size": 0}, "batch_size"),
+        ({"batch_size": 1.5}, "batch_size"),
+        ({"compression": "brotli"}, "compression"),
+        ({"compression": 3}, "compression"),
+        ({"acks": 2}, "acks"),
+        ({"acks": True}, "acks"),
+        ({"idempotent": 1}, "idempotent"),
+        ({"idempotent": True, "max_in_flight": 6}, "max_in_flight"),
+        ({"idempotent": True, "acks": 1}, "acks"),
+        ({"max_in_flight": 0}, "max_in_flight"),
+        ({"partitioner": "murmur"}, "partitioner"),
+        ({"delivery_timeout_ms": 0}, "delivery_timeout_ms"),
+        ({"buffer_memory": 100}, "buffer_memory"),
+        ({"on_error": 3}, "on_error"),
+        ({"on_message": "x"}, "on_message"),
+        ({"isolation_level": "committed"}, "isolation_level"),
+        ({"auto_offset_reset": "smallest"}, "auto_offset_reset"),
+        ({"assignors": ("sticky",)}, "assignors"),
+        ({"heartbeat_interval_ms": 50000}, "heartbeat_interval_ms"),
+        ({"client_id": 5}, "client_id"),
+        ({"tls": "yes"}, "tls"),
+        ({"sasl": "PLAIN"}, "sasl"),
+        ({"loop": object()}, "loop"),
+        ({"group_id": ""}, "group_id"),
+        ({"retry_backoff_max_ms": 10}, "retry_backoff_max_ms"),
+    ],
+)
+def test_bad_option_names_itself(kwargs, name):
+    with pytest.raises((TypeError, ValueError), match=f"'{name}'"):
+        ClientConfig(**kwargs)
+
+
+def test_normalisation():
+    cfg = ClientConfig(acks="all", compression="LZ4", isolation_level="read_committed", assignors="range")
+    assert cfg.acks == -1
+    assert cfg.compression == "lz4" and cfg.compression_type == COMPRESSION_LZ4
+    assert cfg.isolation == 1
+    assert cfg.assignors == ("range",)
+    assert ClientConfig(compression="none").compression is None
+
+
+def test_unknown_option_suggests_the_close_one():
+    with pytest.raises(TypeError, match="'linger'.*'linger_ms'"):
+        ClientConfig.from_kwargs(linger=5)
