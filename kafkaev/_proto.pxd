@@ -47,7 +47,9 @@ cdef class WriteBuffer:
     cdef int write_uuid(self, object u) except -1             # 16 bytes; None = all zero
     cdef int write_empty_tagged_fields(self) except -1
 
-    cdef bytes to_bytes(self)
+    cdef int _write_utf8(self, object s, bint compact, const char *what) except -1
+    cdef int _write_buffer_with_length(self, object b, bint compact, const char *what) except -1
+    cpdef bytes to_bytes(self)
 
 
 cdef class ReadBuffer:
@@ -58,8 +60,13 @@ cdef class ReadBuffer:
         Py_ssize_t _end
         const char *api           # for error messages: "Fetch v12 response"
         const char *field         # the field being read, set by the decoders
+        object _api_owner         # keeps a Python-supplied api name alive
 
     cdef int _short(self, Py_ssize_t need) except -1       # raises ProtocolError
+    cdef int _fail(self, str problem) except -1            # raises ProtocolError naming api+field
+    cdef Py_ssize_t _read_length(self, bint compact, bint nullable) except -2  # string/bytes length
+    cdef uint64_t _read_uvarint_max(self, int max_bytes) except? 0xFFFFFFFFFFFFFFFF
+    cdef object _decode_utf8(self, Py_ssize_t n)
     cdef inline Py_ssize_t remaining(self)
     cdef int8_t read_int8(self) except? -1
     cdef int16_t read_int16(self) except? -1

@@ -1,0 +1,8 @@
+# kafkaev._proto: Kafka wire codecs, assembled from one include per concern
+# (asyncpg pgproto's layout). Declarations shared with _conn.pyx: _proto.pxd.
+
+from uuid import UUID as _UUID
+
+from kafkaev.errors import KafkaError, ProtocolError
+
+include "_codecs/buffers.pxi"
