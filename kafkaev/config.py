@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from .security import SASLConfig, TLSConfig
 from .types import (
     ACKS_ALL,
     ACKS_LEADER,
@@ -140,8 +141,8 @@ class ClientConfig:
     reconnect_backoff_max_ms: int = 10000
     metadata_refresh_s: float = 300.0  # periodic refresh; 0 disables it
     metadata_min_refresh_ms: int = 100  # refreshes closer together than this are coalesced
-    tls: Any = None  # None, True (system CAs), ssl.SSLContext or kafkaev.TLSConfig
-    sasl: Any = None  # kafkaev.SASLConfig or {"mechanism":, "username":, "password":}
+    tls: Any = None  # None, True (system CAs), ssl.SSLContext or kafkaev.TLSConfig -> SSLContext | TLSConfig | None
+    sasl: Any = None  # kafkaev.SASLConfig or {"mechanism":, "username":, "password":} -> SASLConfig | None
     loop: asyncio.AbstractEventLoop | None = None
     on_error: Callable[[BaseException], Any] | None = None
     on_connect: Callable[[], Any] | None = None
@@ -211,12 +212,21 @@ class ClientConfig:
         _check_int("reconnect_backoff_max_ms", self.reconnect_backoff_max_ms, self.reconnect_backoff_ms)
         put(self, "metadata_refresh_s", _check_number("metadata_refresh_s", self.metadata_refresh_s, 0))
         _check_int("metadata_min_refresh_ms", self.metadata_min_refresh_ms, 0)
-        if not (self.tls is None or isinstance(self.tls, (bool, ssl.SSLContext)) or hasattr(self.tls, "cafile")):
+        if self.tls is True:
+            put(self, "tls", TLSConfig())
+        elif self.tls is False:
+            put(self, "tls", None)
+        elif not (self.tls is None or isinstance(self.tls, (ssl.SSLContext, TLSConfig))):
             raise TypeError(
                 "kafkaev.Client: 'tls' must be None, a bool, an ssl.SSLContext or a kafkaev.TLSConfig, "
                 f"got {type(self.tls).__name__}"
             )
-        if self.sasl is not None and not (isinstance(self.sasl, dict) or hasattr(self.sasl, "mechanism")):
+        if isinstance(self.sasl, dict):
+            try:
+                put(self, "sasl", SASLConfig(**self.sasl))
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"kafkaev.Client: 'sasl': {exc}") from None
+        elif not (self.sasl is None or isinstance(self.sasl, SASLConfig)):
             raise TypeError(
                 f"kafkaev.Client: 'sasl' must be None, a dict or a kafkaev.SASLConfig, got {type(self.sasl).__name__}"
             )

@@ -91,3 +91,13 @@ def test_normalisation():
 def test_unknown_option_suggests_the_close_one():
     with pytest.raises(TypeError, match="'linger'.*'linger_ms'"):
         ClientConfig.from_kwargs(linger=5)
+
+
+def test_tls_and_sasl_normalised_to_typed_settings():
+    from kafkaev.security import SASLConfig, TLSConfig
+
+    cfg = ClientConfig(tls=True, sasl={"mechanism": "scram-sha-256", "username": "u", "password": "p"})
+    assert cfg.tls == TLSConfig()
+    assert cfg.sasl == SASLConfig("SCRAM-SHA-256", "u", "p")
+    with pytest.raises(ValueError, match="'sasl'"):
+        ClientConfig(sasl={"mechanism": "GSSAPI", "username": "u", "password": "p"})

@@ -1,0 +1,225 @@
+"""Broker connections, one per (node id, role), connected lazily and reconnected on demand.
+
+Roles keep traffic with different latency profiles apart: a broker answers one socket's
+requests in order, so a long-poll Fetch would hold back every Produce response queued
+behind it on a shared socket.
+
+* PRODUCE - Produce and InitProducerId (the producer's sender)
+* FETCH   - Fetch and ListOffsets (the consumer's fetcher)
+* GROUP   - FindCoordinator/JoinGroup/SyncGroup/Heartbeat/OffsetCommit/OffsetFetch
+* ADMIN   - Metadata and administrative requests
+
+Connections are created with ``auto_reconnect=False``: the pool reconnects on the next
+``get()`` after a failure, with exponential backoff, so a dead broker costs nothing until
+someone needs it again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+from collections.abc import Callable
+from typing import Any
+
+from .config import ClientConfig
+from .errors import DESTROY, STATE, KafkaError
+
+ConnectCallback = Callable[[Any, KafkaError | None], object]
+
+
+class Role(enum.IntEnum):
+    PRODUCE = 0
+    FETCH = 1
+    GROUP = 2
+    ADMIN = 3
+
+
+class _Slot:
+    """One pooled connection and the callers waiting for it to become ready."""
+
+    __slots__ = ("node_id", "role", "conn", "waiters", "backoff_ms", "retry_at", "retry_handle")
+
+    def __init__(self, node_id: int, role: Role) -> None:
+        self.node_id = node_id
+        self.role = role
+        self.conn: Any = None  # a Connection that is connecting or ready
+        self.waiters: list[ConnectCallback] = []
+        self.backoff_ms = 0  # grows after each failed connect, reset on success
+        self.retry_at = 0.0  # loop time before which no new connect is attempted
+        self.retry_handle: asyncio.TimerHandle | None = None
+
+
+def default_connection_factory(config: ClientConfig, loop: asyncio.AbstractEventLoop) -> Any:
+    from ._conn import Connection
+
+    return Connection(
+        loop,
+        client_id=config.client_id,
+        request_timeout_ms=config.request_timeout_ms,
+        tls=config.tls,
+        sasl=config.sasl,
+        auto_reconnect=False,
+    )
+
+
+class ConnectionPool:
+    """Connections per (node_id, role).
+
+    ``brokers`` maps node id -> (host, port); the metadata layer keeps it current through
+    ``set_brokers``. ``on_connection_error(node_id, role, err)`` is called when a pooled
+    connection fails to connect or drops (the client uses it to refresh metadata).
+    """
+
+    def __init__(
+        self,
+        config: ClientConfig,
+        loop: asyncio.AbstractEventLoop,
+        *,
+        connection_factory: Callable[[ClientConfig, asyncio.AbstractEventLoop], Any] = default_connection_factory,
+        on_connection_error: Callable[[int, Role, KafkaError], object] | None = None,
+        on_error: Callable[[BaseException], object] | None = None,
+    ) -> None:
+        self._config = config
+        self._loop = loop
+        self._factory = connection_factory
+        self._brokers: dict[int, tuple[str, int]] = {}
+        self._slots: dict[tuple[int, Role], _Slot] = {}
+        self._closed = False
+        self.on_connection_error = on_connection_error
+        self.on_error = on_error
+
+    # --- addresses -----------------------------------------------------------------------------
+    def set_brokers(self, brokers: dict[int, tuple[str, int]]) -> None:
+        """Replace the known broker addresses. A node whose address changed loses its
+        connections (they reconnect to the new address on the next ``get``)."""
+        old = self._brokers
+        self._brokers = dict(brokers)
+        for (node_id, _role), slot in list(self._slots.items()):
+            if old.get(node_id) != self._brokers.get(node_id) and node_id in old:
+                self._drop(slot, KafkaError(STATE, f"broker {node_id} moved or left the cluster"))
+
+    def address(self, node_id: int) -> tuple[str, int] | None:
+        return self._brokers.get(node_id)
+
+    @property
+    def node_ids(self) -> list[int]:
+        return list(self._brokers)
+
+    # --- connections ---------------------------------------------------------------------------
+    def ready(self, node_id: int, role: Role) -> Any:
+        """The ready connection for (node_id, role), or None; never starts a connect."""
+        slot = self._slots.get((node_id, role))
+        if slot is not None and slot.conn is not None and slot.conn.connected:
+            return slot.conn
+        return None
+
+    def get(self, node_id: int, role: Role, cb: ConnectCallback) -> None:
+        """``cb(conn, None)`` with a ready connection, or ``cb(None, KafkaError)`` once.
+
+        A ready connection is handed over at once (synchronously); otherwise the callback
+        waits for the connect in progress or starts one (after the backoff of a recent failure).
+        """
+        if self._closed:
+            cb(None, KafkaError(DESTROY, "the client is closed"))
+            return
+        key = (node_id, role)
+        slot = self._slots.get(key)
+        if slot is None:
+            slot = self._slots[key] = _Slot(node_id, role)
+        conn = slot.conn
+        if conn is not None and conn.connected:
+            cb(conn, None)
+            return
+        slot.waiters.append(cb)
+        if conn is not None or slot.retry_handle is not None:
+            return  # a connect is in progress or scheduled
+        delay = slot.retry_at - self._loop.time()
+        if delay > 0:
+            slot.retry_handle = self._loop.call_later(delay, self._connect, slot)
+        else:
+            self._connect(slot)
+
+    def _connect(self, slot: _Slot) -> None:
+        slot.retry_handle = None
+        address = self._brokers.get(slot.node_id)
+        if address is None:
+            self._fail_waiters(slot, KafkaError(STATE, f"broker {slot.node_id} is not in the cluster metadata"))
+            return
+        conn = self._factory(self._config, self._loop)
+        conn.node_id = slot.node_id
+        conn.on_error = self.on_error
+        conn.on_disconnect = lambda err, s=slot, c=conn: self._on_disconnect(s, c, err)
+        slot.conn = conn
+        host, port = address
+        conn.connect(host, port, self._config.connect_timeout_ms / 1000.0,
+                     lambda c, err, s=slot: self._on_connected(s, c, err))
+
+    def _on_connected(self, slot: _Slot, conn: Any, err: KafkaError | None) -> None:
+        if slot.conn is not conn:
+            return  # dropped meanwhile; its waiters were already answered
+        if err is None:
+            slot.backoff_ms = 0
+            waiters, slot.waiters = slot.waiters, []
+            for cb in waiters:
+                self._call(cb, conn, None)
+            return
+        slot.conn = None
+        config = self._config
+        slot.backoff_ms = min(max(slot.backoff_ms * 2, config.reconnect_backoff_ms), config.reconnect_backoff_max_ms)
+        slot.retry_at = self._loop.time() + slot.backoff_ms / 1000.0
+        self._fail_waiters(slot, err)
+        self._report(slot, err)
+
+    def _on_disconnect(self, slot: _Slot, conn: Any, err: KafkaError | None) -> None:
+        if slot.conn is conn:
+            slot.conn = None
+            if err is not None:
+                self._report(slot, err)
+
+    def _report(self, slot: _Slot, err: KafkaError) -> None:
+        if self.on_connection_error is not None and not self._closed:
+            try:
+                self.on_connection_error(slot.node_id, slot.role, err)
+            except Exception as exc:  # noqa: BLE001 - reported, never swallowed
+                self._report_exception(exc)
+
+    def _fail_waiters(self, slot: _Slot, err: KafkaError) -> None:
+        waiters, slot.waiters = slot.waiters, []
+        for cb in waiters:
+            self._call(cb, None, err)
+
+    def _call(self, cb: ConnectCallback, conn: Any, err: KafkaError | None) -> None:
+        try:
+            cb(conn, err)
+        except Exception as exc:  # noqa: BLE001 - one caller's bug must not starve the others
+            self._report_exception(exc)
+
+    def _report_exception(self, exc: BaseException) -> None:
+        if self.on_error is not None:
+            self.on_error(exc)
+        else:
+            self._loop.call_exception_handler({"message": "kafkaev: exception in a callback", "exception": exc})
+
+    def _drop(self, slot: _Slot, err: KafkaError) -> None:
+        if slot.retry_handle is not None:
+            slot.retry_handle.cancel()
+            slot.retry_handle = None
+        conn, slot.conn = slot.conn, None
+        self._fail_waiters(slot, err)
+        if conn is not None:
+            conn.disconnect()
+
+    def disconnect(self, node_id: int, role: Role) -> None:
+        """Close one pooled connection (its pending requests fail with DESTROY)."""
+        slot = self._slots.get((node_id, role))
+        if slot is not None:
+            self._drop(slot, KafkaError(DESTROY, "connection closed by the client"))
+
+    def close(self) -> None:
+        """Close every connection; waiting callers get DESTROY. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        for slot in list(self._slots.values()):
+            self._drop(slot, KafkaError(DESTROY, "the client is closed"))
+        self._slots.clear()
