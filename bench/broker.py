@@ -1,0 +1,72 @@
+"""The broker a benchmark run talks to: the embedded local cluster, or an existing one (--brokers)."""
+
+from __future__ import annotations
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from bench.measure import make_value
+from kafkaev.testing.admin import KafkaCluster
+from kafkaev.testing.cluster import THROUGHPUT_JVM_OPTIONS, LocalCluster
+
+# The broker is the shared bottleneck of every client: give it the throughput JVM settings and
+# a heap big enough not to be the thing measured.
+BENCH_BROKER_HEAP = "1g"
+PREFILL_QUEUE_MESSAGES = 1_000_000
+
+
+class ExistingCluster(KafkaCluster):
+    """A cluster someone else runs; the harness only creates topics on it."""
+
+    def __init__(self, bootstrap: str) -> None:
+        super().__init__()
+        self._bootstrap = bootstrap
+        self.node_count = len(self.metadata().brokers)
+
+    @property
+    def bootstrap(self) -> str:
+        return self._bootstrap
+
+    def stop(self) -> None:
+        self._close_admin()
+
+
+def start_embedded() -> LocalCluster:
+    return LocalCluster(nodes=1, heap=BENCH_BROKER_HEAP, jvm_options=THROUGHPUT_JVM_OPTIONS).start()
+
+
+def landed_records(bootstrap: str, topic: str, partitions: int) -> int:
+    """Records the broker holds for ``topic``: the sum of its partitions' high watermarks."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-watermarks"})
+    try:
+        total = 0
+        for partition in range(partitions):
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
+            total += high - low
+        return total
+    finally:
+        consumer.close()
+
+
+def prefill(bootstrap: str, topic: str, records: int, value_size: int) -> None:
+    """Fill ``topic`` for the consume scenarios (untimed set-up, the same bytes for every client)."""
+    failures: list[object] = []
+
+    def delivered(err: object, _msg: object) -> None:
+        if err is not None:
+            failures.append(err)
+
+    producer = Producer({
+        "bootstrap.servers": bootstrap, "linger.ms": 20, "acks": 1,
+        "queue.buffering.max.messages": PREFILL_QUEUE_MESSAGES, "on_delivery": delivered,
+    })
+    value = make_value(value_size)
+    for _ in range(records):
+        while True:
+            try:
+                producer.produce(topic, value)
+                break
+            except BufferError:
+                producer.poll(0.01)
+    remaining = producer.flush(120)
+    if remaining or failures:
+        raise RuntimeError(f"prefilling {topic}: {remaining} undelivered, {len(failures)} failed ({failures[:1]})")

@@ -1,0 +1,245 @@
+"""confluent-kafka (librdkafka) scenarios."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import confluent_kafka
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+
+from bench.measure import Section, histogram, latency_us_of, make_value, stamp, summarize_latencies
+from bench.spec import RunResult, RunSpec
+
+CALLS_PER_CLOCK_CHECK = 1000
+CONSUME_BATCH = 10000
+# librdkafka's own queue limits are far below a benchmark's burst; raise them (as its docs advise
+# for throughput) so produce() measures the client, not BufferError back-off.
+QUEUE_MAX_MESSAGES = 2_000_000
+QUEUE_MAX_KBYTES = 2_097_151
+
+
+class Deliveries:
+    """Delivery-report counter: the per-record callback every real producer needs."""
+
+    __slots__ = ("acked", "failed")
+
+    def __init__(self) -> None:
+        self.acked = 0
+        self.failed = 0
+
+    def __call__(self, err: Any, msg: Any) -> None:
+        if err is None:
+            self.acked += 1
+        else:
+            self.failed += 1
+
+
+def _throughput_settings(spec: RunSpec) -> dict[str, Any]:
+    return {
+        "bootstrap.servers": spec.bootstrap,
+        "acks": spec.acks,
+        "linger.ms": 5,
+        "batch.size": 1_000_000,
+        "queue.buffering.max.messages": QUEUE_MAX_MESSAGES,
+        "queue.buffering.max.kbytes": QUEUE_MAX_KBYTES,
+        "compression.type": spec.compression,
+        "enable.idempotence": False,
+    }
+
+
+def _latency_settings(spec: RunSpec) -> dict[str, Any]:
+    return {
+        "bootstrap.servers": spec.bootstrap,
+        "acks": spec.acks,
+        "linger.ms": 0,
+        "socket.nagle.disable": True,
+        "compression.type": spec.compression,
+        "enable.idempotence": False,
+    }
+
+
+def _consumer_settings(spec: RunSpec, *, low_latency: bool) -> dict[str, Any]:
+    settings: dict[str, Any] = {
+        "bootstrap.servers": spec.bootstrap,
+        "group.id": f"bench-{spec.topic}",
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+        "enable.partition.eof": False,
+    }
+    if low_latency:
+        settings.update({"fetch.wait.max.ms": 100, "fetch.queue.backoff.ms": 0, "socket.nagle.disable": True})
+    else:
+        settings.update({"queued.min.messages": 1_000_000, "fetch.max.bytes": 52_428_800})
+    return settings
+
+
+def _version() -> dict[str, Any]:
+    return {"confluent_kafka": confluent_kafka.version()[0], "librdkafka": confluent_kafka.libversion()[0]}
+
+
+def _produce_for(producer: Producer, topic: str, value: bytes, seconds: float) -> int:
+    calls = 0
+    produce = producer.produce
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline:
+        for _ in range(CALLS_PER_CLOCK_CHECK):
+            try:
+                produce(topic, value)
+            except BufferError:  # local queue full: serve delivery reports, then retry
+                producer.poll(0.001)
+                produce(topic, value)
+            calls += 1
+        producer.poll(0)
+    return calls
+
+
+def produce(spec: RunSpec) -> RunResult:
+    settings = _throughput_settings(spec)
+    deliveries = Deliveries()
+    producer = Producer({**settings, "on_delivery": deliveries})
+    value = make_value(spec.value_size)
+    warmup_calls = _produce_for(producer, spec.topic, value, spec.warmup_s)
+    producer.flush()
+    acked_before, failed_before = deliveries.acked, deliveries.failed
+    with Section() as section:
+        calls = _produce_for(producer, spec.topic, value, spec.duration_s)
+        call_elapsed = time.perf_counter() - section.started
+        remaining = producer.flush(60)
+    acked = deliveries.acked - acked_before
+    return RunResult(
+        records=acked,
+        failed=deliveries.failed - failed_before + remaining,
+        elapsed_s=section.elapsed,
+        call_elapsed_s=call_elapsed,
+        calls=calls,
+        warmup_records=warmup_calls,
+        cpu_s=section.cpu,
+        bytes=acked * spec.value_size,
+        settings={**settings, **_version()},
+    )
+
+
+def roundtrip(spec: RunSpec) -> RunResult:
+    settings = _latency_settings(spec)
+    deliveries = Deliveries()
+    producer = Producer({**settings, "on_delivery": deliveries})
+    value = make_value(spec.value_size)
+    warmup = max(100, spec.count // 10)
+    latencies: list[float] = []
+    with Section() as section:
+        for i in range(warmup + spec.count):
+            target = deliveries.acked + deliveries.failed + 1
+            started = time.perf_counter_ns()
+            producer.produce(spec.topic, value)
+            while deliveries.acked + deliveries.failed < target:
+                producer.poll(1.0)
+            if i >= warmup:
+                latencies.append((time.perf_counter_ns() - started) / 1000.0)
+    producer.flush()
+    return RunResult(
+        records=len(latencies),
+        failed=deliveries.failed,
+        elapsed_s=section.elapsed,
+        cpu_s=section.cpu,
+        latency_us=summarize_latencies(latencies),
+        histogram=histogram(latencies),
+        settings={**settings, **_version()},
+    )
+
+
+def e2e(spec: RunSpec) -> RunResult:
+    producer_settings = _latency_settings(spec)
+    consumer_settings = _consumer_settings(spec, low_latency=True)
+    deliveries = Deliveries()
+    producer = Producer({**producer_settings, "on_delivery": deliveries})
+    consumer = Consumer(consumer_settings)
+    consumer.assign([TopicPartition(spec.topic, p, confluent_kafka.OFFSET_BEGINNING) for p in range(spec.partitions)])
+    samples: list[tuple[int, float]] = []
+    stop = threading.Event()
+
+    def consume_loop() -> None:
+        while not stop.is_set():
+            # poll(), not consume(num_messages=N): consume() waits for N messages or the timeout.
+            msg = consumer.poll(0.1)
+            if msg is not None and msg.error() is None:
+                now = time.perf_counter_ns()
+                samples.append((now, latency_us_of(msg.value(), now)))
+
+    reader = threading.Thread(target=consume_loop, daemon=True)
+    reader.start()
+    value = make_value(spec.value_size)
+    total = int(spec.rate * (spec.warmup_s + spec.duration_s))
+    # Start the clock only once the consumer is fetching: probes until one arrives.
+    deadline = time.perf_counter() + 30
+    while not samples and time.perf_counter() < deadline:
+        producer.produce(spec.topic, stamp(value))
+        producer.flush(1)
+        time.sleep(0.05)
+    samples.clear()
+    with Section() as section:
+        sent = 0
+        while sent < total:
+            due = min(total, int((time.perf_counter() - section.started) * spec.rate) + 1)
+            while sent < due:
+                producer.produce(spec.topic, stamp(value))
+                sent += 1
+            producer.poll(0)
+            time.sleep(0.0002)
+        producer.flush(30)
+        deadline = time.perf_counter() + 30
+        while len(samples) < total and time.perf_counter() < deadline:
+            time.sleep(0.01)
+    stop.set()
+    reader.join()
+    consumer.close()
+    measured_from = int((section.started + spec.warmup_s) * 1e9)
+    latencies = [lat for now, lat in samples if now - lat * 1000 >= measured_from]
+    return RunResult(
+        records=len(latencies),
+        failed=deliveries.failed + (total - len(samples)),
+        elapsed_s=section.elapsed,
+        cpu_s=section.cpu,
+        latency_us=summarize_latencies(latencies),
+        histogram=histogram(latencies),
+        settings={"producer": producer_settings, "consumer": consumer_settings, **_version()},
+        note=f"received {len(samples)}/{total}",
+    )
+
+
+def consume(spec: RunSpec) -> RunResult:
+    settings = _consumer_settings(spec, low_latency=False)
+    consumer = Consumer(settings)
+    consumer.assign([TopicPartition(spec.topic, p, confluent_kafka.OFFSET_BEGINNING) for p in range(spec.partitions)])
+    records = 0
+    nbytes = 0
+    errors = 0
+    # The clock starts at the first delivered batch, so connection setup is not counted.
+    first = consumer.consume(num_messages=CONSUME_BATCH, timeout=10.0)
+    records += len(first)
+    with Section() as section:
+        counted = 0
+        # Fast clients stop at `count`; slow ones at the duration_s time cap.
+        while records < spec.count and time.perf_counter() - section.started < spec.duration_s:
+            batch = consumer.consume(num_messages=CONSUME_BATCH, timeout=5.0)
+            if not batch:
+                break
+            for msg in batch:
+                if msg.error() is not None:
+                    if msg.error().code() != KafkaError._PARTITION_EOF:
+                        errors += 1
+                    continue
+                nbytes += len(msg.value())
+                counted += 1
+            records += len(batch)
+    consumer.close()
+    return RunResult(
+        records=counted,
+        failed=errors,
+        elapsed_s=section.elapsed,
+        cpu_s=section.cpu,
+        bytes=nbytes,
+        settings={**settings, "api": f"consume(num_messages={CONSUME_BATCH})", **_version()},
+        note="" if records >= spec.count else f"stopped at {records}/{spec.count} (time cap or topic end)",
+    )

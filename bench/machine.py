@@ -1,0 +1,75 @@
+"""The machine a run happened on, recorded next to its figures."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+import subprocess
+from typing import Any
+
+LIBRARIES = ("kafkaev", "confluent-kafka", "aiokafka", "kafka-python", "uvloop", "Cython", "matplotlib")
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _memory_gib() -> float | None:
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemTotal:"):
+                    return round(int(line.split()[1]) / 1024 / 1024, 1)
+    except OSError:
+        pass
+    return None
+
+
+def _java_version() -> str:
+    try:
+        out = subprocess.run(["java", "-version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unavailable"
+    return (out.stderr or out.stdout).splitlines()[0] if (out.stderr or out.stdout) else "unknown"
+
+
+def _library_versions() -> dict[str, str]:
+    versions = {}
+    for name in LIBRARIES:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    try:
+        import confluent_kafka
+
+        versions["librdkafka"] = confluent_kafka.libversion()[0]
+    except ImportError:
+        pass
+    return versions
+
+
+def machine_info() -> dict[str, Any]:
+    return {
+        "cpu": _cpu_model(),
+        "cores": os.cpu_count(),
+        "memory_gib": _memory_gib(),
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "java": _java_version(),
+        "libraries": _library_versions(),
+        "load_average": os.getloadavg(),
+    }
+
+
+def describe(info: dict[str, Any]) -> str:
+    return (f"{info['cpu']}, {info['cores']} cores, {info['memory_gib']} GiB, {info['os']}, "
+            f"Python {info['python']}")

@@ -1,0 +1,105 @@
+"""Clocks, CPU accounting, percentiles and value payloads shared by every client's scenarios."""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import struct
+import time
+from collections.abc import Sequence
+
+PERCENTILES: tuple[tuple[str, float], ...] = (
+    ("p50", 50.0),
+    ("p90", 90.0),
+    ("p99", 99.0),
+    ("p99.9", 99.9),
+)
+# Latency histogram buckets: powers of two from 8 us to ~1 s, wide enough for every client.
+HISTOGRAM_FIRST_US = 8.0
+HISTOGRAM_BUCKETS = 18
+
+# An e2e value starts with the producer's monotonic send time in nanoseconds.
+SEND_TIME = struct.Struct(">q")
+
+
+def cpu_seconds() -> float:
+    """user+sys of this process so far, every thread included (librdkafka's and the JVM's too)."""
+    t = os.times()
+    return t.user + t.system
+
+
+def child_cpu_seconds() -> float:
+    """user+sys of waited-for child processes (the Java perf tools)."""
+    t = os.times()
+    return t.children_user + t.children_system
+
+
+class Section:
+    """Wall and CPU time of one measured section: ``with Section() as s: ...; s.elapsed, s.cpu``."""
+
+    __slots__ = ("started", "cpu_started", "elapsed", "cpu")
+
+    def __init__(self) -> None:
+        self.started = 0.0
+        self.cpu_started = 0.0
+        self.elapsed = 0.0
+        self.cpu = 0.0
+
+    def __enter__(self) -> Section:
+        self.cpu_started = cpu_seconds()
+        self.started = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.elapsed = time.perf_counter() - self.started
+        self.cpu = cpu_seconds() - self.cpu_started
+
+
+def percentile(sorted_values: Sequence[float], pct: float) -> float:
+    """Nearest-rank percentile of an ascending sequence."""
+    if not sorted_values:
+        return math.nan
+    rank = max(1, math.ceil(pct / 100.0 * len(sorted_values)))
+    return float(sorted_values[rank - 1])
+
+
+def summarize_latencies(latencies_us: list[float]) -> dict[str, float]:
+    ordered = sorted(latencies_us)
+    summary = {name: percentile(ordered, pct) for name, pct in PERCENTILES}
+    if ordered:
+        summary["min"] = ordered[0]
+        summary["max"] = ordered[-1]
+        summary["mean"] = sum(ordered) / len(ordered)
+    return summary
+
+
+def histogram(latencies_us: list[float]) -> list[tuple[float, int]]:
+    """Counts per power-of-two bucket; the last bucket collects everything slower."""
+    counts = [0] * HISTOGRAM_BUCKETS
+    for value in latencies_us:
+        index = 0 if value <= HISTOGRAM_FIRST_US else math.ceil(math.log2(value / HISTOGRAM_FIRST_US))
+        counts[min(index, HISTOGRAM_BUCKETS - 1)] += 1
+    bounds = [HISTOGRAM_FIRST_US * 2**i for i in range(HISTOGRAM_BUCKETS - 1)] + [math.inf]
+    return list(zip(bounds, counts, strict=False))
+
+
+def make_value(size: int, seed: int = 7) -> bytes:
+    """A JSON-looking payload of ``size`` bytes: compressible like real records, identical for every client."""
+    rng = random.Random(seed)
+    parts: list[str] = []
+    length = 0
+    while length < size:
+        part = f'{{"id":{rng.randrange(10**9)},"user":"u{rng.randrange(5000)}","score":{rng.random():.4f}}}'
+        parts.append(part)
+        length += len(part)
+    return "".join(parts).encode()[:size]
+
+
+def stamp(value: bytes) -> bytes:
+    """The e2e payload: the send time in front of ``value`` (same total size)."""
+    return SEND_TIME.pack(time.perf_counter_ns()) + value[SEND_TIME.size:]
+
+
+def latency_us_of(value: bytes, now_ns: int) -> float:
+    return (now_ns - SEND_TIME.unpack_from(value)[0]) / 1000.0

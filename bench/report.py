@@ -1,0 +1,137 @@
+"""The run's outputs: the terminal table, the JSON document and the PNG chart."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from bench.spec import RunResult
+
+LABEL_WIDTH = 24
+CELL_WIDTH = 14
+ERROR_LINE_WIDTH = 160
+
+
+def raw_run(result: RunResult) -> dict[str, Any]:
+    raw = asdict(result)
+    raw.pop("settings")  # kept once per client, not per run
+    raw["histogram"] = [[bound if math.isfinite(bound) else "inf", count] for bound, count in result.histogram]
+    return raw
+
+
+def format_value(value: float | None) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    magnitude = abs(value)
+    if magnitude >= 1e6:
+        return f"{value / 1e6:.2f}M"
+    if magnitude >= 1e4:
+        return f"{value / 1e3:.1f}K"
+    if magnitude >= 100:
+        return f"{value:.0f}"
+    if magnitude >= 10:
+        return f"{value:.1f}"
+    return f"{value:.2f}"
+
+
+def write_json(document: dict[str, Any], path: Path) -> None:
+    path.write_text(json.dumps(document, indent=1, default=str) + "\n")
+
+
+def _row(label: str, cells: list[str]) -> str:
+    return f"  {label:<{LABEL_WIDTH}}" + "".join(f"{cell:>{CELL_WIDTH}}" for cell in cells)
+
+
+def table(document: dict[str, Any]) -> str:
+    """Per scenario: each client's median per metric, then kafkaev's ratio to every other column."""
+    lines: list[str] = []
+    for name, scenario in document["scenarios"].items():
+        labels = list(scenario["clients"])
+        lines.append(f"{scenario['title']}  [{name}]")
+        lines.append(_row("", labels))
+        for metric in scenario["metrics"]:
+            cells = []
+            for label in labels:
+                client = scenario["clients"][label]
+                value = client["median"].get(metric["name"])
+                cells.append("FAILED" if value is None and client["errors"] else format_value(value))
+            arrow = "^" if metric["higher_is_better"] else "v"  # which way is better
+            unit = metric["unit"] if metric["name"] not in ("p50", "p90", "p99", "p99.9") else f"{metric['name']} us"
+            lines.append(_row(f"{unit} {arrow}", cells))
+            for subject in (lab for lab in labels if scenario["clients"][lab]["role"] == "subject"):
+                ratios = scenario["ratios"].get(metric["name"], {})
+                ratio_cells = [
+                    "" if label == subject or f"{subject}/{label}" not in ratios
+                    else f"{ratios[f'{subject}/{label}']:.2f}x"
+                    for label in labels
+                ]
+                if any(ratio_cells):
+                    lines.append(_row(f"  {subject} / column", ratio_cells))
+        for label in labels:
+            for error in scenario["clients"][label]["errors"]:
+                lines.append(f"  ! {label}: {error}"[:ERROR_LINE_WIDTH])
+        lines.append("")
+    lines.append("^ higher is better, v lower is better; 'kafkaev / column' is the ratio of medians.")
+    lines.append("Settings per client and scenario are listed in the JSON under scenarios.<name>.clients.<client>.settings")
+    return "\n".join(lines)
+
+
+def _series_by_size(document: dict[str, Any], metric: str) -> dict[str, list[tuple[int, float]]]:
+    series: dict[str, list[tuple[int, float]]] = {}
+    for scenario in document["scenarios"].values():
+        if scenario["group"] != "size":
+            continue
+        size = scenario["params"]["value_size"]
+        for label, client in scenario["clients"].items():
+            value = client["median"].get(metric)
+            if value is not None and client["role"] != "floor":
+                series.setdefault(label, []).append((size, value))
+    return {label: sorted(points) for label, points in series.items()}
+
+
+def _latency_panel(axis: Any, scenario: dict[str, Any] | None, title: str) -> None:
+    axis.set_title(title)
+    if scenario is None:
+        axis.set_axis_off()
+        return
+    percentiles = [m["name"] for m in scenario["metrics"]]
+    labels = [lab for lab, c in scenario["clients"].items() if c["median"]]
+    width = 0.8 / max(1, len(labels))
+    for index, label in enumerate(labels):
+        medians = scenario["clients"][label]["median"]
+        xs = [i + index * width for i in range(len(percentiles))]
+        axis.bar(xs, [medians.get(p, 0) for p in percentiles], width, label=label)
+    axis.set_xticks([i + 0.4 - width / 2 for i in range(len(percentiles))], percentiles)
+    axis.set_yscale("log")
+    axis.set_ylabel("microseconds (log)")
+    axis.legend(fontsize=7)
+
+
+def chart(document: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(2, 2, figsize=(13, 9))
+    for axis, metric, unit in ((axes[0][0], "msgs_per_s", "acked msg/s"), (axes[0][1], "mb_per_s", "MB/s")):
+        for label, points in _series_by_size(document, metric).items():
+            axis.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=label)
+        axis.set_xscale("log")
+        axis.set_yscale("log")
+        axis.set_xlabel("value size (bytes)")
+        axis.set_ylabel(unit)
+        axis.set_title(f"Pipelined produce acks=1: {unit} by value size")
+        axis.legend(fontsize=7)
+    scenarios = document["scenarios"]
+    _latency_panel(axes[1][0], scenarios.get("roundtrip"), "Sequential round trip latency")
+    _latency_panel(axes[1][1], scenarios.get("e2e"), "End-to-end latency at a fixed rate")
+    machine = document["machine"]
+    figure.suptitle(f"kafkaev bench {document['started']} ({document['mode']}): "
+                    f"{machine['cpu']}, {machine['cores']} cores", fontsize=10)
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)

@@ -1,0 +1,305 @@
+"""``python -m bench``: run every scenario for kafkaev and its peers against one broker.
+
+Clients alternate scenario by scenario (and the order rotates between repetitions) so machine drift
+hits every client alike; each run is a fresh subprocess with a hard timeout, so a hung client is
+reported as a failure instead of hanging the run. Medians over the repetitions are reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from bench import report
+from bench.broker import ExistingCluster, landed_records, prefill, start_embedded
+from bench.machine import describe, machine_info
+from bench.scenarios import Entry, Scenario, all_scenarios
+from bench.spec import KIND_CONSUME, KIND_E2E, KIND_PRODUCE, KIND_ROUNDTRIP, RESULT_PREFIX, RunResult, RunSpec
+
+RESULTS_DIR = Path(__file__).with_name("results")
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+# Seconds a worker may take beyond its own planned work (interpreter, imports, connecting, JVM start).
+RUN_OVERHEAD_S = 60.0
+PRODUCE_PARTITIONS = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """How long and how often: the knobs --quick changes."""
+
+    reps: int
+    duration_s: float
+    warmup_s: float
+    roundtrips: int
+    e2e_seconds: float
+    consume_records: int
+
+
+QUICK = Plan(reps=1, duration_s=1.0, warmup_s=0.3, roundtrips=1000, e2e_seconds=2.0, consume_records=300_000)
+FULL = Plan(reps=3, duration_s=2.5, warmup_s=0.7, roundtrips=5000, e2e_seconds=4.0, consume_records=1_500_000)
+
+
+@dataclass(slots=True)
+class EntryOutcome:
+    runs: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+def derive(kind: str, result: RunResult, landed: int | None) -> dict[str, float]:
+    """The reported figures of one run, from its raw counters."""
+    figures: dict[str, float] = {}
+    if kind in (KIND_PRODUCE, KIND_CONSUME) and result.elapsed_s > 0 and result.records > 0:
+        figures["msgs_per_s"] = result.records / result.elapsed_s
+        figures["mb_per_s"] = result.bytes / result.elapsed_s / 1e6
+        figures["cpu_us_per_record"] = result.cpu_s * 1e6 / result.records
+    if kind == KIND_PRODUCE and result.call_elapsed_s > 0:
+        figures["call_rate"] = result.calls / result.call_elapsed_s
+        if landed is not None and result.elapsed_s > 0:
+            delivered = landed - result.warmup_records
+            figures["delivered"] = delivered
+            figures["delivered_per_s"] = delivered / result.elapsed_s
+    if kind in (KIND_ROUNDTRIP, KIND_E2E):
+        figures.update({k: v for k, v in result.latency_us.items()})
+    return figures
+
+
+class Runner:
+    def __init__(self, args: argparse.Namespace, plan: Plan, bootstrap: str, cluster: Any) -> None:
+        self.args = args
+        self.plan = plan
+        self.bootstrap = bootstrap
+        self.cluster = cluster
+        self.run_id = uuid.uuid4().hex[:8]
+        self.consume_topic: str | None = None
+        self.done = 0
+        self.total = 0
+        self.started = time.monotonic()
+
+    def progress(self, text: str) -> None:
+        elapsed = time.monotonic() - self.started
+        print(f"[{self.done:3d}/{self.total}] {elapsed:6.1f}s  {text}", flush=True)
+
+    def spec_for(self, scenario: Scenario, entry: Entry, rep: int) -> RunSpec:
+        plan = self.plan
+        spec = RunSpec(client=entry.client, kind=scenario.kind, bootstrap=self.bootstrap, topic="",
+                       duration_s=plan.duration_s, warmup_s=plan.warmup_s, **scenario.params)
+        if scenario.kind == KIND_PRODUCE:
+            spec.partitions = PRODUCE_PARTITIONS
+        elif scenario.kind == KIND_ROUNDTRIP:
+            spec.count = plan.roundtrips
+        elif scenario.kind == KIND_E2E:
+            spec.duration_s = plan.e2e_seconds
+            spec.warmup_s = max(0.5, plan.warmup_s)
+        elif scenario.kind == KIND_CONSUME:
+            spec.count = plan.consume_records
+            spec.partitions = PRODUCE_PARTITIONS
+            spec.duration_s = plan.duration_s * 3  # time cap for slow clients
+        spec = replace(spec, **entry.overrides)
+        if scenario.kind == KIND_CONSUME:
+            spec.topic = self.prefilled_topic()
+        else:
+            safe_label = entry.label.replace("[", "-").replace("]", "")
+            spec.topic = self.cluster.create_topic(
+                f"bench-{self.run_id}-{scenario.name}-{safe_label}-{rep}", partitions=spec.partitions,
+                replication_factor=1)
+        return spec
+
+    def prefilled_topic(self) -> str:
+        if self.consume_topic is None:
+            name = f"bench-{self.run_id}-consume-source"
+            self.cluster.create_topic(name, partitions=PRODUCE_PARTITIONS, replication_factor=1)
+            self.progress(f"pre-filling {name} with {self.plan.consume_records:,} records")
+            prefill(self.bootstrap, name, self.plan.consume_records, 100)
+            self.consume_topic = name
+        return self.consume_topic
+
+    def run_one(self, spec: RunSpec) -> RunResult:
+        planned = spec.warmup_s + spec.duration_s * 3 + spec.count / 1000.0
+        timeout = RUN_OVERHEAD_S + planned
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "bench.worker", spec.to_json()],
+            cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            start_new_session=True,  # its own process group: a timeout kills librdkafka/JVM children too
+        )
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            raise RuntimeError(f"timed out after {timeout:.0f}s") from None
+        for line in stdout.splitlines():
+            if line.startswith(RESULT_PREFIX):
+                return RunResult.from_json(line[len(RESULT_PREFIX):])
+        last = [line for line in stderr.strip().splitlines() if line.strip()]
+        raise RuntimeError(f"exit {proc.returncode}: {last[-1] if last else 'no output'}")
+
+    def run_scenario(self, scenario: Scenario) -> dict[str, EntryOutcome]:
+        outcomes = {entry.label: EntryOutcome() for entry in scenario.entries}
+        for rep in range(self.plan.reps):
+            shift = rep % len(scenario.entries)
+            order = scenario.entries[shift:] + scenario.entries[:shift]
+            for entry in order:
+                outcome = outcomes[entry.label]
+                self.done += 1
+                try:
+                    spec = self.spec_for(scenario, entry, rep)
+                    result = self.run_one(spec)
+                    landed = (landed_records(self.bootstrap, spec.topic, spec.partitions)
+                              if scenario.kind == KIND_PRODUCE else None)
+                except Exception as exc:  # reported in the table, never hidden
+                    outcome.errors.append(f"{type(exc).__name__}: {exc}")
+                    self.progress(f"{scenario.name:22s} {entry.label:20s} rep {rep + 1}: FAILED {exc}")
+                    continue
+                figures = derive(scenario.kind, result, landed)
+                outcome.settings = result.settings
+                raw = report.raw_run(result)
+                outcome.runs.append({"figures": figures, "raw": raw, "topic": spec.topic})
+                headline = scenario.metrics[0]
+                value = figures.get(headline.name)
+                shown = report.format_value(value) if value is not None else "n/a"
+                extra = f"  ({result.failed} failed)" if result.failed else ""
+                note = f"  [{result.note}]" if result.note else ""
+                self.progress(f"{scenario.name:22s} {entry.label:20s} rep {rep + 1}: "
+                              f"{shown} {headline.unit}{extra}{note}")
+        return outcomes
+
+
+def summarize(scenario: Scenario, outcomes: dict[str, EntryOutcome]) -> dict[str, Any]:
+    clients: dict[str, Any] = {}
+    for entry in scenario.entries:
+        outcome = outcomes[entry.label]
+        medians: dict[str, float] = {}
+        names = {name for run in outcome.runs for name in run["figures"]}
+        for name in sorted(names):
+            values = [run["figures"][name] for run in outcome.runs if name in run["figures"]]
+            medians[name] = statistics.median(values)
+        clients[entry.label] = {
+            "client": entry.client,
+            "role": "subject" if entry.is_subject else "floor" if entry.is_floor else "peer",
+            "median": medians,
+            "runs": outcome.runs,
+            "errors": outcome.errors,
+            "settings": outcome.settings,
+        }
+    ratios: dict[str, dict[str, float]] = {}
+    for metric in scenario.metrics:
+        for subject in (e for e in scenario.entries if e.is_subject):
+            mine = clients[subject.label]["median"].get(metric.name)
+            for other in (e for e in scenario.entries if not e.is_subject):
+                theirs = clients[other.label]["median"].get(metric.name)
+                if mine is not None and theirs:
+                    ratios.setdefault(metric.name, {})[f"{subject.label}/{other.label}"] = mine / theirs
+    return {
+        "title": scenario.title,
+        "kind": scenario.kind,
+        "group": scenario.group,
+        "params": scenario.params,
+        "metrics": [{"name": m.name, "unit": m.unit, "higher_is_better": m.higher_is_better}
+                    for m in scenario.metrics],
+        "clients": clients,
+        "ratios": ratios,
+    }
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="one repetition, short runs, trimmed sweeps (< 3 min)")
+    parser.add_argument("--brokers", help="bootstrap of an existing cluster (default: start the embedded one)")
+    parser.add_argument("--reps", type=int, help="repetitions per scenario and client (median reported)")
+    parser.add_argument("--duration", type=float, help="seconds per measured produce/consume section")
+    parser.add_argument("--scenarios", help="comma-separated scenario names or prefixes to run")
+    parser.add_argument("--clients", help="comma-separated client labels to run (e.g. kafkaev,confluent)")
+    parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="directory for the JSON and PNG")
+    parser.add_argument("--no-chart", action="store_true", help="skip the PNG chart")
+    parser.add_argument("--list", action="store_true", help="list the scenarios and exit")
+    args = parser.parse_args(argv)
+    if args.reps is not None and args.reps < 1:
+        parser.error("--reps must be at least 1")
+    if args.duration is not None and args.duration <= 0:
+        parser.error("--duration must be positive")
+    return args
+
+
+def select(scenarios: list[Scenario], args: argparse.Namespace) -> list[Scenario]:
+    if args.scenarios:
+        wanted = [w.strip() for w in args.scenarios.split(",") if w.strip()]
+        scenarios = [s for s in scenarios if any(s.name == w or s.name.startswith(w) for w in wanted)]
+    if args.clients:
+        labels = {c.strip() for c in args.clients.split(",")}
+        trimmed = []
+        for s in scenarios:
+            entries = tuple(e for e in s.entries if e.label in labels or e.client in labels)
+            if entries:
+                trimmed.append(replace(s, entries=entries))
+        scenarios = trimmed
+    return scenarios
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    plan = QUICK if args.quick else FULL
+    if args.reps is not None:
+        plan = replace(plan, reps=args.reps)
+    if args.duration is not None:
+        plan = replace(plan, duration_s=args.duration)
+    scenarios = select(all_scenarios(quick=args.quick), args)
+    if args.list:
+        for s in scenarios:
+            print(f"{s.name:22s} {', '.join(e.label for e in s.entries):70s} {s.title}")
+        return 0
+    if not scenarios:
+        print("bench: no scenario matches --scenarios/--clients", file=sys.stderr)
+        return 2
+    machine = machine_info()
+    print(f"kafkaev bench ({'quick' if args.quick else 'full'}): {describe(machine)}", flush=True)
+    started_at = datetime.now(timezone.utc)
+    if args.brokers:
+        cluster: Any = ExistingCluster(args.brokers)
+        embedded = False
+    else:
+        print("starting the embedded Apache Kafka broker ...", flush=True)
+        cluster = start_embedded()
+        embedded = True
+    try:
+        runner = Runner(args, plan, cluster.bootstrap, cluster)
+        runner.total = sum(len(s.entries) for s in scenarios) * plan.reps
+        print(f"broker {cluster.bootstrap}; {runner.total} runs", flush=True)
+        results = {s.name: summarize(s, runner.run_scenario(s)) for s in scenarios}
+    finally:
+        cluster.stop()
+    document = {
+        "format": 1,
+        "started": started_at.isoformat(timespec="seconds"),
+        "mode": "quick" if args.quick else "full",
+        "machine": machine,
+        "broker": {"embedded": embedded, "bootstrap": cluster.bootstrap if not embedded else "embedded"},
+        "plan": {name: getattr(plan, name) for name in plan.__slots__},
+        "ratio_definition": "kafkaev / peer median; for metrics with higher_is_better=false lower is better",
+        "scenarios": results,
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    stamp = started_at.strftime("%Y%m%d-%H%M%S")
+    json_path = args.out / f"{stamp}.json"
+    report.write_json(document, json_path)
+    print()
+    print(report.table(document))
+    print(f"\nJSON: {json_path}")
+    if not args.no_chart:
+        png_path = args.out / f"{stamp}.png"
+        report.chart(document, png_path)
+        print(f"chart: {png_path}")
+    failed = sum(len(c["errors"]) for s in results.values() for c in s["clients"].values())
+    if failed:
+        print(f"{failed} run(s) failed; see the table and the JSON 'errors' fields", file=sys.stderr)
+    return 0

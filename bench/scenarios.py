@@ -1,0 +1,105 @@
+"""The benchmark scenarios: what runs, for which clients, and which figures each reports."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench.spec import (
+    CONSUME_BATCH,
+    CONSUME_PER_MESSAGE,
+    KIND_CONSUME,
+    KIND_E2E,
+    KIND_PRODUCE,
+    KIND_ROUNDTRIP,
+)
+
+PEERS = ("confluent", "aiokafka", "kafka-python")
+SUBJECT = "kafkaev"
+VALUE_SIZES = (10, 100, 1000, 10000)
+CODECS = ("gzip", "snappy", "lz4", "zstd")
+E2E_RATE = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class Metric:
+    name: str
+    unit: str
+    higher_is_better: bool
+
+
+MSGS_PER_S = Metric("msgs_per_s", "msg/s", True)
+MB_PER_S = Metric("mb_per_s", "MB/s", True)
+CPU_US_PER_RECORD = Metric("cpu_us_per_record", "us CPU/record", False)
+CALL_RATE = Metric("call_rate", "calls/s", True)
+DELIVERED_PER_S = Metric("delivered_per_s", "delivered msg/s", True)
+LATENCY_METRICS = tuple(Metric(name, "us", False) for name in ("p50", "p90", "p99", "p99.9"))
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One column of a scenario: a client, possibly in a particular delivery mode."""
+
+    label: str
+    client: str
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_subject(self) -> bool:
+        return self.client == SUBJECT
+
+    @property
+    def is_floor(self) -> bool:
+        return self.client in ("java", "raw-socket")
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    name: str
+    title: str
+    kind: str
+    entries: tuple[Entry, ...]
+    metrics: tuple[Metric, ...]
+    params: dict[str, Any] = field(default_factory=dict)  # RunSpec fields shared by every entry
+    group: str = ""  # "size" / "codec" scenarios are plotted together
+
+    def entry(self, label: str) -> Entry:
+        return next(e for e in self.entries if e.label == label)
+
+
+def _entries(*clients: str) -> tuple[Entry, ...]:
+    return tuple(Entry(client, client) for client in clients)
+
+
+def all_scenarios(*, quick: bool) -> list[Scenario]:
+    """Every scenario of a run; quick mode trims the sweeps, never the core comparisons."""
+    clients = (SUBJECT, *PEERS)
+    sweep_clients = (SUBJECT, "confluent", "aiokafka") if quick else clients
+    codecs = ("lz4", "zstd") if quick else CODECS
+    produce_metrics = (MSGS_PER_S, MB_PER_S, CPU_US_PER_RECORD)
+    scenarios = [
+        Scenario("produce_acks1", "Pipelined produce, acks=1, 100-byte values", KIND_PRODUCE,
+                 _entries(*clients, "java"), produce_metrics, {"acks": 1, "value_size": 100}, group="size"),
+        Scenario("produce_acks0", "Fire-and-forget produce, acks=0, 100-byte values", KIND_PRODUCE,
+                 _entries(*clients), (CALL_RATE, DELIVERED_PER_S, CPU_US_PER_RECORD), {"acks": 0, "value_size": 100}),
+        Scenario("roundtrip", "Sequential round trip (produce one, wait for the ack), linger 0", KIND_ROUNDTRIP,
+                 _entries(*clients, "raw-socket"), LATENCY_METRICS, {"acks": 1, "value_size": 100}),
+        Scenario("e2e", f"End-to-end latency at {E2E_RATE:,} msg/s offered, produce to consumer callback",
+                 KIND_E2E, _entries(*clients), LATENCY_METRICS, {"acks": 1, "value_size": 100, "rate": E2E_RATE}),
+        Scenario("consume", "Consume 100-byte records from a pre-filled topic", KIND_CONSUME,
+                 (Entry("kafkaev[on_message]", SUBJECT, {"mode": CONSUME_PER_MESSAGE}),
+                  Entry("kafkaev[on_batch]", SUBJECT, {"mode": CONSUME_BATCH}),
+                  *_entries(*PEERS, "java")),
+                 produce_metrics, {"value_size": 100}),
+    ]
+    for size in VALUE_SIZES:
+        if size != 100:
+            scenarios.append(Scenario(
+                f"produce_acks1_{size}B", f"Pipelined produce, acks=1, {size}-byte values", KIND_PRODUCE,
+                _entries(*sweep_clients), produce_metrics, {"acks": 1, "value_size": size}, group="size"))
+    for codec in codecs:
+        scenarios.append(Scenario(
+            f"produce_{codec}", f"Pipelined produce, acks=1, 100-byte values, {codec}", KIND_PRODUCE,
+            _entries(*sweep_clients), produce_metrics, {"acks": 1, "value_size": 100, "compression": codec},
+            group="codec"))
+    return scenarios

@@ -1,0 +1,74 @@
+"""What one benchmark subprocess is asked to do, and what it reports back.
+
+The orchestrator serialises a ``RunSpec`` to JSON on the worker's command line; the worker
+prints one ``RESULT_PREFIX`` line holding a ``RunResult`` as JSON. Everything else a client
+library prints (librdkafka and the JVM are chatty) is ignored.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+RESULT_PREFIX = "BENCH-RESULT "
+
+# Scenario kinds: the client modules implement one function per kind.
+KIND_PRODUCE = "produce"  # as fast as possible for duration_s, then flush
+KIND_ROUNDTRIP = "roundtrip"  # produce one, wait for the ack, repeat
+KIND_E2E = "e2e"  # produce at a fixed rate, consume in the same process
+KIND_CONSUME = "consume"  # read `count` records from a pre-filled topic
+
+CONSUME_PER_MESSAGE = "message"
+CONSUME_BATCH = "batch"
+
+
+@dataclass(slots=True)
+class RunSpec:
+    client: str
+    kind: str
+    bootstrap: str
+    topic: str
+    value_size: int = 100
+    acks: int = 1
+    compression: str = "none"
+    duration_s: float = 2.0  # produce: measured section length
+    warmup_s: float = 0.5  # produce/e2e: untimed traffic first (connections, JIT, allocators)
+    count: int = 0  # roundtrip: round trips; consume: records to read
+    rate: int = 0  # e2e: offered messages per second
+    mode: str = CONSUME_BATCH  # consume: per-message or batch delivery
+    partitions: int = 1
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> RunSpec:
+        return cls(**json.loads(text))
+
+
+@dataclass(slots=True)
+class RunResult:
+    """Raw figures of one measured section; derived rates are computed by the orchestrator."""
+
+    records: int = 0  # acked (produce), consumed (consume), round trips or e2e samples
+    failed: int = 0  # records whose delivery report carried an error
+    elapsed_s: float = 0.0  # wall time of the measured section, flush included
+    call_elapsed_s: float = 0.0  # produce: wall time of the produce() calls alone
+    calls: int = 0  # produce: produce() calls made in the measured section
+    warmup_records: int = 0  # produce: records sent (and flushed) before the measured section
+    cpu_s: float = 0.0  # user+sys of the whole client process (all threads) in the measured section
+    bytes: int = 0  # value bytes moved in the measured section
+    latency_us: dict[str, float] = field(default_factory=dict)  # percentile name -> microseconds
+    histogram: list[tuple[float, int]] = field(default_factory=list)  # (upper bound us, count)
+    settings: dict[str, Any] = field(default_factory=dict)  # the client configuration used
+    note: str = ""
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> RunResult:
+        data = json.loads(text)
+        data["histogram"] = [tuple(pair) for pair in data.get("histogram", [])]
+        return cls(**data)

@@ -1,0 +1,44 @@
+"""One benchmark run in a fresh process: ``python -m bench.worker '<RunSpec JSON>'``.
+
+A fresh process per run keeps clients from sharing allocator state or threads and makes the
+process's own CPU counters (``os.times``) the client's CPU cost, background threads included.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+from bench.spec import RESULT_PREFIX, RunSpec
+
+# client name -> module in bench/clients implementing produce/roundtrip/e2e/consume(spec) -> RunResult
+CLIENT_MODULES = {
+    "kafkaev": "bench.clients.kafkaev_client",
+    "confluent": "bench.clients.confluent",
+    "aiokafka": "bench.clients.aiokafka_client",
+    "kafka-python": "bench.clients.kafka_python",
+    "java": "bench.clients.java_perf",
+    "raw-socket": "bench.floors",
+}
+
+
+def run(spec: RunSpec):
+    module = importlib.import_module(CLIENT_MODULES[spec.client])
+    scenario = getattr(module, spec.kind, None)
+    if scenario is None:
+        raise SystemExit(f"{spec.client} has no '{spec.kind}' scenario")
+    return scenario(spec)
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: python -m bench.worker '<RunSpec JSON>'", file=sys.stderr)
+        return 2
+    result = run(RunSpec.from_json(argv[0]))
+    sys.stdout.write("\n" + RESULT_PREFIX + result.to_json() + "\n")
+    sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
