@@ -1,0 +1,574 @@
+"""A real Apache Kafka cluster in KRaft mode, as local JVM processes on loopback.
+
+Every node is a combined broker+controller; the nodes form one static quorum. Each node listens on
+PLAINTEXT, SSL (mutual TLS), SASL_PLAINTEXT and SASL_SSL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512), plus its
+CONTROLLER listener, all on free ports picked at start. Logs stay in the cluster directory; a node that
+dies or does not become ready raises BrokerStartError with the tail of its log.
+
+    with LocalCluster(nodes=3) as cluster:
+        cluster.create_topic("t", partitions=3)
+        cluster.kill(cluster.leader_of("t", 0))
+"""
+
+from __future__ import annotations
+
+import base64
+import enum
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
+
+from . import jars, process
+from .admin import Capability, ClusterTimeout, KafkaCluster, wait_until
+from .cds import ClassDataArchive
+from .certs import TlsFiles, make_tls_files
+from .config import (
+    NodePorts,
+    SaslCredentials,
+    SecuritySetup,
+    render_server_properties,
+    scram_format_arguments,
+    write_log4j2_config,
+)
+
+START_TIMEOUT_S = 120.0
+STOP_GRACE_S = 15.0
+# Writing the class-data archive at exit takes a while on a busy machine; never cut it short.
+RECORDING_STOP_GRACE_S = 120.0
+FORMAT_TIMEOUT_S = 120.0
+HEAP = "512m"
+# Measured on 2 cores: serial GC and C1-only compilation cut start-up by roughly a third, and a
+# test broker never runs long enough for C2 to pay off. Benchmarks pass THROUGHPUT_JVM_OPTIONS.
+FAST_START_JVM_OPTIONS = (
+    "-XX:+UseSerialGC",
+    "-XX:TieredStopAtLevel=1",
+    "-Xshare:auto",
+    "-XX:-UsePerfData",
+)
+THROUGHPUT_JVM_OPTIONS = ("-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-Xshare:auto", "-XX:-UsePerfData")
+COMMON_JVM_OPTIONS = (
+    "-Djava.awt.headless=true",
+    "-XX:+ExitOnOutOfMemoryError",
+    "-Dcom.sun.management.jmxremote=false",
+)
+KAFKA_MAIN_CLASS = "kafka.Kafka"
+STORAGE_TOOL_MAIN_CLASS = "kafka.tools.StorageTool"
+BIND_FAILURE_MARKERS = ("Address already in use", "BindException")
+VERSION_LINE = re.compile(r"Kafka version: (\S+)")
+LISTENERS_PER_NODE = 5
+PORT_CLAIM_ATTEMPTS = 3
+FIRST_NODE_ID = 1
+DEFAULT_LOG_TAIL_LINES = 60
+
+
+class BrokerStartError(RuntimeError):
+    """A broker JVM exited or did not become ready; the message ends with its log tail."""
+
+
+class NodeState(enum.Enum):
+    STOPPED = "stopped"
+    RUNNING = "running"
+    PAUSED = "paused"
+
+
+@dataclass(slots=True)
+class BrokerNode:
+    """One combined broker+controller JVM of a LocalCluster."""
+
+    node_id: int
+    ports: NodePorts
+    directory: Path
+    process: subprocess.Popen[bytes] | None = None
+    state: NodeState = NodeState.STOPPED
+    # Set while this run records the class-data archive at exit.
+    cds_recording: Path | None = None
+
+    @property
+    def config_path(self) -> Path:
+        return self.directory / "server.properties"
+
+    @property
+    def log_path(self) -> Path:
+        return self.directory / "server.log"
+
+    @property
+    def data_dir(self) -> Path:
+        return self.directory / "data"
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process is not None else None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.ports.plaintext}"
+
+    def is_alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def log_tail(self, lines: int = DEFAULT_LOG_TAIL_LINES) -> str:
+        """The last ``lines`` lines of this node's log (every run of the node appends to it)."""
+        return tail_file(self.log_path, lines)
+
+
+def tail_file(path: Path, lines: int) -> str:
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, 2)
+            size = handle.tell()
+            # Broker log lines are rarely longer than a few hundred bytes.
+            handle.seek(max(0, size - lines * 400))
+            text = handle.read().decode(errors="replace")
+    except FileNotFoundError:
+        return f"(no log at {path})"
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def _free_ports(count: int) -> list[int]:
+    """Ports the kernel says are free now; all held open together so none is handed out twice."""
+    sockets = []
+    try:
+        for _ in range(count):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.bind(("127.0.0.1", 0))
+            sockets.append(sock)
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def _cluster_id() -> str:
+    # Kafka's Uuid text form: URL-safe base64 of 16 random bytes. One starting with '-' would be
+    # read as an option by the storage tool's argument parser.
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not text.startswith("-"):
+            return text
+
+
+def _java() -> str:
+    java = shutil.which("java")
+    if java is None:
+        raise BrokerStartError("no 'java' on PATH: the test broker needs a Java 17+ runtime")
+    return java
+
+
+class LocalCluster(KafkaCluster):
+    """``nodes`` combined KRaft nodes (1 or 3 are the tested shapes), started by ``start()``.
+
+    ``directory`` holds configs, data and logs; by default a temporary folder removed by ``stop()``.
+    """
+
+    capabilities = frozenset({Capability.SECURITY, Capability.FAULTS})
+
+    def __init__(
+        self,
+        nodes: int = 1,
+        *,
+        directory: Path | str | None = None,
+        version: str = jars.KAFKA_VERSION,
+        heap: str = HEAP,
+        jvm_options: Sequence[str] = FAST_START_JVM_OPTIONS,
+        start_timeout: float = START_TIMEOUT_S,
+        broker_config: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__()
+        if nodes < 1:
+            raise ValueError(f"nodes: must be >= 1, got {nodes}")
+        if start_timeout <= 0:
+            raise ValueError(f"start_timeout: must be > 0, got {start_timeout}")
+        self.node_count = nodes
+        self.version = version
+        self.heap = heap
+        self.jvm_options = tuple(jvm_options)
+        self.start_timeout = start_timeout
+        self.broker_config = dict(broker_config or {})
+        self._owns_directory = directory is None
+        self.directory = (
+            Path(directory) if directory is not None else Path(tempfile.mkdtemp(prefix="kafkaev-"))
+        )
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.cluster_id = _cluster_id()
+        self.sasl_plain = SaslCredentials("PLAIN", "kafkaev-plain", "plain-secret-1")
+        self.sasl_scram_sha_256 = SaslCredentials("SCRAM-SHA-256", "kafkaev-scram256", "scram256-secret-1")
+        self.sasl_scram_sha_512 = SaslCredentials("SCRAM-SHA-512", "kafkaev-scram512", "scram512-secret-1")
+        self.tls: TlsFiles | None = None
+        self.nodes: dict[int, BrokerNode] = {}
+        self.start_seconds: float | None = None
+        self._log4j_config = self.directory / "log4j2.properties"
+        self._cds: ClassDataArchive | None = None
+        self._started = False
+
+    # -- addresses and credentials ---------------------------------------------------------
+
+    def _listener_bootstrap(self, field: str) -> str:
+        if not self.nodes:
+            raise RuntimeError("the cluster has no ports yet: call start() first")
+        return ",".join(f"127.0.0.1:{getattr(n.ports, field)}" for n in self.nodes.values())
+
+    @property
+    def bootstrap(self) -> str:
+        """PLAINTEXT bootstrap of every node, "127.0.0.1:p1,127.0.0.1:p2,..."."""
+        return self._listener_bootstrap("plaintext")
+
+    @property
+    def ssl_bootstrap(self) -> str:
+        """SSL listeners (mutual TLS: present client_cert/client_key, verify with ca_cert)."""
+        return self._listener_bootstrap("ssl")
+
+    @property
+    def sasl_bootstrap(self) -> str:
+        """SASL_PLAINTEXT listeners (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)."""
+        return self._listener_bootstrap("sasl_plaintext")
+
+    @property
+    def sasl_ssl_bootstrap(self) -> str:
+        """SASL_SSL listeners (server-authenticated TLS, then SASL)."""
+        return self._listener_bootstrap("sasl_ssl")
+
+    def _tls(self) -> TlsFiles:
+        if self.tls is None:
+            raise RuntimeError("the cluster has no certificates yet: call start() first")
+        return self.tls
+
+    @property
+    def ca_cert(self) -> Path:
+        return self._tls().ca_cert
+
+    @property
+    def client_cert(self) -> Path:
+        return self._tls().client_cert
+
+    @property
+    def client_key(self) -> Path:
+        return self._tls().client_key
+
+    @property
+    def scram_users(self) -> tuple[SaslCredentials, ...]:
+        return (self.sasl_scram_sha_256, self.sasl_scram_sha_512)
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def __enter__(self) -> LocalCluster:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    def start(self) -> LocalCluster:
+        """Format storage and start every node; return when all answer and see each other."""
+        if self._started:
+            raise RuntimeError("start(): the cluster is already started")
+        began = time.monotonic()
+        classpath = jars.classpath(self.version)
+        self._cds = ClassDataArchive(self.version, _java(), self.jvm_options)
+        self.tls = make_tls_files(self.directory / "tls")
+        write_log4j2_config(self._log4j_config)
+        for attempt in range(1, PORT_CLAIM_ATTEMPTS + 1):
+            self._plan_nodes()
+            self._format_storage(classpath)
+            for node in self.nodes.values():
+                self._spawn(node, classpath)
+            self._started = True
+            try:
+                self._wait_ready(list(self.nodes.values()), began + self.start_timeout)
+                break
+            except BrokerStartError as exc:
+                # Another process may have taken a port between picking and binding it: retry on new ones.
+                lost_race = any(m in str(exc) for m in BIND_FAILURE_MARKERS)
+                self._kill_all_nodes()
+                self._started = False
+                if not lost_race or attempt == PORT_CLAIM_ATTEMPTS:
+                    raise
+        self.start_seconds = time.monotonic() - began
+        return self
+
+    def _plan_nodes(self) -> None:
+        ports = _free_ports(LISTENERS_PER_NODE * self.node_count)
+        self.nodes = {}
+        for index in range(self.node_count):
+            node_id = FIRST_NODE_ID + index
+            own = ports[index * LISTENERS_PER_NODE : (index + 1) * LISTENERS_PER_NODE]
+            node_dir = self.directory / f"node-{node_id}"
+            shutil.rmtree(node_dir, ignore_errors=True)
+            node_dir.mkdir(parents=True)
+            self.nodes[node_id] = BrokerNode(node_id, NodePorts(*own), node_dir)
+        all_ports = {node_id: node.ports for node_id, node in self.nodes.items()}
+        security = SecuritySetup(self._tls(), (self.sasl_plain,), self.scram_users)
+        for node in self.nodes.values():
+            node.config_path.write_text(
+                render_server_properties(node.node_id, all_ports, node.data_dir, security, self.broker_config)
+            )
+
+    def _jvm_command(
+        self, classpath: str, main_class: str, *arguments: str, recording: Path | None = None
+    ) -> list[str]:
+        sharing = self._cds.use_options() if self._cds is not None else []
+        if recording is not None:
+            sharing = [f"-XX:ArchiveClassesAtExit={recording}"]
+        return [
+            _java(),
+            f"-Xmx{self.heap}",
+            *self.jvm_options,
+            *sharing,
+            *COMMON_JVM_OPTIONS,
+            f"-Dlog4j2.configurationFile={self._log4j_config}",
+            "-cp",
+            classpath,
+            main_class,
+            *arguments,
+        ]
+
+    def _format_storage(self, classpath: str) -> None:
+        def format_node(node: BrokerNode) -> subprocess.CompletedProcess[str]:
+            command = self._jvm_command(
+                classpath,
+                STORAGE_TOOL_MAIN_CLASS,
+                "format",
+                "--cluster-id",
+                self.cluster_id,
+                "--config",
+                str(node.config_path),
+                *scram_format_arguments(self.scram_users),
+            )
+            return subprocess.run(
+                command, capture_output=True, text=True, timeout=FORMAT_TIMEOUT_S, stdin=subprocess.DEVNULL
+            )
+
+        with ThreadPoolExecutor(max_workers=self.node_count) as pool:
+            results = list(pool.map(format_node, self.nodes.values()))
+        for node, result in zip(self.nodes.values(), results, strict=True):
+            if result.returncode != 0:
+                raise BrokerStartError(
+                    f"formatting node {node.node_id} storage failed (exit {result.returncode}):\n"
+                    f"{result.stdout[-3000:]}{result.stderr[-3000:]}"
+                )
+
+    def _spawn(self, node: BrokerNode, classpath: str | None = None) -> None:
+        cds = self._cds
+        recording_elsewhere = any(n.cds_recording is not None for n in self.nodes.values())
+        if cds is not None and cds.needs_recording() and not recording_elsewhere:
+            node.cds_recording = cds.recording_path()
+        command = self._jvm_command(
+            classpath or jars.classpath(self.version),
+            KAFKA_MAIN_CLASS,
+            str(node.config_path),
+            recording=node.cds_recording,
+        )
+        with open(node.log_path, "ab") as log:
+            log.write(f"\n===== kafkaev.testing: starting node {node.node_id} =====\n".encode())
+        node.process = process.spawn(command, node.log_path, node.directory)
+        node.state = NodeState.RUNNING
+
+    def _wait_ready(self, nodes: list[BrokerNode], deadline: float) -> None:
+        """Each node answers on PLAINTEXT and its metadata lists every running node as an unfenced broker."""
+        for node in nodes:
+            self._wait_port(node, deadline)
+        for node in nodes:
+            self._wait_registered(node, deadline)
+
+    def _check_alive(self, node: BrokerNode) -> None:
+        if node.process is not None and node.process.poll() is not None:
+            code = node.process.returncode
+            process.forget(node.process)
+            node.state = NodeState.STOPPED
+            raise BrokerStartError(
+                f"Kafka node {node.node_id} exited with status {code} while starting; "
+                f"last lines of {node.log_path}:\n{node.log_tail()}"
+            )
+
+    def _timeout_error(self, node: BrokerNode, what: str) -> BrokerStartError:
+        return BrokerStartError(
+            f"Kafka node {node.node_id} {what} within {self.start_timeout:.0f}s; "
+            f"last lines of {node.log_path}:\n{node.log_tail()}"
+        )
+
+    def _wait_port(self, node: BrokerNode, deadline: float) -> None:
+        while True:
+            self._check_alive(node)
+            try:
+                with closing(socket.create_connection(("127.0.0.1", node.ports.plaintext), timeout=1.0)):
+                    return
+            except OSError:
+                pass
+            if time.monotonic() >= deadline:
+                raise self._timeout_error(node, "did not open its PLAINTEXT port")
+            time.sleep(0.1)
+
+    def _wait_registered(self, node: BrokerNode, deadline: float) -> None:
+        expected = {n.node_id for n in self.nodes.values() if n.state is NodeState.RUNNING}
+        admin = AdminClient({"bootstrap.servers": node.bootstrap, "client.id": "kafkaev-test-readiness"})
+        while True:
+            self._check_alive(node)
+            try:
+                seen = set(admin.list_topics(timeout=2.0).brokers)
+                if expected <= seen:
+                    return
+            except KafkaException:
+                pass
+            if time.monotonic() >= deadline:
+                raise self._timeout_error(node, f"did not see brokers {sorted(expected)} in metadata")
+            time.sleep(0.1)
+
+    def stop(self, grace: float = STOP_GRACE_S) -> None:
+        """SIGTERM every node, SIGKILL those still running after ``grace`` seconds; remove an owned temp dir."""
+        self._close_admin()
+        for node in self.nodes.values():
+            if node.is_alive() and node.process is not None:
+                if node.state is NodeState.PAUSED:
+                    node.process.send_signal(signal.SIGCONT)
+                node.process.terminate()
+        deadline = time.monotonic() + grace
+        for node in self.nodes.values():
+            self._reap(node, max(0.0, deadline - time.monotonic()))
+        self._started = False
+        if self._owns_directory:
+            shutil.rmtree(self.directory, ignore_errors=True)
+
+    def _kill_all_nodes(self) -> None:
+        for node in self.nodes.values():
+            if node.is_alive() and node.process is not None:
+                node.process.kill()
+            self._reap(node, STOP_GRACE_S)
+
+    def _reap(self, node: BrokerNode, timeout: float) -> None:
+        if node.process is None:
+            return
+        if node.cds_recording is not None:
+            timeout = max(timeout, RECORDING_STOP_GRACE_S)
+        try:
+            node.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            node.process.kill()
+            node.process.wait()
+        process.forget(node.process)
+        node.state = NodeState.STOPPED
+        if node.cds_recording is not None and self._cds is not None:
+            self._cds.publish(node.cds_recording, exited_cleanly=node.process.returncode != -signal.SIGKILL)
+            node.cds_recording = None
+
+    # -- faults ---------------------------------------------------------------------------
+
+    def node(self, node_id: int) -> BrokerNode:
+        try:
+            return self.nodes[node_id]
+        except KeyError:
+            raise ValueError(
+                f"node_id: no node {node_id} in this cluster (nodes: {sorted(self.nodes)})"
+            ) from None
+
+    def _running_process(self, node_id: int, action: str) -> subprocess.Popen[bytes]:
+        node = self.node(node_id)
+        if not node.is_alive() or node.process is None:
+            raise RuntimeError(f"{action}: node {node_id} is not running")
+        return node.process
+
+    def kill(self, node_id: int) -> None:
+        """SIGKILL one node: no shutdown, no flush, as in a machine crash."""
+        proc = self._running_process(node_id, "kill")
+        proc.kill()
+        self._reap(self.node(node_id), STOP_GRACE_S)
+        self._close_admin()
+
+    def pause(self, node_id: int) -> None:
+        """SIGSTOP one node: its sockets stay open but nothing answers, as in a long GC pause."""
+        node = self.node(node_id)
+        if node.state is not NodeState.RUNNING:
+            raise RuntimeError(f"pause: node {node_id} is {node.state.value}, not running")
+        self._running_process(node_id, "pause").send_signal(signal.SIGSTOP)
+        node.state = NodeState.PAUSED
+
+    def resume(self, node_id: int) -> None:
+        """SIGCONT a paused node."""
+        node = self.node(node_id)
+        if node.state is not NodeState.PAUSED:
+            raise RuntimeError(f"resume: node {node_id} is {node.state.value}, not paused")
+        self._running_process(node_id, "resume").send_signal(signal.SIGCONT)
+        node.state = NodeState.RUNNING
+
+    def stop_node(self, node_id: int, grace: float = STOP_GRACE_S) -> None:
+        """Graceful shutdown of one node (SIGTERM; SIGKILL after ``grace`` seconds)."""
+        node = self.node(node_id)
+        if node.is_alive() and node.process is not None:
+            if node.state is NodeState.PAUSED:
+                node.process.send_signal(signal.SIGCONT)
+            node.process.terminate()
+        self._reap(node, grace)
+        self._close_admin()
+
+    def restart(self, node_id: int, grace: float = STOP_GRACE_S) -> None:
+        """Stop the node if it runs (gracefully), start it on the same ports and data, wait until it is back."""
+        node = self.node(node_id)
+        self.stop_node(node_id, grace)
+        self._spawn(node)
+        began = time.monotonic()
+        self._wait_ready([node], began + self.start_timeout)
+
+    def _admin_servers(self) -> str:
+        # Only live nodes: a paused one accepts connections and then never answers.
+        return self.live_bootstrap or self.bootstrap
+
+    def running_nodes(self) -> list[int]:
+        return [n.node_id for n in self.nodes.values() if n.state is NodeState.RUNNING and n.is_alive()]
+
+    @property
+    def live_bootstrap(self) -> str:
+        """PLAINTEXT bootstrap of the nodes currently running (not killed, stopped or paused)."""
+        return ",".join(self.nodes[node_id].bootstrap for node_id in self.running_nodes())
+
+    def wait_in_sync(
+        self, topic: str, partition: int, node_id: int, timeout: float = START_TIMEOUT_S
+    ) -> None:
+        """Wait until ``node_id`` is back in the partition's ISR."""
+        wait_until(
+            lambda: node_id in self.partition_state(topic, partition).isr,
+            timeout,
+            f"node {node_id} in the ISR of {topic}[{partition}]",
+        )
+
+    # -- diagnostics ----------------------------------------------------------------------
+
+    def log_tail(self, lines: int = DEFAULT_LOG_TAIL_LINES) -> str:
+        """The last ``lines`` lines of every node's log, one titled block per node."""
+        return "\n".join(
+            f"----- node {node.node_id} ({node.log_path}) -----\n{node.log_tail(lines)}"
+            for node in self.nodes.values()
+        )
+
+    def broker_version(self) -> str:
+        """The version a node printed at start-up ("Kafka version: 4.1.1")."""
+        for node in self.nodes.values():
+            for line in _read_lines(node.log_path):
+                match = VERSION_LINE.search(line)
+                if match:
+                    return match.group(1)
+        raise ClusterTimeout("no node logged its 'Kafka version:' line")
+
+    def __repr__(self) -> str:
+        return f"LocalCluster(nodes={self.node_count}, running={self.running_nodes()}, directory={self.directory})"
+
+
+def _read_lines(path: Path) -> Iterator[str]:
+    try:
+        with open(path, errors="replace") as handle:
+            yield from handle
+    except FileNotFoundError:
+        return

@@ -1,0 +1,161 @@
+"""A standalone ApiVersions probe over a plain socket: what one broker says it supports.
+
+The test harness must not lean on kafkaev's own codecs (they are what the tests check), so this is a
+tiny, independent encoder/decoder for exactly one request: ApiVersions v3 (flexible), whose response
+also carries the cluster's finalized features such as ``metadata.version``.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+from dataclasses import dataclass
+
+API_VERSIONS_KEY = 18
+API_VERSIONS_VERSION = 3
+PROBE_CORRELATION_ID = 0x6B65
+PROBE_CLIENT_ID = b"kafkaev-probe"
+PROBE_SOFTWARE_NAME = b"kafkaev-probe"
+PROBE_SOFTWARE_VERSION = b"1"
+NO_ERROR = 0
+# ApiVersionsResponse tagged fields (ApiVersionsResponse.json).
+TAG_SUPPORTED_FEATURES = 0
+TAG_FINALIZED_FEATURES_EPOCH = 1
+TAG_FINALIZED_FEATURES = 2
+MAX_RESPONSE_BYTES = 1 << 20
+
+
+class ProbeError(RuntimeError):
+    """The broker's answer was missing, malformed or carried an error code."""
+
+
+@dataclass(frozen=True, slots=True)
+class ApiRange:
+    api_key: int
+    min_version: int
+    max_version: int
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerApiVersions:
+    """The ApiVersions answer of one broker."""
+
+    apis: dict[int, ApiRange]
+    # Cluster-wide finalized feature levels, e.g. {"metadata.version": 27}.
+    finalized_features: dict[str, int]
+
+
+def _compact_string(value: bytes) -> bytes:
+    return _uvarint(len(value) + 1) + value
+
+
+def _uvarint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def encode_api_versions_request() -> bytes:
+    """The size-prefixed ApiVersions v3 request frame."""
+    # RequestHeader v2: ApiKey int16, ApiVersion int16, CorrelationId int32,
+    # ClientId nullable string (int16 length, not compact), TaggedFields.
+    header = struct.pack(
+        ">hhih", API_VERSIONS_KEY, API_VERSIONS_VERSION, PROBE_CORRELATION_ID, len(PROBE_CLIENT_ID)
+    )
+    header += PROBE_CLIENT_ID + _uvarint(0)
+    # ApiVersionsRequest v3: ClientSoftwareName compact string, ClientSoftwareVersion compact string, TaggedFields.
+    body = _compact_string(PROBE_SOFTWARE_NAME) + _compact_string(PROBE_SOFTWARE_VERSION) + _uvarint(0)
+    payload = header + body
+    return struct.pack(">i", len(payload)) + payload
+
+
+class _Reader:
+    __slots__ = ("data", "pos")
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.pos = 0
+
+    def take(self, size: int) -> bytes:
+        if self.pos + size > len(self.data):
+            raise ProbeError(f"ApiVersions response truncated at byte {self.pos} (wanted {size} more)")
+        chunk = self.data[self.pos : self.pos + size]
+        self.pos += size
+        return chunk
+
+    def unpack(self, fmt: str) -> int:
+        size = struct.calcsize(fmt)
+        return int(struct.unpack(fmt, self.take(size))[0])
+
+    def uvarint(self) -> int:
+        shift = value = 0
+        while True:
+            byte = self.take(1)[0]
+            value |= (byte & 0x7F) << shift
+            if byte < 0x80:
+                return value
+            shift += 7
+            if shift > 28:
+                raise ProbeError("ApiVersions response has an overlong varint")
+
+    def compact_string(self) -> str:
+        length = self.uvarint() - 1
+        return self.take(length).decode() if length > 0 else ""
+
+    def skip_tagged_fields(self) -> None:
+        for _ in range(self.uvarint()):
+            self.uvarint()
+            self.take(self.uvarint())
+
+
+def decode_api_versions_response(frame: bytes) -> BrokerApiVersions:
+    """Decode the response frame (without its size prefix)."""
+    reader = _Reader(frame)
+    # ApiVersions answers with ResponseHeader v0 even when the body is flexible.
+    correlation_id = reader.unpack(">i")
+    if correlation_id != PROBE_CORRELATION_ID:
+        raise ProbeError(f"ApiVersions correlation id {correlation_id} != {PROBE_CORRELATION_ID}")
+    error_code = reader.unpack(">h")
+    if error_code != NO_ERROR:
+        raise ProbeError(f"ApiVersions failed with error code {error_code}")
+    apis: dict[int, ApiRange] = {}
+    for _ in range(reader.uvarint() - 1):
+        api_key, min_version, max_version = (reader.unpack(">h") for _ in range(3))
+        reader.skip_tagged_fields()
+        apis[api_key] = ApiRange(api_key, min_version, max_version)
+    reader.unpack(">i")  # ThrottleTimeMs
+    finalized: dict[str, int] = {}
+    for _ in range(reader.uvarint()):
+        tag = reader.uvarint()
+        field = _Reader(reader.take(reader.uvarint()))
+        if tag == TAG_FINALIZED_FEATURES:
+            for _ in range(field.uvarint() - 1):
+                name = field.compact_string()
+                max_level = field.unpack(">h")
+                field.unpack(">h")  # MinVersionLevel
+                field.skip_tagged_fields()
+                finalized[name] = max_level
+    return BrokerApiVersions(apis=apis, finalized_features=finalized)
+
+
+def _read_exact(sock: socket.socket, size: int) -> bytes:
+    chunks = bytearray()
+    while len(chunks) < size:
+        chunk = sock.recv(size - len(chunks))
+        if not chunk:
+            raise ProbeError(f"broker closed the connection after {len(chunks)} of {size} bytes")
+        chunks += chunk
+    return bytes(chunks)
+
+
+def api_versions(host: str, port: int, timeout: float = 5.0) -> BrokerApiVersions:
+    """Ask the broker at ``host:port`` (a PLAINTEXT listener) for its ApiVersions."""
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        sock.sendall(encode_api_versions_request())
+        size = struct.unpack(">i", _read_exact(sock, 4))[0]
+        if not 0 < size <= MAX_RESPONSE_BYTES:
+            raise ProbeError(f"ApiVersions response size {size} out of range")
+        return decode_api_versions_response(_read_exact(sock, size))
