@@ -6,6 +6,7 @@ client exists, and a test of kafkaev should not rely on kafkaev to set itself up
 
 from __future__ import annotations
 
+import abc
 import enum
 import time
 import uuid
@@ -64,7 +65,7 @@ def wait_until(check: Callable[[], T | None | bool], timeout: float, what: str) 
         time.sleep(POLL_INTERVAL_S)
 
 
-class KafkaCluster:
+class KafkaCluster(abc.ABC):
     """Base of the test clusters: a PLAINTEXT bootstrap plus topic and metadata helpers."""
 
     capabilities: frozenset[Capability] = frozenset()
@@ -75,8 +76,21 @@ class KafkaCluster:
         self._admin_bootstrap: str | None = None
 
     @property
+    @abc.abstractmethod
     def bootstrap(self) -> str:
-        raise NotImplementedError
+        """PLAINTEXT bootstrap servers, "host:port,host:port"."""
+
+    @abc.abstractmethod
+    def start(self) -> KafkaCluster:
+        """Bring the cluster up (or connect to it) and return self once it answers."""
+
+    @abc.abstractmethod
+    def stop(self) -> None:
+        """Release the cluster; for clusters the harness started, stop their processes."""
+
+    @abc.abstractmethod
+    def log_tail(self, lines: int = 60) -> str:
+        """The last broker log lines, for failure reports."""
 
     def admin(self) -> AdminClient:
         """A confluent-kafka AdminClient on the current bootstrap (rebuilt when the bootstrap changes)."""

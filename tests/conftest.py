@@ -1,0 +1,214 @@
+"""Shared fixtures: a real Apache Kafka cluster, unique topics, and event loops of both kinds.
+
+Clusters (Apache Kafka 4.1.1 in KRaft mode, local JVMs on 127.0.0.1, see kafkaev.testing.cluster):
+
+``kafka`` (session)
+    One combined broker+controller node, started once per run. A ``LocalCluster``:
+    ``bootstrap`` (PLAINTEXT "127.0.0.1:p"), ``ssl_bootstrap`` (mutual TLS), ``sasl_bootstrap``
+    (SASL_PLAINTEXT), ``sasl_ssl_bootstrap``; ``ca_cert``, ``client_cert``, ``client_key`` (PEM paths);
+    ``sasl_plain``, ``sasl_scram_sha_256``, ``sasl_scram_sha_512`` (``SaslCredentials``: mechanism,
+    username, password); ``create_topic(name, partitions=1, replication_factor=None, config=None)``,
+    ``delete_topic(name)``, ``leader_of(topic, partition)``, ``partition_state(topic, partition)``
+    (leader, replicas, isr), ``wait_for_leader(topic, partition, not_on=None)``, ``metadata()``,
+    ``admin()`` (confluent-kafka AdminClient), ``api_versions()``, ``broker_version()``, ``log_tail(n)``.
+    With ``KAFKAEV_BROKERS=host:port,...`` it is an ``ExternalCluster`` (bootstrap and the topic/metadata
+    helpers only); with ``KAFKAEV_TESTCONTAINERS=1`` a ``ContainerCluster``.
+``kafka3`` (session, started on first use)
+    Three nodes (ids 1, 2, 3) in one KRaft quorum; topics default to replication factor 3 and
+    ``min.insync.replicas=2``. Adds ``kill(node_id)`` (SIGKILL), ``pause(node_id)`` (SIGSTOP),
+    ``resume(node_id)`` (SIGCONT), ``stop_node(node_id)``, ``restart(node_id)`` (same ports and data, waits
+    until the node is back), ``running_nodes()``, ``live_bootstrap``, ``wait_in_sync(topic, partition,
+    node_id)``, ``nodes`` (``BrokerNode``: ports, pid, log_path, log_tail()). A fault-injecting test should
+    leave all three nodes running when it ends (``restart``/``resume`` what it broke); a node found down at
+    the start of a later test is restarted by the fixture. Skips when an external cluster is configured.
+``secure_kafka``
+    ``kafka`` when it has the SSL/SASL listeners, else a skip naming the reason (external clusters).
+``topic`` / ``make_topic``
+    ``topic``: a fresh 1-partition topic on ``kafka`` named after the test. ``make_topic(partitions=1,
+    replication_factor=None, config=None, cluster=None)`` creates more (``cluster=kafka3`` for the
+    three-node one). Both wait until every partition has a leader and a full ISR.
+
+Event loops (in the manner of uvloop's ``_testbase``):
+
+``event_loop_kind``
+    Parametrized over ``"asyncio"`` and ``"uvloop"``: a test that uses ``loop`` runs once per kind.
+``loop``
+    A new event loop of that kind, set as the current loop. The test fails if the loop's exception
+    handler was called (an exception nobody handled: a callback that raised, a task never awaited), and
+    the loop is closed afterwards, with its remaining tasks cancelled.
+
+When a test fails, the tail of each broker log it used is added to its report.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Callable, Generator, Iterator
+from typing import Any
+
+import pytest
+import uvloop
+
+from kafkaev.testing.admin import Capability, KafkaCluster
+from kafkaev.testing.cluster import LocalCluster, NodeState
+from kafkaev.testing.external import external_from_environment
+
+LOG_TAIL_LINES = 80
+TOPIC_NAME_LIMIT = 200
+
+
+class _LazyClusters:
+    """The session's clusters, started on first request and stopped once at session end."""
+
+    def __init__(self) -> None:
+        self.single: KafkaCluster | None = None
+        self.triple: LocalCluster | None = None
+
+    def stop_all(self) -> None:
+        for cluster in (self.triple, self.single):
+            if cluster is not None:
+                cluster.stop()
+
+
+_CLUSTERS_KEY = pytest.StashKey[_LazyClusters]()
+
+
+@pytest.fixture(scope="session")
+def _clusters(request: pytest.FixtureRequest) -> Iterator[_LazyClusters]:
+    clusters = _LazyClusters()
+    request.config.stash[_CLUSTERS_KEY] = clusters
+    try:
+        yield clusters
+    finally:
+        clusters.stop_all()
+
+
+@pytest.fixture(scope="session")
+def kafka(_clusters: _LazyClusters, tmp_path_factory: pytest.TempPathFactory) -> KafkaCluster:
+    external = external_from_environment()
+    if external is not None:
+        _clusters.single = external
+        return external.start()
+    cluster = LocalCluster(nodes=1, directory=tmp_path_factory.mktemp("kafka-1node"))
+    _clusters.single = cluster
+    cluster.start()
+    return cluster
+
+
+@pytest.fixture(scope="session")
+def _kafka3_session(_clusters: _LazyClusters, tmp_path_factory: pytest.TempPathFactory) -> LocalCluster:
+    if external_from_environment() is not None:
+        pytest.skip("three-node tests need the local cluster; KAFKAEV_BROKERS/KAFKAEV_TESTCONTAINERS is set")
+    cluster = LocalCluster(nodes=3, directory=tmp_path_factory.mktemp("kafka-3nodes"))
+    _clusters.triple = cluster
+    cluster.start()
+    return cluster
+
+
+@pytest.fixture
+def kafka3(_kafka3_session: LocalCluster) -> LocalCluster:
+    """The three-node cluster, with every node running when the test starts."""
+    cluster = _kafka3_session
+    for node_id, node in cluster.nodes.items():
+        if node.state is NodeState.PAUSED:
+            cluster.resume(node_id)
+        if not node.is_alive():
+            cluster.restart(node_id)
+    return cluster
+
+
+@pytest.fixture
+def secure_kafka(kafka: KafkaCluster) -> LocalCluster:
+    if Capability.SECURITY not in kafka.capabilities or not isinstance(kafka, LocalCluster):
+        pytest.skip(f"{kafka!r} exposes only PLAINTEXT; SSL/SASL tests need the local cluster")
+    return kafka
+
+
+def _topic_prefix(request: pytest.FixtureRequest) -> str:
+    name = re.sub(r"[^a-zA-Z0-9._-]+", "-", request.node.name).strip("-")
+    return name[:TOPIC_NAME_LIMIT] or "kafkaev-test"
+
+
+@pytest.fixture
+def make_topic(kafka: KafkaCluster, request: pytest.FixtureRequest) -> Callable[..., str]:
+    prefix = _topic_prefix(request)
+
+    def make(
+        partitions: int = 1,
+        replication_factor: int | None = None,
+        config: dict[str, str] | None = None,
+        cluster: KafkaCluster | None = None,
+    ) -> str:
+        target = cluster if cluster is not None else kafka
+        return target.create_topic(
+            target.unique_topic_name(prefix),
+            partitions=partitions,
+            replication_factor=replication_factor,
+            config=config,
+        )
+
+    return make
+
+
+@pytest.fixture
+def topic(make_topic: Callable[..., str]) -> str:
+    return make_topic()
+
+
+@pytest.fixture(params=["asyncio", "uvloop"])
+def event_loop_kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def loop(event_loop_kind: str) -> Iterator[asyncio.AbstractEventLoop]:
+    new_loop = uvloop.new_event_loop() if event_loop_kind == "uvloop" else asyncio.new_event_loop()
+    unhandled: list[dict[str, Any]] = []
+
+    def record(_loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        unhandled.append(context)
+        _loop.default_exception_handler(context)
+
+    new_loop.set_exception_handler(record)
+    asyncio.set_event_loop(new_loop)
+    try:
+        yield new_loop
+    finally:
+        try:
+            pending = [t for t in asyncio.all_tasks(new_loop) if not t.done()]
+            for task in pending:
+                task.cancel()
+            if pending:
+                new_loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            new_loop.run_until_complete(new_loop.shutdown_asyncgens())
+        finally:
+            new_loop.close()
+            asyncio.set_event_loop(None)
+    if unhandled:
+        described = "\n".join(f"- {c.get('message', '')}: {c.get('exception')!r}" for c in unhandled)
+        pytest.fail(f"the {event_loop_kind} loop's exception handler was called:\n{described}")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "kafka3" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.three_nodes)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    if not report.failed:
+        return report
+    clusters = item.config.stash.get(_CLUSTERS_KEY, None)
+    if clusters is None:
+        return report
+    used = getattr(item, "fixturenames", ())
+    if clusters.single is not None and {"kafka", "topic", "make_topic", "secure_kafka"} & set(used):
+        report.sections.append(("kafka broker log (1 node)", clusters.single.log_tail(LOG_TAIL_LINES)))
+    if clusters.triple is not None and "kafka3" in used:
+        report.sections.append(("kafka broker logs (3 nodes)", clusters.triple.log_tail(LOG_TAIL_LINES)))
+    return report

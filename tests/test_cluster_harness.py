@@ -1,0 +1,209 @@
+"""The test cluster is a real Apache Kafka: records go through it, it reports its version, and the
+three-node cluster really loses and regains nodes. Also: its jars cache, loud start failures, and no
+JVM outliving the process that started it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from kafkaev.testing import jars
+from kafkaev.testing.admin import KafkaCluster
+from kafkaev.testing.cluster import BrokerStartError, LocalCluster
+from kafkaev.testing.peer import PeerRecord, consume, produce, round_trip
+
+# Kafka's MetadataVersion feature levels: 4.0-IV0 is 22 (3.9-IV0 was 21).
+METADATA_VERSION_4_0_IV0 = 22
+FAILOVER_TIMEOUT_S = 45.0
+PROCESS_EXIT_TIMEOUT_S = 15.0
+
+
+def _plain(cluster: KafkaCluster) -> dict[str, str]:
+    return {"bootstrap.servers": cluster.bootstrap}
+
+
+def test_single_node_round_trip_with_peer_client(kafka: KafkaCluster, topic: str) -> None:
+    records = [
+        PeerRecord(b"k1", b"first", (("h", b"1"),)),
+        PeerRecord(None, b"second"),
+        PeerRecord(b"k3", None),
+    ]
+    trip = round_trip(_plain(kafka), topic, records)
+    assert [m.offset() for m in trip.delivered] == [0, 1, 2]
+    assert [(m.key(), m.value()) for m in trip.consumed] == [(r.key, r.value) for r in records]
+    assert trip.consumed[0].headers() == [("h", b"1")]
+    assert [m.offset() for m in trip.consumed] == [0, 1, 2]
+    assert all(m.partition() == 0 and m.topic() == topic for m in trip.consumed)
+
+
+def test_broker_reports_kafka_4(kafka: KafkaCluster) -> None:
+    answer = kafka.api_versions()
+    assert answer.finalized_features["metadata.version"] >= METADATA_VERSION_4_0_IV0
+    produce_api = answer.apis[0]
+    assert produce_api.max_version >= 11
+    if isinstance(kafka, LocalCluster):
+        assert kafka.broker_version().split(".")[0] == "4"
+        assert kafka.broker_version() == kafka.version
+
+
+def test_topic_helpers(kafka: KafkaCluster) -> None:
+    name = kafka.create_topic(kafka.unique_topic_name(), partitions=3, config={"retention.ms": "60000"})
+    assert sorted(kafka.metadata(name).topics[name].partitions) == [0, 1, 2]
+    leader = kafka.leader_of(name, 2)
+    assert leader in kafka.metadata().brokers
+    state = kafka.partition_state(name, 1)
+    assert state.leader in state.isr and state.isr == state.replicas
+    kafka.delete_topic(name)
+    assert name not in kafka.metadata().topics
+    with pytest.raises(ValueError, match="partitions"):
+        kafka.create_topic("never-created", partitions=0)
+    with pytest.raises(KeyError, match="no partition"):
+        kafka.partition_state(name, 0)
+
+
+def test_three_node_leader_moves_on_kill_and_node_rejoins(kafka3: LocalCluster, make_topic) -> None:
+    topic = make_topic(partitions=1, cluster=kafka3)
+    before = kafka3.partition_state(topic, 0)
+    assert len(before.replicas) == 3 and sorted(before.isr) == [1, 2, 3]
+    victim = before.leader
+
+    kafka3.kill(victim)
+    assert not kafka3.node(victim).is_alive()
+    new_leader = kafka3.wait_for_leader(topic, 0, not_on=victim, timeout=FAILOVER_TIMEOUT_S)
+    assert new_leader != victim and new_leader in before.replicas
+    # Two of three replicas still satisfy min.insync.replicas=2: acks=all writes go on.
+    surviving = {"bootstrap.servers": kafka3.live_bootstrap}
+    delivered = produce(surviving, topic, [PeerRecord(b"k", b"after-kill")])
+    assert delivered[0].offset() == 0
+    assert victim not in kafka3.partition_state(topic, 0).isr
+
+    kafka3.restart(victim)
+    kafka3.wait_in_sync(topic, 0, victim, timeout=FAILOVER_TIMEOUT_S)
+    assert sorted(kafka3.partition_state(topic, 0).isr) == [1, 2, 3]
+    assert [m.value() for m in consume(_plain(kafka3), topic, 1)] == [b"after-kill"]
+
+
+def test_three_node_pause_fences_node_and_resume_brings_it_back(kafka3: LocalCluster, make_topic) -> None:
+    topic = make_topic(partitions=1, cluster=kafka3)
+    state = kafka3.partition_state(topic, 0)
+    follower = next(node for node in state.replicas if node != state.leader)
+
+    kafka3.pause(follower)
+    try:
+        assert follower not in kafka3.running_nodes()
+        # A stopped JVM sends no heartbeats: the controller fences it and drops it from the ISR.
+        kafka3.wait_for(
+            lambda: follower not in kafka3.partition_state(topic, 0).isr,
+            FAILOVER_TIMEOUT_S,
+            f"paused node {follower} to leave the ISR",
+        )
+        produce({"bootstrap.servers": kafka3.live_bootstrap}, topic, [PeerRecord(None, b"while-paused")])
+    finally:
+        kafka3.resume(follower)
+    kafka3.wait_in_sync(topic, 0, follower, timeout=FAILOVER_TIMEOUT_S)
+    assert sorted(kafka3.running_nodes()) == [1, 2, 3]
+
+
+def test_fault_methods_reject_unknown_or_stopped_nodes(kafka3: LocalCluster) -> None:
+    with pytest.raises(ValueError, match="node_id"):
+        kafka3.kill(99)
+    with pytest.raises(RuntimeError, match="not paused"):
+        kafka3.resume(1)
+
+
+def test_start_failure_is_loud(tmp_path: Path) -> None:
+    cluster = LocalCluster(nodes=1, directory=tmp_path, broker_config={"log.segment.bytes": "not-a-number"})
+    with pytest.raises(BrokerStartError, match="log.segment.bytes"):
+        cluster.start()
+    cluster.stop()
+    assert all(not node.is_alive() for node in cluster.nodes.values())
+
+
+def test_jar_cache_holds_kafka_with_log4j2_binding() -> None:
+    libs = jars.ensure_jars()
+    assert jars.is_complete()
+    names = {p.name for p in libs.glob("*.jar")}
+    assert f"kafka_2.13-{jars.KAFKA_VERSION}.jar" in names
+    assert f"kafka-tools-{jars.KAFKA_VERSION}.jar" in names
+    # Kafka 4 logs through log4j2; a reload4j binding would leave the broker without its log.
+    assert any(n.startswith("log4j-slf4j-impl-") for n in names)
+    assert not any("reload4j" in n for n in names)
+
+
+def test_jar_cache_without_current_marker_is_resolved_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(jars.CACHE_ENV, str(tmp_path))
+    libs = jars.libs_dir()
+    libs.mkdir(parents=True)
+    (libs / f"kafka_2.13-{jars.KAFKA_VERSION}.jar").write_bytes(b"half a download")
+    resolved: list[Path] = []
+
+    def fake_maven(version: str, target: Path, *, quiet: bool) -> None:
+        resolved.append(target)
+        (target / jars.MARKER_NAME).write_text(jars._pom_digest(version))
+
+    monkeypatch.setattr(jars, "_resolve", fake_maven)
+    # No marker: an interrupted copy, not trusted.
+    assert not jars.is_complete()
+    assert jars.ensure_jars() == libs and resolved == [libs]
+    assert jars.is_complete()
+    jars.ensure_jars()
+    assert resolved == [libs], "a complete cache must not be resolved again"
+    # A marker from another pom (the dependency list changed) is stale.
+    (libs / jars.MARKER_NAME).write_text("digest-of-an-older-pom\n")
+    assert not jars.is_complete()
+    jars.ensure_jars()
+    assert resolved == [libs, libs]
+
+
+_ORPHAN_SCRIPT = textwrap.dedent(
+    """
+    import sys, time
+    from kafkaev.testing.cluster import LocalCluster
+    cluster = LocalCluster(nodes=1, directory=sys.argv[1]).start()
+    print(cluster.nodes[1].pid, flush=True)
+    time.sleep(600)
+    """
+)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
+def test_no_jvm_outlives_its_python_process(tmp_path: Path, signum: signal.Signals) -> None:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    owner = subprocess.Popen(
+        [sys.executable, "-c", _ORPHAN_SCRIPT, str(tmp_path)], stdout=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        assert owner.stdout is not None
+        jvm_pid = int(owner.stdout.readline())
+        os.kill(jvm_pid, 0)  # the broker runs
+        owner.send_signal(signum)
+        owner.wait(timeout=PROCESS_EXIT_TIMEOUT_S)
+        deadline = time.monotonic() + PROCESS_EXIT_TIMEOUT_S
+        while _alive(jvm_pid):
+            assert time.monotonic() < deadline, f"JVM {jvm_pid} still running after its owner got {signum!r}"
+            time.sleep(0.1)
+    finally:
+        owner.kill()
+        owner.wait()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie has exited; only its parent (gone) would reap it.
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
