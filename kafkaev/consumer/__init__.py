@@ -1,0 +1,445 @@
+"""The consuming half of ``kafkaev.Client``.
+
+``Consumer`` is the facade the client delegates to: manual assignment
+(assign/seek/seek_to_time/pause/resume), fetching (poll for one round,
+start/stop for continuous fetching), offset queries (offsets_for, lag) and the
+classic consumer group (subscribe/commit/committed/unsubscribe).
+
+Files: ``subscription`` (assigned partitions and positions), ``fetcher`` and
+``fetch_session`` (pipelined Fetch, KIP-227), ``positions`` (ListOffsets,
+OffsetForLeaderEpoch), ``group``/``coordinator``/``offsets``/``protocol``/
+``assignors`` (group membership and commits).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from kafkaev.config import ClientConfig
+from kafkaev.errors import STATE, KafkaError
+from kafkaev.metadata import Metadata
+from kafkaev.pool import ConnectionPool
+from kafkaev.types import ISOLATION_READ_COMMITTED, OFFSET_BEGINNING, OFFSET_END, TopicPartition
+
+from .assignors import (
+    Assignor,
+    CooperativeStickyAssignor,
+    GroupAssignment,
+    MemberSubscription,
+    RangeAssignor,
+    RoundRobinAssignor,
+    make_assignors,
+)
+from .context import ConsumerContext
+from .fetcher import Fetcher
+from .group import GroupMember, GroupOptions, GroupState
+from .offsets import CommitOffset
+from .positions import list_offsets
+from .subscription import Phase, ResetKind, SubscriptionState
+
+ResultCallback = Callable[[Any, KafkaError | None], object]
+_UNSET: Any = object()
+
+
+def _partition_of(item: object, what: str) -> TopicPartition:
+    if isinstance(item, (tuple, list)) and len(item) >= 2 and isinstance(item[0], str) \
+            and isinstance(item[1], int) and not isinstance(item[1], bool) and item[1] >= 0:
+        return TopicPartition(item[0], item[1])
+    raise ValueError(f"{what}: expected (topic, partition) with a str topic and an int partition >= 0, got {item!r}")
+
+
+def _check_cb(name: str, cb: object, required: bool = False) -> None:
+    if cb is None and not required:
+        return
+    if not callable(cb):
+        raise TypeError(f"{name}: 'cb' must be callable{'' if required else ' or None'}, got {type(cb).__name__}")
+
+
+def _check_offset(what: str, offset: object) -> int:
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < OFFSET_BEGINNING:
+        raise ValueError(f"{what}: 'offset' must be an int >= 0, OFFSET_BEGINNING (-2) or OFFSET_END (-1), got {offset!r}")
+    return offset
+
+
+class Consumer:
+    def __init__(
+        self,
+        config: ClientConfig,
+        loop: asyncio.AbstractEventLoop,
+        metadata: Metadata,
+        pool: ConnectionPool,
+        report: Callable[[BaseException], None],
+    ) -> None:
+        self.config = config
+        self.ctx = ConsumerContext(loop, config, metadata, pool, SubscriptionState(), report,
+                                   auto_offset_reset=config.auto_offset_reset)
+        self.fetcher = Fetcher(self.ctx, on_message=config.on_message, on_batch=config.on_batch)
+        self.group: GroupMember | None = None
+        self.closed = False
+        metadata.add_listener(self._on_metadata)
+
+    # --- manual assignment ----------------------------------------------------------------------
+    def assign(self, partitions: Iterable[Any]) -> None:
+        """Read exactly these partitions: ``[(topic, partition[, offset])]`` or TopicPartitions.
+        Without an offset a partition starts where auto_offset_reset says."""
+        self._check_open("assign")
+        if self.group is not None:
+            raise KafkaError(STATE, "assign: the client is subscribed to a group; unsubscribe() first")
+        self._require_handler("assign")
+        wanted: dict[TopicPartition, int | None] = {}
+        for item in partitions:
+            tp = _partition_of(item, "assign")
+            offset = None
+            if isinstance(item, (tuple, list)) and len(item) >= 3 and not isinstance(item, TopicPartition):
+                offset = _check_offset("assign", item[2])
+            wanted[tp] = offset
+        subscription = self.ctx.subscription
+        subscription.remove([tp for tp in subscription.partitions() if tp not in wanted])
+        for tp, offset in wanted.items():
+            state = subscription.get(tp)
+            if state is not None and offset is None:
+                continue  # kept as is
+            state = subscription.add(tp)
+            self._position(state, offset)
+        self.ctx.metadata.add_topics({tp.topic for tp in wanted})
+        self.ctx.metadata.refresh(lambda _md, _err: self.fetcher.on_metadata())
+        self.fetcher.kick()
+
+    def _position(self, state: Any, offset: int | None) -> None:
+        if offset is None:
+            policy = self.ctx.auto_offset_reset
+            offset = OFFSET_END if policy == "latest" else OFFSET_BEGINNING
+        if offset == OFFSET_BEGINNING:
+            state.request_reset(ResetKind.EARLIEST)
+        elif offset == OFFSET_END:
+            state.request_reset(ResetKind.LATEST)
+        else:
+            state.seek(offset)
+
+    def assignment(self) -> list[TopicPartition]:
+        return self.ctx.subscription.partitions()
+
+    def position(self, topic: str, partition: int) -> int:
+        """The next offset to be delivered, -1 while it is being looked up."""
+        state = self._state("position", topic, partition)
+        return state.position if state.phase is Phase.FETCHING else -1
+
+    def seek(self, topic: str, partition: int, offset: int, cb: ResultCallback | None = None) -> None:
+        """Move an assigned partition; ``cb(offset, err)`` once the position is known."""
+        _check_cb("seek", cb)
+        state = self._state("seek", topic, partition)
+        offset = _check_offset("seek", offset)
+        self._position(state, offset)
+        self._when_positioned(state, cb)
+        self.fetcher.kick()
+
+    def seek_to_time(self, topic: str, partition: int, timestamp_ms: int, cb: ResultCallback | None = None) -> None:
+        """Move to the first record with a timestamp >= timestamp_ms (the end if none)."""
+        _check_cb("seek_to_time", cb)
+        state = self._state("seek_to_time", topic, partition)
+        if isinstance(timestamp_ms, bool) or not isinstance(timestamp_ms, int) or timestamp_ms < 0:
+            raise ValueError(f"seek_to_time: 'timestamp_ms' must be an int >= 0, got {timestamp_ms!r}")
+        state.request_reset(ResetKind.TIMESTAMP, timestamp_ms)
+        self._when_positioned(state, cb)
+        self.fetcher.kick()
+
+    def _when_positioned(self, state: Any, cb: ResultCallback | None) -> None:
+        if cb is None:
+            return
+        if state.phase is Phase.FETCHING:
+            self.ctx.loop.call_soon(self.ctx.call, cb, state.position, None)
+            return
+        # Resolution happens in the position resolver; watch for its outcome.
+        deadline = self.ctx.loop.time() + self.config.request_timeout_ms / 1000.0
+        target = state
+
+        def check() -> None:
+            if self.ctx.subscription.get(target.tp) is not target:
+                self.ctx.call(cb, None, KafkaError(STATE, f"{target.topic}[{target.partition}] was unassigned"))
+            elif target.phase is Phase.FETCHING:
+                self.ctx.call(cb, target.position, None)
+            elif target.phase is Phase.FAILED:
+                self.ctx.call(cb, None, KafkaError(STATE, f"{target.topic}[{target.partition}]: no position"))
+            elif self.ctx.loop.time() > deadline:
+                self.ctx.call(cb, None, KafkaError(STATE, f"{target.topic}[{target.partition}]: position "
+                                                          "not found within request_timeout_ms"))
+            else:
+                self.ctx.loop.call_later(0.005, check)
+
+        self.ctx.loop.call_soon(check)
+
+    def pause(self, partitions: Iterable[Any]) -> None:
+        for tp in [_partition_of(p, "pause") for p in partitions]:
+            state = self._state("pause", tp.topic, tp.partition)
+            state.paused = True
+            state.interrupted = True
+
+    def resume(self, partitions: Iterable[Any]) -> None:
+        for tp in [_partition_of(p, "resume") for p in partitions]:
+            self._state("resume", tp.topic, tp.partition).paused = False
+        self.fetcher.kick()
+
+    def paused(self) -> list[TopicPartition]:
+        return [s.tp for s in self.ctx.subscription if s.paused]
+
+    # --- fetching ----------------------------------------------------------------------------------
+    def poll(self, cb: Callable[[KafkaError | None], object] | None = None) -> None:
+        self._check_open("poll")
+        _check_cb("poll", cb)
+        self.fetcher.poll(cb)
+
+    def start(self) -> None:
+        self._check_open("start")
+        self.fetcher.start()
+
+    def stop(self) -> None:
+        self.fetcher.stop()
+
+    # --- offsets ------------------------------------------------------------------------------------
+    def offsets_for(self, topic: str, cb: ResultCallback) -> None:
+        """``cb({partition: (earliest, latest)}, err)`` for every partition of ``topic``."""
+        if not isinstance(topic, str) or not topic:
+            raise ValueError(f"offsets_for: 'topic' must be a non-empty str, got {topic!r}")
+        _check_cb("offsets_for", cb, required=True)
+        ctx = self.ctx
+
+        def with_topic(info: Any, err: KafkaError | None) -> None:
+            if err is not None:
+                ctx.call(cb, None, err)
+                return
+            parts = [TopicPartition(topic, p) for p in range(info.num_partitions)]
+            self._earliest_latest(parts, lambda result, e: ctx.call(
+                cb, None if result is None else {tp.partition: v for tp, v in result.items()}, e))
+
+        ctx.metadata.wait_for_topic(topic, with_topic, timeout_ms=self.config.request_timeout_ms, auto_create=False)
+
+    def _earliest_latest(self, parts: list[TopicPartition], cb: ResultCallback) -> None:
+        results: dict[int, Any] = {}
+
+        def one(kind: int) -> Callable[..., None]:
+            def done(answers: Any, errors: Any) -> None:
+                results[kind] = (answers, errors)
+                if len(results) == 2:
+                    finish()
+            return done
+
+        def finish() -> None:
+            earliest, e_errors = results[OFFSET_BEGINNING]
+            latest, l_errors = results[OFFSET_END]
+            errors = {**e_errors, **l_errors}
+            if errors:
+                self.ctx.call(cb, None, next(iter(errors.values())))
+                return
+            self.ctx.call(cb, {tp: (earliest[tp].offset, latest[tp].offset) for tp in parts}, None)
+
+        isolation = self.config.isolation
+        list_offsets(self.ctx, dict.fromkeys(parts, OFFSET_BEGINNING), isolation, one(OFFSET_BEGINNING))
+        list_offsets(self.ctx, dict.fromkeys(parts, OFFSET_END), isolation, one(OFFSET_END))
+
+    def lag(self, cb: ResultCallback) -> None:
+        """``cb({(topic, partition): (position, high_watermark, lag)}, err)`` for the assigned
+        partitions; the end offset is asked of the leaders now. position -1 (and lag -1) while
+        a partition's position is still being looked up."""
+        _check_cb("lag", cb, required=True)
+        states = list(self.ctx.subscription)
+        if not states:
+            self.ctx.loop.call_soon(self.ctx.call, cb, {}, None)
+            return
+
+        def done(answers: Any, errors: Any) -> None:
+            if errors:
+                self.ctx.call(cb, None, next(iter(errors.values())))
+                return
+            result = {}
+            for state in states:
+                end = answers[state.tp].offset
+                position = state.position if state.phase is Phase.FETCHING else -1
+                result[(state.topic, state.partition)] = (position, end, max(end - position, 0) if position >= 0 else -1)
+            self.ctx.call(cb, result, None)
+
+        list_offsets(self.ctx, {s.tp: OFFSET_END for s in states}, self.config.isolation, done)
+
+    # --- group ----------------------------------------------------------------------------------------
+    def subscribe(
+        self,
+        topics: Sequence[str],
+        *,
+        group_id: str | None = _UNSET,
+        on_assign: Callable[[list[TopicPartition]], Any] | None = None,
+        on_revoke: Callable[[list[TopicPartition]], Any] | None = None,
+        on_lost: Callable[[list[TopicPartition]], Any] | None = None,
+        assignors: Sequence[str | Assignor] = _UNSET,
+        group_instance_id: str | None = _UNSET,
+        session_timeout_ms: int = _UNSET,
+        rebalance_timeout_ms: int = _UNSET,
+        heartbeat_interval_ms: int = _UNSET,
+        auto_commit: bool = _UNSET,
+        auto_commit_interval_ms: int = _UNSET,
+        auto_offset_reset: str = _UNSET,
+    ) -> None:
+        """Join ``group_id`` and read the partitions it assigns; a second call changes the
+        topics (the group rebalances). Defaults come from the client's options."""
+        self._check_open("subscribe")
+        self._require_handler("subscribe")
+        if isinstance(topics, str) or not isinstance(topics, (list, tuple, set, frozenset)) or not topics \
+                or not all(isinstance(t, str) and t for t in topics):
+            raise ValueError(f"subscribe: 'topics' must be a non-empty list of topic names, got {topics!r}")
+        c = self.config
+
+        def pick(value: Any, default: Any) -> Any:
+            return default if value is _UNSET else value
+
+        options = ClientConfig.from_kwargs(
+            brokers=list(c.bootstrap),
+            group_id=pick(group_id, c.group_id),
+            group_instance_id=pick(group_instance_id, c.group_instance_id),
+            session_timeout_ms=pick(session_timeout_ms, c.session_timeout_ms),
+            rebalance_timeout_ms=pick(rebalance_timeout_ms, c.rebalance_timeout_ms),
+            heartbeat_interval_ms=pick(heartbeat_interval_ms, c.heartbeat_interval_ms),
+            auto_commit=pick(auto_commit, c.auto_commit),
+            auto_commit_interval_ms=pick(auto_commit_interval_ms, c.auto_commit_interval_ms),
+            auto_offset_reset=pick(auto_offset_reset, c.auto_offset_reset),
+        )  # validates every value, naming the argument
+        if options.group_id is None:
+            raise ValueError("subscribe: 'group_id' is required (or set group_id in the client options)")
+        for name, fn in (("on_assign", on_assign), ("on_revoke", on_revoke), ("on_lost", on_lost)):
+            if fn is not None and not callable(fn):
+                raise TypeError(f"subscribe: '{name}' must be callable or None, got {type(fn).__name__}")
+        chosen = make_assignors(pick(assignors, c.assignors))
+        topic_set = frozenset(topics)
+        if self.group is not None:
+            if options.group_id != self.group.group_id:
+                raise KafkaError(STATE, f"subscribe: already in group {self.group.group_id!r}; unsubscribe() first")
+            self.group.set_topics(topic_set)
+            return
+        if len(self.ctx.subscription):
+            raise KafkaError(STATE, "subscribe: partitions are assigned manually; assign([]) first")
+        self.ctx.auto_offset_reset = options.auto_offset_reset
+        self.group = GroupMember(
+            self.ctx,
+            GroupOptions(
+                group_id=options.group_id,
+                topics=topic_set,
+                assignors=chosen,
+                group_instance_id=options.group_instance_id,
+                session_timeout_ms=options.session_timeout_ms,
+                rebalance_timeout_ms=options.rebalance_timeout_ms,
+                heartbeat_interval_ms=options.heartbeat_interval_ms,
+                auto_commit=options.auto_commit,
+                auto_commit_interval_ms=options.auto_commit_interval_ms,
+                on_assign=on_assign,
+                on_revoke=on_revoke,
+                on_lost=on_lost,
+            ),
+            require_stable=self.config.isolation == ISOLATION_READ_COMMITTED,
+            on_partitions_changed=self.fetcher.kick,
+        )
+        self.group.start()
+        self.fetcher.start()
+
+    def commit(self, cb: Callable[[KafkaError | None], object] | None = None,
+               offsets: dict[Any, int] | None = None) -> None:
+        """Commit the current positions (or ``{(topic, partition): offset}``); ``cb(err)`` once."""
+        _check_cb("commit", cb)
+        group = self._group("commit")
+        if offsets is None:
+            group.commit_positions(None, cb, only_advanced=False)
+            return
+        if not isinstance(offsets, dict):
+            raise TypeError(f"commit: 'offsets' must be a dict {{(topic, partition): offset}}, got {type(offsets).__name__}")
+        explicit: dict[TopicPartition, CommitOffset] = {}
+        for key, offset in offsets.items():
+            tp = _partition_of(key, "commit")
+            if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+                raise ValueError(f"commit: offset for {tp.topic}[{tp.partition}] must be an int >= 0, got {offset!r}")
+            explicit[tp] = CommitOffset(offset)
+        group.offsets.commit(explicit, cb)
+
+    def committed(self, partitions: Iterable[Any], cb: ResultCallback) -> None:
+        """``cb({(topic, partition): offset or -1}, err)``."""
+        _check_cb("committed", cb, required=True)
+        group = self._group("committed")
+        tps = [_partition_of(p, "committed") for p in partitions]
+        group.offsets.fetch(tps, lambda result, err: self.ctx.call(
+            cb, None if result is None else {tp: c.offset for tp, c in result.items()}, err))
+
+    def unsubscribe(self, cb: Callable[[KafkaError | None], object] | None = None) -> None:
+        """Commit (auto_commit), revoke, leave the group; ``cb(err)`` once."""
+        _check_cb("unsubscribe", cb)
+        group = self.group
+        if group is None:
+            if cb is not None:
+                self.ctx.loop.call_soon(self.ctx.call, cb, None)
+            return
+        self.group = None
+        group.leave(cb)
+
+    def group_state(self) -> GroupState | None:
+        return None if self.group is None else self.group.state
+
+    # --- lifetime -------------------------------------------------------------------------------------
+    def close(self, cb: Callable[[KafkaError | None], object] | None = None) -> None:
+        """Leave the group (committing first with auto_commit) and stop fetching."""
+        if self.closed:
+            if cb is not None:
+                self.ctx.loop.call_soon(self.ctx.call, cb, None)
+            return
+
+        def done(err: KafkaError | None) -> None:
+            self.closed = True
+            self.fetcher.close()
+            self.ctx.subscription.clear()
+            if cb is not None:
+                self.ctx.call(cb, err)
+
+        self.fetcher.stop()
+        self.unsubscribe(done)
+
+    def abandon(self) -> None:
+        """Stop everything at once: no commit, no LeaveGroup (a crash, as the group sees it)."""
+        self.closed = True
+        if self.group is not None:
+            self.group.abandon()
+            self.group = None
+        self.fetcher.close()
+        self.ctx.subscription.clear()
+
+    # --- helpers --------------------------------------------------------------------------------------
+    def _on_metadata(self, _md: Any) -> None:
+        if self.closed:
+            return
+        self.fetcher.on_metadata()
+        if self.group is not None:
+            self.group.on_metadata()
+
+    def _state(self, what: str, topic: str, partition: int) -> Any:
+        state = self.ctx.subscription.get(TopicPartition(topic, partition))
+        if state is None:
+            raise ValueError(f"{what}: {topic}[{partition}] is not assigned to this client")
+        return state
+
+    def _group(self, what: str) -> GroupMember:
+        if self.group is None:
+            raise KafkaError(STATE, f"{what}: the client is not subscribed to a group")
+        return self.group
+
+    def _check_open(self, what: str) -> None:
+        if self.closed:
+            raise KafkaError(STATE, f"{what}: the client is closed")
+
+    def _require_handler(self, what: str) -> None:
+        if self.config.on_message is None and self.config.on_batch is None:
+            raise ValueError(f"{what}: the client needs 'on_message' or 'on_batch' to deliver records")
+
+
+__all__ = [
+    "Assignor",
+    "Consumer",
+    "CooperativeStickyAssignor",
+    "GroupAssignment",
+    "MemberSubscription",
+    "RangeAssignor",
+    "RoundRobinAssignor",
+]

@@ -1,0 +1,363 @@
+"""Continuous, pipelined fetching: one Fetch per leader at a time, the next one sent
+as soon as the previous answer has been delivered. No poll timer.
+
+Each leader has a ``LeaderFetcher`` with its own incremental fetch session
+(KIP-227). A response is applied partition by partition: records at or above
+the fetch offset are decoded by ``kafkaev._proto.read_records`` (the C loop),
+delivered through ``on_message`` (one call per record) or ``on_batch`` (one call
+per partition), and the position moves to the reader's ``next_offset`` (one past
+the last complete batch, so compacted gaps and control batches are stepped over).
+
+Back-pressure: records are delivered inside the response callback, so at most one
+response per leader is ever held; a paused partition leaves the fetch session and
+whatever the broker had already sent for it is dropped (and fetched again on resume).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kafkaev import _proto
+from kafkaev.errors import (
+    FETCH_SESSION_ID_NOT_FOUND,
+    INVALID_FETCH_SESSION_EPOCH,
+    NONE,
+    OFFSET_OUT_OF_RANGE,
+    UNKNOWN_TOPIC_ID,
+    UNKNOWN_TOPIC_OR_PARTITION,
+    KafkaError,
+)
+from kafkaev.metadata import NO_LEADER, BrokerInfo
+from kafkaev.pool import Role
+from kafkaev.types import ISOLATION_READ_COMMITTED, TopicPartition
+
+from .context import STALE_METADATA_ERRORS, ConsumerContext
+from .fetch_session import FetchParams, FetchPlan, FetchSession
+from .positions import PositionResolver
+from .subscription import PartitionState, Phase
+
+SESSION_ERRORS = frozenset({FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH})
+
+
+class _Sent:
+    """What one partition looked like when its fetch went out."""
+
+    __slots__ = ("state", "generation", "offset")
+
+    def __init__(self, state: PartitionState, generation: int, offset: int) -> None:
+        self.state = state
+        self.generation = generation
+        self.offset = offset
+
+
+class LeaderFetcher:
+    __slots__ = ("node_id", "session", "in_flight", "round_waiters", "retry_handle")
+
+    def __init__(self, node_id: int) -> None:
+        self.node_id = node_id
+        self.session = FetchSession()
+        self.in_flight = False
+        # poll() callbacks waiting for this leader's answer
+        self.round_waiters: list[Callable[[], None]] = []
+        self.retry_handle: Any = None  # backoff after a failed fetch
+
+
+class Fetcher:
+    def __init__(self, ctx: ConsumerContext, *, on_message: Any, on_batch: Any) -> None:
+        self.ctx = ctx
+        config = ctx.config
+        self.on_message = on_message
+        self.on_batch = on_batch
+        self.isolation = config.isolation
+        self.read_committed = config.isolation == ISOLATION_READ_COMMITTED
+        self.check_crcs = config.check_crcs
+        self.leaders: dict[int, LeaderFetcher] = {}
+        self.running = False
+        self.closed = False
+        self.positions = PositionResolver(ctx, config.isolation, self.kick)
+        # partitions reported as gone, so each disappearance is reported once
+        self.reported_missing: set[TopicPartition] = set()
+
+    # --- control -------------------------------------------------------------------------------
+    def start(self) -> None:
+        self.running = True
+        self.kick()
+
+    def stop(self) -> None:
+        self.running = False
+
+    def close(self) -> None:
+        self.running = False
+        self.closed = True
+        for leader in self.leaders.values():
+            if leader.retry_handle is not None:
+                leader.retry_handle.cancel()
+                leader.retry_handle = None
+            waiters, leader.round_waiters = leader.round_waiters, []
+            for cb in waiters:
+                cb()
+
+    def poll(self, cb: Callable[[KafkaError | None], object] | None) -> None:
+        """One fetch round: a Fetch to every leader with fetchable partitions;
+        ``cb(None)`` once all of them answered (at once when there is nothing to fetch)."""
+        self.positions.kick()
+        by_leader = self._fetchable_by_leader()
+        targets = [self._leader(node_id) for node_id in by_leader]
+        busy = [leader for leader in self.leaders.values() if leader.in_flight and leader not in targets]
+        targets.extend(busy)
+        remaining = len(targets)
+        if remaining == 0:
+            if cb is not None:
+                self.ctx.loop.call_soon(self.ctx.call, cb, None)
+            return
+
+        def one_done() -> None:
+            nonlocal remaining
+            remaining -= 1
+            if remaining == 0 and cb is not None:
+                self.ctx.call(cb, None)
+
+        for leader in targets:
+            leader.round_waiters.append(one_done)
+        for node_id, states in by_leader.items():
+            leader = self.leaders[node_id]
+            if not leader.in_flight and leader.retry_handle is None:
+                self._send(leader, states)
+
+    def kick(self) -> None:
+        """Send a Fetch to every leader that has fetchable partitions and none in flight."""
+        if self.closed:
+            return
+        self.positions.kick()
+        if not self.running:
+            return
+        for node_id, states in self._fetchable_by_leader().items():
+            leader = self._leader(node_id)
+            if not leader.in_flight and leader.retry_handle is None:
+                self._send(leader, states)
+
+    def _leader(self, node_id: int) -> LeaderFetcher:
+        leader = self.leaders.get(node_id)
+        if leader is None:
+            leader = self.leaders[node_id] = LeaderFetcher(node_id)
+        return leader
+
+    def _fetchable_by_leader(self) -> dict[int, list[PartitionState]]:
+        by_leader: dict[int, list[PartitionState]] = {}
+        need_metadata = False
+        ctx = self.ctx
+        for state in ctx.subscription:
+            if not state.fetchable:
+                continue
+            leader, _epoch = ctx.leader(state.topic, state.partition)
+            if leader == NO_LEADER:
+                need_metadata = True
+                continue
+            by_leader.setdefault(leader, []).append(state)
+        if need_metadata:
+            ctx.metadata.request_refresh()
+        return by_leader
+
+    # --- one request -----------------------------------------------------------------------------
+    def _send(self, leader: LeaderFetcher, states: list[PartitionState]) -> None:
+        ctx = self.ctx
+        config = ctx.config
+        wanted: dict[TopicPartition, FetchParams] = {}
+        sent: dict[TopicPartition, _Sent] = {}
+        for state in states:
+            _leader, epoch = ctx.leader(state.topic, state.partition)
+            wanted[state.tp] = FetchParams(state.position, config.max_partition_fetch_bytes, epoch,
+                                           ctx.topic_id(state.topic))
+            sent[state.tp] = _Sent(state, state.generation, state.position)
+            state.in_flight = True
+        plan = leader.session.plan(wanted)
+        leader.in_flight = True
+
+        def on_conn(conn: Any, err: KafkaError | None) -> None:
+            if err is not None:
+                self._on_response(leader, plan, sent, None, err)
+                return
+            try:
+                conn.fetch_multi(
+                    plan.request_partitions(),
+                    lambda resp, e: self._on_response(leader, plan, sent, resp, e),
+                    max_wait_ms=config.fetch_max_wait_ms,
+                    min_bytes=config.fetch_min_bytes,
+                    max_bytes=config.fetch_max_bytes,
+                    isolation_level=self.isolation,
+                    session_id=plan.session_id,
+                    session_epoch=plan.epoch,
+                    forgotten=plan.request_forgotten(leader.session.topic_ids),
+                )
+            except KafkaError as exc:
+                ctx.loop.call_soon(self._on_response, leader, plan, sent, None, exc)
+
+        ctx.pool.get(leader.node_id, Role.FETCH, on_conn)
+
+    def _on_response(
+        self, leader: LeaderFetcher, plan: FetchPlan, sent: dict[TopicPartition, _Sent], resp: Any,
+        err: KafkaError | None,
+    ) -> None:
+        leader.in_flight = False
+        for s in sent.values():
+            s.state.in_flight = False
+        try:
+            if self.closed:
+                return
+            if err is not None:
+                self._failed(leader, err)
+            elif resp.error_code != NONE:
+                if resp.error_code in SESSION_ERRORS:
+                    leader.session.reset()  # the next request opens a new session at once
+                else:
+                    self._failed(leader, KafkaError(resp.error_code, f"Fetch from broker {leader.node_id}"))
+            else:
+                leader.session.completed(plan, resp.session_id)
+                self._apply(leader, plan, sent, resp)
+        finally:
+            waiters, leader.round_waiters = leader.round_waiters, []
+            for cb in waiters:
+                cb()
+            self.kick()
+
+    def _failed(self, leader: LeaderFetcher, err: KafkaError) -> None:
+        leader.session.reset()
+        self.ctx.metadata.request_refresh()
+        if not err.retriable:
+            self.ctx.report(err)
+        # Back off before asking this broker again; the pool has its own connect backoff.
+        delay = self.ctx.config.retry_backoff_ms / 1000.0
+
+        def retry() -> None:
+            leader.retry_handle = None
+            self.kick()
+
+        leader.retry_handle = self.ctx.loop.call_later(delay, retry)
+
+    def _apply(self, leader: LeaderFetcher, plan: FetchPlan, sent: dict[TopicPartition, _Sent], resp: Any) -> None:
+        names_by_id = {p.topic_id: tp.topic for tp, p in plan.send.items() if p.topic_id is not None}
+        names_by_id.update({tid: topic for topic, tid in leader.session.topic_ids.items()})
+        endpoints = getattr(resp, "node_endpoints", None) or ()
+        for topic_response in resp.responses:
+            topic = topic_response.topic or names_by_id.get(topic_response.topic_id, "")
+            for p in topic_response.partitions:
+                tp = TopicPartition(topic, p.partition_index)
+                s = sent.get(tp)
+                if s is None:
+                    continue  # left the session (paused/revoked) after the request was planned
+                state = s.state
+                if (self.ctx.subscription.get(tp) is not state or state.generation != s.generation
+                        or state.position != s.offset):
+                    continue  # seeked, reset or revoked while in flight: stale data
+                code = p.error_code
+                if code == NONE:
+                    self._records(state, p)
+                elif code == OFFSET_OUT_OF_RANGE:
+                    if not state.request_validation(out_of_range=True):
+                        self.positions.apply_reset_policy(state)
+                elif code in STALE_METADATA_ERRORS:
+                    self._leader_moved(state, p, endpoints)
+                else:
+                    state.fail()
+                    self.ctx.report(KafkaError(code, f"fetching {topic}[{p.partition_index}]"))
+
+    def _leader_moved(self, state: PartitionState, p: Any, endpoints: Any) -> None:
+        ctx = self.ctx
+        current = getattr(p, "current_leader", None)
+        updated = False
+        if current is not None and current.leader_id >= 0:
+            # KIP-951: the broker names the new leader; no metadata round trip needed.
+            infos = [BrokerInfo(e.node_id, e.host, e.port, e.rack) for e in endpoints]
+            updated = ctx.metadata.update_leader(state.topic, state.partition, current.leader_id,
+                                                 current.leader_epoch, infos)
+        if not updated:
+            ctx.metadata.request_refresh()
+        if p.error_code in (UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID):
+            return  # the metadata listener decides whether the topic is gone
+        # A new leader may have a shorter log: check the position before reading on (KIP-320).
+        state.request_validation()
+
+    def _records(self, state: PartitionState, p: Any) -> None:
+        state.high_watermark = p.high_watermark
+        state.last_stable_offset = p.last_stable_offset
+        state.log_start_offset = p.log_start_offset
+        records = p.records
+        if not records:
+            return
+        try:
+            fetched = _proto.read_records(
+                state.topic, state.partition, records, state.position,
+                check_crcs=self.check_crcs, read_committed=self.read_committed,
+                aborted_transactions=p.aborted_transactions if self.read_committed else None,
+            )
+        except KafkaError as exc:
+            # A corrupt record set cannot be skipped safely: stop this partition and say so.
+            state.fail()
+            self.ctx.report(KafkaError(exc.code, f"{state.topic}[{state.partition}] at offset {state.position}: {exc.message}"))
+            return
+        messages = fetched.messages
+        if fetched.batch_count:
+            epoch = fetched.last_leader_epoch
+            if epoch >= 0:
+                state.position_epoch = epoch
+        next_offset = fetched.next_offset
+        if not messages:
+            state.position = max(state.position, next_offset)
+            return
+        generation = state.generation
+        state.interrupted = False
+        delivered_to = self._deliver(state, messages)
+        if state.generation != generation or self.ctx.subscription.get(state.tp) is not state:
+            return  # the callback seeked or revoked: its new position stands
+        state.position = next_offset if delivered_to is None else delivered_to
+
+    def _deliver(self, state: PartitionState, messages: list[Any]) -> int | None:
+        """Hand the records over; returns the offset to resume from when the callback
+        paused the partition mid-way, else None (all delivered)."""
+        on_batch = self.on_batch
+        if on_batch is not None:
+            try:
+                on_batch(messages)
+            except Exception as exc:  # noqa: BLE001 - reported; delivery goes on
+                self.ctx.report(exc)
+            return None
+        on_message = self.on_message
+        if on_message is None:
+            return None
+        for msg in messages:
+            try:
+                on_message(msg)
+            except Exception as exc:  # noqa: BLE001 - reported; delivery goes on
+                self.ctx.report(exc)
+            if state.interrupted:
+                return msg.offset + 1
+        return None
+
+    # --- metadata -------------------------------------------------------------------------------
+    def on_metadata(self) -> None:
+        """Called after every metadata update: new leaders can be fetched from, new epochs
+        validated against, and topics that vanished are reported once."""
+        ctx = self.ctx
+        for state in ctx.subscription:
+            tp = state.tp
+            if ctx.topic_missing(state.topic, state.partition):
+                if tp not in self.reported_missing:
+                    self.reported_missing.add(tp)
+                    if state.phase is not Phase.FAILED:
+                        state.fail()
+                    ctx.report(KafkaError(
+                        UNKNOWN_TOPIC_OR_PARTITION,
+                        f"{state.topic}[{state.partition}] does not exist (deleted or never created); "
+                        "fetching resumes if it appears",
+                    ))
+            elif tp in self.reported_missing:
+                leader, _epoch = ctx.leader(state.topic, state.partition)
+                if leader != NO_LEADER:
+                    self.reported_missing.discard(tp)
+                    if state.phase is Phase.FAILED:
+                        if state.position >= 0:
+                            state.seek(state.position, state.position_epoch)
+                        else:
+                            self.positions.apply_reset_policy(state)
+        self.kick()

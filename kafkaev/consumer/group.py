@@ -1,0 +1,596 @@
+"""Classic consumer group membership: JoinGroup, SyncGroup, Heartbeat, LeaveGroup.
+
+States: UNJOINED -> JOINING -> SYNCING -> STABLE, back to JOINING on a rebalance.
+
+* The rebalance protocol follows the assignor the coordinator selected: cooperative
+  (KIP-429) keeps fetching owned partitions through the rebalance, revokes only
+  what the new assignment takes away, and rejoins once right after that so the
+  released partitions can be assigned; eager revokes everything before joining.
+* Heartbeats run on their own timer over the GROUP connection while STABLE.
+  A heartbeat answered REBALANCE_IN_PROGRESS starts a rejoin; ILLEGAL_GENERATION /
+  UNKNOWN_MEMBER_ID mean the partitions are already someone else's: on_lost, then
+  rejoin; FENCED_INSTANCE_ID (another process took our group_instance_id) is fatal.
+  No successful heartbeat for session_timeout_ms also means the partitions are lost.
+* Auto-commit runs on its own timer and before every revocation; it only ever
+  sends offsets above what is known to be committed.
+* Rebalance triggers: a member change (the coordinator tells via the heartbeat),
+  a subscription change, and a partition count change seen in metadata.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kafkaev.errors import (
+    FENCED_INSTANCE_ID,
+    ILLEGAL_GENERATION,
+    MEMBER_ID_REQUIRED,
+    NONE,
+    REBALANCE_IN_PROGRESS,
+    STATE,
+    UNKNOWN_MEMBER_ID,
+    KafkaError,
+)
+from kafkaev.types import TopicPartition
+
+from .assignors import Assignor, MemberSubscription
+from .context import ConsumerContext
+from .coordinator import CoordinatorLink, retriable_group_error
+from .offsets import CommitOffset, OffsetManager
+from .protocol import (
+    PROTOCOL_TYPE,
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+    encode_subscription,
+)
+from .subscription import Phase, ResetKind
+
+NO_GENERATION = -1
+LEAVE_REASON = "the consumer is leaving the group"
+
+
+class GroupState(enum.Enum):
+    UNJOINED = "unjoined"
+    JOINING = "joining"
+    SYNCING = "syncing"
+    STABLE = "stable"
+    FAILED = "failed"  # fatal error reported; only unsubscribe() leaves this state
+    CLOSED = "closed"
+
+
+@dataclass(slots=True)
+class GroupOptions:
+    group_id: str
+    topics: frozenset[str]
+    assignors: tuple[Assignor, ...]
+    group_instance_id: str | None
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    heartbeat_interval_ms: int
+    auto_commit: bool
+    auto_commit_interval_ms: int
+    on_assign: Callable[[list[TopicPartition]], Any] | None
+    on_revoke: Callable[[list[TopicPartition]], Any] | None
+    on_lost: Callable[[list[TopicPartition]], Any] | None
+
+
+class GroupMember:
+    def __init__(self, ctx: ConsumerContext, options: GroupOptions, *, require_stable: bool,
+                 on_partitions_changed: Callable[[], None]) -> None:
+        self.ctx = ctx
+        self.options = options
+        self.group_id = options.group_id
+        self.group_instance_id = options.group_instance_id
+        self.member_id = ""
+        self.generation_id = NO_GENERATION
+        self.protocol_name: str | None = None
+        self.state = GroupState.UNJOINED
+        self.link = CoordinatorLink(ctx, options.group_id)
+        self.offsets = OffsetManager(ctx, self.link, self, require_stable=require_stable)
+        self.owned: list[TopicPartition] = []
+        self.on_partitions_changed = on_partitions_changed  # the fetcher's kick
+        self._rejoin_needed = False
+        self._join_in_flight = False
+        self._heartbeat_handle: Any = None
+        self._heartbeat_in_flight = False
+        self._last_heartbeat_ok = ctx.loop.time()
+        self._commit_handle: Any = None
+        self._partition_counts: dict[str, int] = {}
+        self._joined_topics: frozenset[str] = frozenset()
+
+    # --- public -------------------------------------------------------------------------------------
+    @property
+    def cooperative(self) -> bool:
+        assignor = self._assignor(self.protocol_name)
+        return assignor is not None and assignor.cooperative
+
+    def start(self) -> None:
+        self.ctx.metadata.add_topics(self.options.topics)
+        self._arm_auto_commit()
+        self._join()
+
+    def set_topics(self, topics: frozenset[str]) -> None:
+        """A new subscription: rejoin so the group learns it."""
+        self.options.topics = topics
+        self.ctx.metadata.add_topics(topics)
+        self.request_rejoin()
+
+    def request_rejoin(self) -> None:
+        if self.state in (GroupState.FAILED, GroupState.CLOSED):
+            return
+        if self.state is GroupState.STABLE:
+            self._start_rebalance()
+        else:
+            self._rejoin_needed = True
+
+    def membership_lost(self, code: int) -> None:
+        """A commit or heartbeat was refused for membership reasons."""
+        if code == FENCED_INSTANCE_ID:
+            self._fatal(KafkaError(code, f"group {self.group_id!r}: group_instance_id "
+                                         f"{self.group_instance_id!r} is used by another member"))
+            return
+        if code == REBALANCE_IN_PROGRESS:
+            self.request_rejoin()
+            return
+        if code == UNKNOWN_MEMBER_ID:
+            self.member_id = ""
+        self.generation_id = NO_GENERATION
+        self._lose_partitions()
+        self.request_rejoin()
+
+    def commit_positions(self, partitions: Sequence[TopicPartition] | None,
+                         cb: Callable[[KafkaError | None], object] | None, *, only_advanced: bool) -> None:
+        """Commit the current positions of ``partitions`` (default: all owned)."""
+        offsets: dict[TopicPartition, CommitOffset] = {}
+        for tp in self.owned if partitions is None else partitions:
+            state = self.ctx.subscription.get(tp)
+            if state is None or state.position < 0 or state.phase is Phase.AWAIT_COMMITTED:
+                continue
+            if only_advanced and state.position <= self.offsets.last_committed.get(tp, -1):
+                continue
+            offsets[tp] = CommitOffset(state.position, state.position_epoch, None)
+        if self.generation_id == NO_GENERATION and offsets:
+            if cb is not None:
+                self.ctx.loop.call_soon(self.ctx.call, cb, KafkaError(
+                    STATE, f"group {self.group_id!r}: no generation to commit with (rebalancing)"))
+            return
+        self.offsets.commit(offsets, cb)
+
+    def leave(self, cb: Callable[[KafkaError | None], object] | None) -> None:
+        """Commit (auto_commit), revoke, LeaveGroup (dynamic members) and stop; cb(err) once."""
+        if self.state is GroupState.CLOSED:
+            if cb is not None:
+                self.ctx.loop.call_soon(self.ctx.call, cb, None)
+            return
+        was_member = self.generation_id != NO_GENERATION and self.member_id
+
+        def after_commit(err: KafkaError | None) -> None:
+            if err is not None:
+                self.ctx.report(err)
+            self._revoke(list(self.owned))
+            self._stop_timers()
+            self.state = GroupState.CLOSED
+            if not was_member or self.group_instance_id is not None:
+                # A static member's partitions wait for it for session_timeout_ms (KIP-345).
+                self._close_link()
+                if cb is not None:
+                    self.ctx.call(cb, None)
+                return
+            self._send_leave(cb)
+
+        if self.options.auto_commit and was_member and self.owned:
+            self.commit_positions(None, after_commit, only_advanced=True)
+        else:
+            after_commit(None)
+
+    def abandon(self) -> None:
+        """Stop at once without committing or leaving (the client is closing hard)."""
+        self._stop_timers()
+        self.state = GroupState.CLOSED
+        self._close_link()
+
+    # --- join / sync ------------------------------------------------------------------------------------
+    def _start_rebalance(self) -> None:
+        self._stop_heartbeat()
+        if self.cooperative or not self.owned:
+            self._join()
+            return
+
+        # Eager: commit and revoke everything before joining.
+        self.state = GroupState.JOINING
+
+        def after_commit(err: KafkaError | None) -> None:
+            self._report_err(err)
+            self._revoke(list(self.owned))
+            self._join()
+
+        if self.options.auto_commit:
+            self.commit_positions(None, after_commit, only_advanced=True)
+        else:
+            after_commit(None)
+
+    def _join(self) -> None:
+        if self.state in (GroupState.FAILED, GroupState.CLOSED) or self._join_in_flight:
+            return
+        self.state = GroupState.JOINING
+        self._rejoin_needed = False
+        self._join_in_flight = True
+        topics = self.options.topics
+        self._joined_topics = topics
+        protocols = [
+            (a.name, encode_subscription(topics, self.owned, self.generation_id, a.user_data(self.generation_id)))
+            for a in self.options.assignors
+        ]
+
+        def on_conn(conn: Any, err: KafkaError | None) -> None:
+            if err is not None:
+                self._join_failed(err)
+                return
+            try:
+                conn.join_group(self.group_id, self.member_id, PROTOCOL_TYPE, protocols, self._on_join,
+                                session_timeout_ms=self.options.session_timeout_ms,
+                                rebalance_timeout_ms=self.options.rebalance_timeout_ms,
+                                group_instance_id=self.group_instance_id)
+            except KafkaError as exc:
+                self._join_failed(exc)
+
+        self.link.get(on_conn)
+
+    def _join_failed(self, err: KafkaError) -> None:
+        self._join_in_flight = False
+        if self.state in (GroupState.CLOSED, GroupState.FAILED):
+            return
+        if retriable_group_error(err):
+            self.ctx.loop.call_later(self.ctx.config.retry_backoff_ms / 1000.0, self._join)
+        else:
+            self._fatal(err)
+
+    def _on_join(self, resp: Any, err: KafkaError | None) -> None:
+        if err is not None:
+            self.link.forget()
+            self._join_failed(err)
+            return
+        if self.state is not GroupState.JOINING:
+            self._join_in_flight = False
+            return
+        code = resp.error_code
+        if code == NONE:
+            self.member_id = resp.member_id
+            self.generation_id = resp.generation_id
+            self.protocol_name = resp.protocol_name
+            self.state = GroupState.SYNCING
+            if resp.leader == resp.member_id and not getattr(resp, "skip_assignment", False):
+                self._lead(resp)
+            else:
+                self._sync([])
+            return
+        self._join_in_flight = False
+        if code == MEMBER_ID_REQUIRED:
+            # KIP-394: the coordinator handed out our member id; join again with it at once.
+            self.member_id = resp.member_id
+            self._join()
+        elif code in (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION):
+            self.member_id = "" if code == UNKNOWN_MEMBER_ID else self.member_id
+            self.generation_id = NO_GENERATION
+            self._lose_partitions()
+            self._join()
+        elif code == REBALANCE_IN_PROGRESS:
+            self._join()
+        elif self.link.on_error_code(code):
+            self.ctx.loop.call_later(self.ctx.config.retry_backoff_ms / 1000.0, self._join)
+        else:
+            self._fatal(KafkaError(code, f"JoinGroup of group {self.group_id!r}"))
+
+    def _assignor(self, name: str | None) -> Assignor | None:
+        for a in self.options.assignors:
+            if a.name == name:
+                return a
+        return None
+
+    def _lead(self, resp: Any) -> None:
+        """This member leads: assign everyone's partitions."""
+        assignor = self._assignor(resp.protocol_name)
+        try:
+            if assignor is None:
+                raise KafkaError(STATE, f"the coordinator selected assignor {resp.protocol_name!r}, "
+                                        "which this member did not offer")
+            members = [decode_subscription(m.member_id, m.group_instance_id, bytes(m.metadata))
+                       for m in resp.members]
+        except KafkaError as exc:
+            self._join_in_flight = False
+            self._fatal(exc)
+            return
+        topics = {t for m in members for t in m.topics}
+        self.ctx.metadata.add_topics(topics)
+        generation = self.generation_id
+
+        def with_metadata(_md: Any, err: KafkaError | None) -> None:
+            if self.state is not GroupState.SYNCING or self.generation_id != generation:
+                self._join_in_flight = False
+                return
+            counts = self._partition_counts_of(topics)
+            assignment = assignor.assign(counts, members)
+            payloads = [(m.member_id, encode_assignment(assignment.of(m.member_id))) for m in members]
+            self._sync(payloads)
+
+        self.ctx.metadata.refresh(with_metadata)
+
+    def _partition_counts_of(self, topics: set[str] | frozenset[str]) -> dict[str, int]:
+        counts = {}
+        for topic in topics:
+            info = self.ctx.metadata.topic(topic)
+            if info is not None and info.error_code == NONE:
+                counts[topic] = info.num_partitions
+        return counts
+
+    def _sync(self, payloads: list[tuple[str, bytes]]) -> None:
+        generation = self.generation_id
+
+        def on_conn(conn: Any, err: KafkaError | None) -> None:
+            if err is not None:
+                self._on_sync(None, err, generation)
+                return
+            try:
+                conn.sync_group(self.group_id, generation, self.member_id, payloads,
+                                lambda resp, e: self._on_sync(resp, e, generation),
+                                group_instance_id=self.group_instance_id, protocol_type=PROTOCOL_TYPE,
+                                protocol_name=self.protocol_name)
+            except KafkaError as exc:
+                self._on_sync(None, exc, generation)
+
+        self.link.get(on_conn)
+
+    def _on_sync(self, resp: Any, err: KafkaError | None, generation: int) -> None:
+        self._join_in_flight = False
+        if self.state is not GroupState.SYNCING or generation != self.generation_id:
+            return
+        if err is not None:
+            self.link.forget()
+            self.state = GroupState.JOINING
+            self._join_failed(err)
+            return
+        code = resp.error_code
+        if code != NONE:
+            self.state = GroupState.JOINING
+            if code in (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION):
+                self.member_id = "" if code == UNKNOWN_MEMBER_ID else self.member_id
+                self.generation_id = NO_GENERATION
+                self._lose_partitions()
+                self._join()
+            elif code == REBALANCE_IN_PROGRESS:
+                self._join()
+            elif code == FENCED_INSTANCE_ID:
+                self.membership_lost(code)
+            elif self.link.on_error_code(code):
+                self.ctx.loop.call_later(self.ctx.config.retry_backoff_ms / 1000.0, self._join)
+            else:
+                self._fatal(KafkaError(code, f"SyncGroup of group {self.group_id!r}"))
+            return
+        try:
+            assigned = decode_assignment(bytes(resp.assignment))
+        except KafkaError as exc:
+            self._fatal(exc)
+            return
+        self._apply_assignment(assigned)
+
+    def _apply_assignment(self, assigned: list[TopicPartition]) -> None:
+        new = set(assigned)
+        old = set(self.owned)
+        revoked = sorted(old - new)
+        added = sorted(new - old)
+        self.state = GroupState.STABLE
+        self._last_heartbeat_ok = self.ctx.loop.time()
+        self._partition_counts = self._partition_counts_of(self.options.topics)
+        if revoked:
+            # Cooperative: commit what was read of the partitions that move, then let them go.
+            if self.options.auto_commit:
+                self.commit_positions(revoked, self._report_err, only_advanced=True)
+            self._revoke(revoked)
+        self.owned = sorted(new)
+        if added:
+            self._assign(added)
+        self._arm_heartbeat(0.0)
+        if revoked and self.cooperative:
+            # KIP-429: rejoin so the partitions just released go to their new owners.
+            self._rejoin_needed = True
+        if self._rejoin_needed or self.options.topics != self._joined_topics:
+            self._rejoin_needed = False
+            self._start_rebalance()
+
+    def _assign(self, added: list[TopicPartition]) -> None:
+        subscription = self.ctx.subscription
+        for tp in added:
+            state = subscription.add(tp)
+            state.phase = Phase.AWAIT_COMMITTED
+            state.generation += 1
+        generation = self.generation_id
+        if self.options.on_assign is not None:
+            self.ctx.call(self.options.on_assign, list(added))
+        self._load_committed(added, generation)
+
+    def _load_committed(self, partitions: list[TopicPartition], generation: int) -> None:
+        snapshot = {tp: (s, s.generation) for tp in partitions if (s := self.ctx.subscription.get(tp)) is not None}
+
+        def done(result: Any, err: KafkaError | None) -> None:
+            if err is not None:
+                self.ctx.report(err)
+                if self.state is GroupState.STABLE and self.generation_id == generation:
+                    self.ctx.loop.call_later(self.ctx.config.retry_backoff_max_ms / 1000.0,
+                                             self._load_committed, partitions, generation)
+                return
+            for tp, (state, state_generation) in snapshot.items():
+                if self.ctx.subscription.get(tp) is not state or state.generation != state_generation:
+                    continue  # the user seeked meanwhile, or it was revoked
+                committed = result.get(tp)
+                if committed is not None and committed.offset >= 0:
+                    state.seek(committed.offset, committed.leader_epoch)
+                    state.request_validation()
+                else:
+                    policy = self.ctx.auto_offset_reset
+                    if policy == "error":
+                        state.fail()
+                        self.ctx.report(KafkaError(
+                            STATE, f"{tp.topic}[{tp.partition}]: group {self.group_id!r} has no committed "
+                                   "offset and auto_offset_reset is 'error'; seek() to start"))
+                    else:
+                        state.request_reset(ResetKind.EARLIEST if policy == "earliest" else ResetKind.LATEST)
+            self.on_partitions_changed()
+
+        self.offsets.fetch(list(snapshot), done)
+
+    def _revoke(self, partitions: list[TopicPartition]) -> None:
+        if not partitions:
+            return
+        if self.options.on_revoke is not None:
+            self.ctx.call(self.options.on_revoke, list(partitions))
+        self._drop(partitions)
+
+    def _lose_partitions(self) -> None:
+        """The partitions already belong to someone else: no commit, on_lost instead of on_revoke."""
+        lost = list(self.owned)
+        if not lost:
+            return
+        callback = self.options.on_lost or self.options.on_revoke
+        if callback is not None:
+            self.ctx.call(callback, lost)
+        self._drop(lost)
+
+    def _drop(self, partitions: list[TopicPartition]) -> None:
+        gone = set(partitions)
+        self.owned = [tp for tp in self.owned if tp not in gone]
+        self.ctx.subscription.remove(partitions)
+        self.on_partitions_changed()
+
+    # --- heartbeat -----------------------------------------------------------------------------------
+    def _arm_heartbeat(self, delay_s: float | None = None) -> None:
+        self._stop_heartbeat()
+        if delay_s is None:
+            delay_s = self.options.heartbeat_interval_ms / 1000.0
+        self._heartbeat_handle = self.ctx.loop.call_later(delay_s, self._heartbeat)
+
+    def _stop_heartbeat(self) -> None:
+        if self._heartbeat_handle is not None:
+            self._heartbeat_handle.cancel()
+            self._heartbeat_handle = None
+
+    def _heartbeat(self) -> None:
+        self._heartbeat_handle = None
+        if self.state is not GroupState.STABLE:
+            return
+        if self.ctx.loop.time() - self._last_heartbeat_ok > self.options.session_timeout_ms / 1000.0:
+            # The coordinator has expired this session by now: the partitions are gone.
+            self.generation_id = NO_GENERATION
+            self._lose_partitions()
+            self._start_rebalance()
+            return
+        if self._heartbeat_in_flight:
+            self._arm_heartbeat()
+            return
+        self._heartbeat_in_flight = True
+        generation = self.generation_id
+
+        def on_conn(conn: Any, err: KafkaError | None) -> None:
+            if err is not None:
+                self._on_heartbeat(None, err, generation)
+                return
+            try:
+                conn.heartbeat(self.group_id, generation, self.member_id,
+                               lambda resp, e: self._on_heartbeat(resp, e, generation),
+                               group_instance_id=self.group_instance_id)
+            except KafkaError as exc:
+                self._on_heartbeat(None, exc, generation)
+
+        self.link.get(on_conn)
+
+    def _on_heartbeat(self, resp: Any, err: KafkaError | None, generation: int) -> None:
+        self._heartbeat_in_flight = False
+        if self.state is not GroupState.STABLE or generation != self.generation_id:
+            return
+        if err is not None:
+            self.link.forget()
+            # Try again soon: the session keeps running on the coordinator meanwhile.
+            self._arm_heartbeat(self.ctx.config.retry_backoff_ms / 1000.0)
+            return
+        code = resp.error_code
+        if code == NONE:
+            self._last_heartbeat_ok = self.ctx.loop.time()
+            self._arm_heartbeat()
+        elif code == REBALANCE_IN_PROGRESS:
+            self._last_heartbeat_ok = self.ctx.loop.time()
+            self._start_rebalance()
+        elif code in (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID):
+            self.membership_lost(code)
+        elif self.link.on_error_code(code):
+            self._arm_heartbeat(self.ctx.config.retry_backoff_ms / 1000.0)
+        else:
+            self.ctx.report(KafkaError(code, f"Heartbeat of group {self.group_id!r}"))
+            self._arm_heartbeat()
+
+    # --- auto-commit ---------------------------------------------------------------------------------
+    def _arm_auto_commit(self) -> None:
+        if self.options.auto_commit and self.state is not GroupState.CLOSED:
+            self._commit_handle = self.ctx.loop.call_later(self.options.auto_commit_interval_ms / 1000.0,
+                                                           self._auto_commit)
+
+    def _auto_commit(self) -> None:
+        self._commit_handle = None
+        if self.state is GroupState.STABLE and self.owned:
+            self.commit_positions(None, self._report_err, only_advanced=True)
+        self._arm_auto_commit()
+
+    def _report_err(self, err: KafkaError | None) -> None:
+        if err is not None:
+            self.ctx.report(err)
+
+    # --- metadata ------------------------------------------------------------------------------------
+    def on_metadata(self) -> None:
+        """A partition count change of a subscribed topic means a new assignment is due."""
+        if self.state is not GroupState.STABLE:
+            return
+        counts = self._partition_counts_of(self.options.topics)
+        if counts != self._partition_counts:
+            self._partition_counts = counts
+            self._start_rebalance()
+
+    # --- ending --------------------------------------------------------------------------------------
+    def _send_leave(self, cb: Callable[[KafkaError | None], object] | None) -> None:
+        def done(_resp: Any, err: KafkaError | None) -> None:
+            self._close_link()
+            self.member_id = ""
+            self.generation_id = NO_GENERATION
+            if cb is not None:
+                self.ctx.call(cb, err)
+
+        def on_conn(conn: Any, err: KafkaError | None) -> None:
+            if err is not None:
+                done(None, err)
+                return
+            try:
+                conn.leave_group(self.group_id, [(self.member_id, self.group_instance_id)], done)
+            except KafkaError as exc:
+                done(None, exc)
+
+        self.link.get(on_conn)
+
+    def _close_link(self) -> None:
+        self.link.forget()
+        self.link.closed = True
+
+    def _stop_timers(self) -> None:
+        self._stop_heartbeat()
+        if self._commit_handle is not None:
+            self._commit_handle.cancel()
+            self._commit_handle = None
+
+    def _fatal(self, err: KafkaError) -> None:
+        self.state = GroupState.FAILED
+        self._stop_timers()
+        self._lose_partitions()
+        self.ctx.report(err)
+
+
+__all__ = ["GroupMember", "GroupOptions", "GroupState", "MemberSubscription"]

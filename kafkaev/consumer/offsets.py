@@ -1,0 +1,207 @@
+"""OffsetCommit and OffsetFetch for a consumer group.
+
+Commits carry the member's generation and id, so a member that lost its
+partitions in a rebalance cannot overwrite the new owner's progress (the
+coordinator answers ILLEGAL_GENERATION / UNKNOWN_MEMBER_ID / FENCED_INSTANCE_ID,
+and the member rejoins). Coordinator moves are retried until request_timeout_ms.
+OffsetFetch asks for stable offsets under read_committed (KIP-447) and waits out
+UNSTABLE_OFFSET_COMMIT.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple, Protocol
+
+from kafkaev.errors import (
+    FENCED_INSTANCE_ID,
+    ILLEGAL_GENERATION,
+    NONE,
+    REBALANCE_IN_PROGRESS,
+    TIMED_OUT,
+    UNKNOWN_MEMBER_ID,
+    UNSTABLE_OFFSET_COMMIT,
+    KafkaError,
+)
+from kafkaev.types import TopicPartition
+
+from .context import ConsumerContext
+from .coordinator import CoordinatorLink, retriable_group_error
+
+# Errors that mean this member's generation is over: the commit is refused and it must rejoin.
+MEMBERSHIP_ERRORS = frozenset({ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, REBALANCE_IN_PROGRESS})
+
+
+class CommitOffset(NamedTuple):
+    offset: int
+    leader_epoch: int = -1
+    metadata: str | None = None
+
+
+class Committed(NamedTuple):
+    offset: int  # -1: nothing committed
+    leader_epoch: int
+    metadata: str | None
+
+
+class Identity(Protocol):
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+
+    def membership_lost(self, code: int) -> None: ...
+
+
+class OffsetManager:
+    __slots__ = ("ctx", "link", "member", "require_stable", "last_committed")
+
+    def __init__(self, ctx: ConsumerContext, link: CoordinatorLink, member: Identity, *, require_stable: bool) -> None:
+        self.ctx = ctx
+        self.link = link
+        self.member = member
+        self.require_stable = require_stable
+        # Highest offset this member knows to be committed, per partition: auto-commit
+        # never sends anything lower, so committed offsets do not go backwards.
+        self.last_committed: dict[TopicPartition, int] = {}
+
+    # --- commit ------------------------------------------------------------------------------------
+    def commit(
+        self, offsets: dict[TopicPartition, CommitOffset], cb: Callable[[KafkaError | None], object] | None
+    ) -> None:
+        """``cb(None)`` when every offset was committed, else ``cb(first_error)``; once."""
+        if not offsets:
+            if cb is not None:
+                self.ctx.loop.call_soon(self.ctx.call, cb, None)
+            return
+        deadline = self.ctx.loop.time() + self.ctx.config.request_timeout_ms / 1000.0
+        self._commit_attempt(dict(offsets), cb, deadline)
+
+    def _commit_attempt(
+        self, offsets: dict[TopicPartition, CommitOffset], cb: Callable[[KafkaError | None], object] | None,
+        deadline: float,
+    ) -> None:
+        member = self.member
+
+        def finish(err: KafkaError | None) -> None:
+            if cb is not None:
+                self.ctx.call(cb, err)
+
+        def retry_or_fail(err: KafkaError) -> None:
+            if retriable_group_error(err) and self.ctx.loop.time() < deadline:
+                self.ctx.loop.call_later(self.ctx.config.retry_backoff_ms / 1000.0,
+                                         self._commit_attempt, offsets, cb, deadline)
+            else:
+                finish(err)
+
+        def on_response(resp: Any, err: KafkaError | None) -> None:
+            if err is not None:
+                self.link.forget()
+                retry_or_fail(err)
+                return
+            first: KafkaError | None = None
+            retry: dict[TopicPartition, CommitOffset] = {}
+            for t in resp.topics:
+                for p in t.partitions:
+                    tp = TopicPartition(t.name, p.partition_index)
+                    sent = offsets.get(tp)
+                    if sent is None:
+                        continue
+                    code = p.error_code
+                    if code == NONE:
+                        if sent.offset > self.last_committed.get(tp, -1):
+                            self.last_committed[tp] = sent.offset
+                        continue
+                    if self.link.on_error_code(code):
+                        retry[tp] = sent
+                        continue
+                    if code in MEMBERSHIP_ERRORS:
+                        member.membership_lost(code)
+                    if first is None:
+                        first = KafkaError(code, f"committing {tp.topic}[{tp.partition}] at {sent.offset} "
+                                                 f"for group {member.group_id!r}")
+            if retry and first is None:
+                if self.ctx.loop.time() < deadline:
+                    self.ctx.loop.call_later(self.ctx.config.retry_backoff_ms / 1000.0,
+                                             self._commit_attempt, retry, cb, deadline)
+                    return
+                first = KafkaError(TIMED_OUT, f"the coordinator of group {member.group_id!r} kept moving")
+            finish(first)
+
+        def on_conn(conn: Any, err: KafkaError | None) -> None:
+            if err is not None:
+                retry_or_fail(err)
+                return
+            rows = [(tp.topic, tp.partition, o.offset, o.leader_epoch, o.metadata) for tp, o in offsets.items()]
+            try:
+                conn.offset_commit(member.group_id, member.generation_id, member.member_id, rows, on_response,
+                                   group_instance_id=member.group_instance_id)
+            except KafkaError as exc:
+                finish(exc)
+
+        self.link.get(on_conn)
+
+    # --- committed -----------------------------------------------------------------------------------
+    def fetch(
+        self,
+        partitions: Iterable[TopicPartition],
+        cb: Callable[[dict[TopicPartition, Committed] | None, KafkaError | None], object],
+    ) -> None:
+        """``cb({tp: Committed}, None)`` or ``cb(None, err)``, once."""
+        wanted = list(partitions)
+        deadline = self.ctx.loop.time() + self.ctx.config.request_timeout_ms / 1000.0
+        self._fetch_attempt(wanted, cb, deadline)
+
+    def _fetch_attempt(
+        self,
+        wanted: list[TopicPartition],
+        cb: Callable[[dict[TopicPartition, Committed] | None, KafkaError | None], object],
+        deadline: float,
+    ) -> None:
+        group_id = self.member.group_id
+
+        def retry_or_fail(err: KafkaError) -> None:
+            if (retriable_group_error(err) or err.code == UNSTABLE_OFFSET_COMMIT) and self.ctx.loop.time() < deadline:
+                self.ctx.loop.call_later(self.ctx.config.retry_backoff_ms / 1000.0,
+                                         self._fetch_attempt, wanted, cb, deadline)
+            else:
+                self.ctx.call(cb, None, err)
+
+        def on_response(resp: Any, err: KafkaError | None) -> None:
+            if err is not None:
+                self.link.forget()
+                retry_or_fail(err)
+                return
+            groups = getattr(resp, "groups", None)
+            body = groups[0] if groups else resp
+            if body.error_code != NONE:
+                self.link.on_error_code(body.error_code)
+                retry_or_fail(KafkaError(body.error_code, f"fetching committed offsets of group {group_id!r}"))
+                return
+            result: dict[TopicPartition, Committed] = {}
+            for t in body.topics or ():
+                for p in t.partitions or ():
+                    tp = TopicPartition(t.name, p.partition_index)
+                    if p.error_code != NONE:
+                        retry_or_fail(KafkaError(p.error_code, f"committed offset of {tp.topic}[{tp.partition}] "
+                                                               f"in group {group_id!r}"))
+                        return
+                    epoch = getattr(p, "committed_leader_epoch", -1)
+                    result[tp] = Committed(p.committed_offset, epoch, p.metadata)
+                    if p.committed_offset > self.last_committed.get(tp, -1):
+                        self.last_committed[tp] = p.committed_offset
+            for tp in wanted:
+                result.setdefault(tp, Committed(-1, -1, None))
+            self.ctx.call(cb, result, None)
+
+        def on_conn(conn: Any, err: KafkaError | None) -> None:
+            if err is not None:
+                retry_or_fail(err)
+                return
+            try:
+                conn.offset_fetch(group_id, [(tp.topic, tp.partition) for tp in wanted], on_response,
+                                  require_stable=self.require_stable)
+            except KafkaError as exc:
+                self.ctx.call(cb, None, exc)
+
+        self.link.get(on_conn)

@@ -1,0 +1,314 @@
+"""Finding where to read: ListOffsets (resets, seek_to_time, offsets_for, lag) and
+OffsetForLeaderEpoch (KIP-320: is the position still on the leader's log?).
+
+Both go to each partition's leader over the ADMIN connection, not the FETCH one,
+so they do not queue behind a long-polling Fetch. Partitions whose leader is
+unknown or moved are retried after a metadata refresh until request_timeout_ms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple
+
+from kafkaev.errors import (
+    NONE,
+    OFFSET_OUT_OF_RANGE,
+    TIMED_OUT,
+    UNKNOWN_TOPIC_OR_PARTITION,
+    UNSUPPORTED_VERSION,
+    KafkaError,
+)
+from kafkaev.metadata import NO_LEADER
+from kafkaev.pool import Role
+from kafkaev.types import TopicPartition
+
+from .context import STALE_METADATA_ERRORS, ConsumerContext
+from .subscription import UNKNOWN_EPOCH, PartitionState, Phase, ResetKind
+
+# How long a partition waits between attempts while its leader is being found (ms).
+LEADER_RETRY_MS = 100
+
+
+class OffsetAnswer(NamedTuple):
+    offset: int  # -1 when no record has a timestamp at or after the one asked for
+    timestamp: int
+    leader_epoch: int
+
+
+OffsetsCallback = Callable[[dict[TopicPartition, OffsetAnswer], dict[TopicPartition, KafkaError]], object]
+
+
+class _LeaderRequest:
+    """One logical request over many partitions, split per leader and retried where the
+    error says fresh metadata will help. ``done(answers, errors)`` is called once."""
+
+    __slots__ = ("ctx", "pending", "answers", "errors", "deadline", "send", "parse", "done", "outstanding")
+
+    def __init__(
+        self,
+        ctx: ConsumerContext,
+        items: dict[TopicPartition, Any],
+        send: Callable[[Any, list[tuple[TopicPartition, Any]], Callable[[Any, KafkaError | None], None]], None],
+        parse: Callable[[Any], Iterable[tuple[TopicPartition, int, Any]]],
+        done: Callable[[dict[TopicPartition, Any], dict[TopicPartition, KafkaError]], object],
+    ) -> None:
+        self.ctx = ctx
+        self.pending = dict(items)
+        self.answers: dict[TopicPartition, Any] = {}
+        self.errors: dict[TopicPartition, KafkaError] = {}
+        self.deadline = ctx.loop.time() + ctx.config.request_timeout_ms / 1000.0
+        self.send = send
+        self.parse = parse
+        self.done = done
+        self.outstanding = 0
+
+    def start(self) -> None:
+        if not self.pending:
+            self._finish()
+            return
+        by_leader: dict[int, list[tuple[TopicPartition, Any]]] = {}
+        waiting = False
+        for tp, item in self.pending.items():
+            leader, _epoch = self.ctx.leader(tp.topic, tp.partition)
+            if leader == NO_LEADER:
+                if self.ctx.topic_missing(tp.topic, tp.partition):
+                    self.errors[tp] = KafkaError(
+                        UNKNOWN_TOPIC_OR_PARTITION, f"{tp.topic}[{tp.partition}]: the topic or partition does not exist"
+                    )
+                else:
+                    waiting = True
+                continue
+            by_leader.setdefault(leader, []).append((tp, item))
+        for tp in self.errors:
+            self.pending.pop(tp, None)
+        if waiting:
+            self.ctx.metadata.request_refresh()
+        if not by_leader:
+            self._retry_later() if waiting else self._finish()
+            return
+        self.outstanding = len(by_leader)
+        for leader, rows in by_leader.items():
+            self.ctx.pool.get(leader, Role.ADMIN, lambda conn, err, rows=rows: self._on_conn(conn, err, rows))
+
+    def _on_conn(self, conn: Any, err: KafkaError | None, rows: list[tuple[TopicPartition, Any]]) -> None:
+        if err is not None:
+            self._on_response(None, err, rows)
+            return
+        try:
+            self.send(conn, rows, lambda resp, e: self._on_response(resp, e, rows))
+        except KafkaError as exc:
+            self.ctx.loop.call_soon(self._on_response, None, exc, rows)
+
+    def _on_response(self, resp: Any, err: KafkaError | None, rows: list[tuple[TopicPartition, Any]]) -> None:
+        self.outstanding -= 1
+        retry = False
+        if err is not None:
+            if err.retriable:
+                retry = True
+                self.ctx.metadata.request_refresh()
+            else:
+                for tp, _item in rows:
+                    self.errors[tp] = err
+                    self.pending.pop(tp, None)
+        else:
+            for tp, code, answer in self.parse(resp):
+                if tp not in self.pending:
+                    continue
+                if code == NONE:
+                    self.answers[tp] = answer
+                    del self.pending[tp]
+                elif code in STALE_METADATA_ERRORS:
+                    retry = True
+                    self.ctx.metadata.request_refresh()
+                else:
+                    self.errors[tp] = KafkaError(code, f"{tp.topic}[{tp.partition}]")
+                    del self.pending[tp]
+        if self.outstanding:
+            return
+        if self.pending and (retry or err is not None):
+            self._retry_later()
+        else:
+            for tp in self.pending:
+                self.errors[tp] = KafkaError(TIMED_OUT, f"{tp.topic}[{tp.partition}]: no answer")
+            self.pending.clear()
+            self._finish()
+
+    def _retry_later(self) -> None:
+        if self.ctx.loop.time() >= self.deadline:
+            for tp in self.pending:
+                self.errors[tp] = KafkaError(TIMED_OUT, f"{tp.topic}[{tp.partition}]: no leader answered in time")
+            self.pending.clear()
+            self._finish()
+            return
+        self.ctx.loop.call_later(LEADER_RETRY_MS / 1000.0, self.start)
+
+    def _finish(self) -> None:
+        self.done(self.answers, self.errors)
+
+
+def list_offsets(
+    ctx: ConsumerContext, queries: dict[TopicPartition, int], isolation: int, done: OffsetsCallback
+) -> None:
+    """``queries`` maps partition -> timestamp (OFFSET_BEGINNING, OFFSET_END or ms)."""
+
+    def send(conn: Any, rows: list[tuple[TopicPartition, Any]], cb: Callable[[Any, KafkaError | None], None]) -> None:
+        conn.list_offsets(
+            [(tp.topic, tp.partition, ts, ctx.leader(tp.topic, tp.partition)[1]) for tp, ts in rows],
+            cb,
+            isolation_level=isolation,
+        )
+
+    def parse(resp: Any) -> Iterable[tuple[TopicPartition, int, Any]]:
+        for t in resp.topics:
+            for p in t.partitions:
+                epoch = getattr(p, "leader_epoch", UNKNOWN_EPOCH)
+                yield TopicPartition(t.name, p.partition_index), p.error_code, OffsetAnswer(p.offset, p.timestamp, epoch)
+
+    _LeaderRequest(ctx, queries, send, parse, done).start()
+
+
+class EpochEnd(NamedTuple):
+    leader_epoch: int
+    end_offset: int
+
+
+def offsets_for_leader_epochs(
+    ctx: ConsumerContext,
+    queries: dict[TopicPartition, int],
+    done: Callable[[dict[TopicPartition, EpochEnd], dict[TopicPartition, KafkaError]], object],
+) -> None:
+    """``queries`` maps partition -> the leader epoch of the position to check."""
+
+    def send(conn: Any, rows: list[tuple[TopicPartition, Any]], cb: Callable[[Any, KafkaError | None], None]) -> None:
+        conn.offset_for_leader_epoch(
+            [(tp.topic, tp.partition, ctx.leader(tp.topic, tp.partition)[1], epoch) for tp, epoch in rows], cb
+        )
+
+    def parse(resp: Any) -> Iterable[tuple[TopicPartition, int, Any]]:
+        for t in resp.topics:
+            for p in t.partitions:
+                yield TopicPartition(t.topic, p.partition), p.error_code, EpochEnd(p.leader_epoch, p.end_offset)
+
+    _LeaderRequest(ctx, queries, send, parse, done).start()
+
+
+class PositionResolver:
+    """Moves partitions from AWAIT_RESET / AWAIT_VALIDATION to FETCHING."""
+
+    __slots__ = ("ctx", "on_ready", "isolation")
+
+    def __init__(self, ctx: ConsumerContext, isolation: int, on_ready: Callable[[], None]) -> None:
+        self.ctx = ctx
+        self.isolation = isolation
+        self.on_ready = on_ready  # the fetcher's kick: new positions can be fetched
+
+    def kick(self) -> None:
+        resets: dict[TopicPartition, int] = {}
+        validations: dict[TopicPartition, int] = {}
+        for state in self.ctx.subscription:
+            if state.in_flight:
+                continue
+            if state.phase is Phase.AWAIT_RESET:
+                resets[state.tp] = (
+                    state.reset_timestamp if state.reset_kind is ResetKind.TIMESTAMP else int(state.reset_kind)
+                )
+            elif state.phase is Phase.AWAIT_VALIDATION:
+                validations[state.tp] = state.position_epoch
+        if resets:
+            self._reset(resets)
+        if validations:
+            self._validate(validations)
+
+    # --- resets ------------------------------------------------------------------------------
+    def _reset(self, queries: dict[TopicPartition, int]) -> None:
+        snapshot = self._mark(queries)
+
+        def done(answers: dict[TopicPartition, OffsetAnswer], errors: dict[TopicPartition, KafkaError]) -> None:
+            retry = False
+            for tp, state, generation in snapshot:
+                state.in_flight = False
+                if self.ctx.subscription.get(tp) is not state or state.generation != generation:
+                    continue  # seeked, revoked or reset again meanwhile
+                answer = answers.get(tp)
+                if answer is None:
+                    err = errors.get(tp) or KafkaError(TIMED_OUT, f"{tp.topic}[{tp.partition}]")
+                    self.ctx.report(KafkaError(err.code, f"resetting the position of {tp.topic}[{tp.partition}]: {err}"))
+                    retry = True
+                elif answer.offset < 0:
+                    # No record at or after the timestamp: continue from the end.
+                    state.request_reset(ResetKind.LATEST)
+                    retry = True
+                else:
+                    state.seek(answer.offset, answer.leader_epoch if state.reset_kind is ResetKind.LATEST else UNKNOWN_EPOCH)
+            if retry:
+                self.ctx.loop.call_later(self.ctx.config.retry_backoff_max_ms / 1000.0, self.kick)
+            self.on_ready()
+
+        list_offsets(self.ctx, queries, self.isolation, done)
+
+    # --- KIP-320 validation --------------------------------------------------------------------
+    def _validate(self, queries: dict[TopicPartition, int]) -> None:
+        snapshot = self._mark(queries)
+
+        def done(answers: dict[TopicPartition, EpochEnd], errors: dict[TopicPartition, KafkaError]) -> None:
+            for tp, state, generation in snapshot:
+                state.in_flight = False
+                if self.ctx.subscription.get(tp) is not state or state.generation != generation:
+                    continue
+                answer = answers.get(tp)
+                if answer is None:
+                    err = errors.get(tp)
+                    if err is not None and err.code == UNSUPPORTED_VERSION:
+                        self._validated(state)  # nothing to check with: fetch on
+                    else:
+                        # Try again on the next kick (metadata was refreshed by the request).
+                        self.ctx.loop.call_later(self.ctx.config.retry_backoff_ms / 1000.0, self.kick)
+                    continue
+                if 0 <= answer.end_offset < state.position:
+                    self.ctx.report(
+                        KafkaError(
+                            OFFSET_OUT_OF_RANGE,
+                            f"{tp.topic}[{tp.partition}]: the log was truncated below position {state.position} "
+                            f"(leader epoch {state.position_epoch} ends at {answer.end_offset}); "
+                            f"resuming at {answer.end_offset}",
+                        )
+                    )
+                    state.seek(answer.end_offset, answer.leader_epoch)
+                else:
+                    self._validated(state)
+            self.on_ready()
+
+        offsets_for_leader_epochs(self.ctx, queries, done)
+
+    def _validated(self, state: PartitionState) -> None:
+        if state.reset_after_validation:
+            state.reset_after_validation = False
+            self.apply_reset_policy(state)
+        else:
+            state.phase = Phase.FETCHING
+
+    def apply_reset_policy(self, state: PartitionState) -> None:
+        """OFFSET_OUT_OF_RANGE without truncation: auto_offset_reset, or an error."""
+        policy = self.ctx.auto_offset_reset
+        if policy == "error":
+            state.fail()
+            self.ctx.report(
+                KafkaError(
+                    OFFSET_OUT_OF_RANGE,
+                    f"{state.topic}[{state.partition}]: position {state.position} is out of range "
+                    f"and auto_offset_reset is 'error'; seek() to continue",
+                )
+            )
+        else:
+            state.request_reset(ResetKind.EARLIEST if policy == "earliest" else ResetKind.LATEST)
+
+    def _mark(self, queries: dict[TopicPartition, int]) -> list[tuple[TopicPartition, PartitionState, int]]:
+        snapshot = []
+        for tp in queries:
+            state = self.ctx.subscription.get(tp)
+            if state is not None:
+                state.in_flight = True
+                snapshot.append((tp, state, state.generation))
+        return snapshot
+

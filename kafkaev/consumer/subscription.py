@@ -1,0 +1,140 @@
+"""What the consumer reads: assigned partitions, their positions and their phase.
+
+One ``PartitionState`` per assigned partition. A fetch response is applied only
+when the state object it was issued for is still the assigned one and its
+position has not moved since (a seek, a reset or a revocation in between makes
+the response stale, and its records are dropped rather than delivered twice or
+out of order).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from kafkaev.types import OFFSET_BEGINNING, OFFSET_END, TopicPartition
+
+# The leader epoch of a position whose epoch is unknown (before the first record).
+UNKNOWN_EPOCH = -1
+
+
+class Phase(enum.IntEnum):
+    """What a partition waits for before it can be fetched."""
+
+    FETCHING = 0  # position known and valid: fetch from it
+    AWAIT_COMMITTED = 1  # group member: the committed offset is being looked up
+    AWAIT_RESET = 2  # position is OFFSET_BEGINNING/OFFSET_END or a timestamp: ListOffsets pending
+    AWAIT_VALIDATION = 3  # leader changed: OffsetForLeaderEpoch checks the position (KIP-320)
+    FAILED = 4  # reported to on_error; waits for a seek, a reassignment or the topic to come back
+
+
+class ResetKind(enum.IntEnum):
+    EARLIEST = OFFSET_BEGINNING
+    LATEST = OFFSET_END
+    TIMESTAMP = 0
+
+
+@dataclass(slots=True, eq=False)
+class PartitionState:
+    tp: TopicPartition
+    topic: str
+    partition: int
+    position: int = -1  # next offset to fetch and deliver
+    position_epoch: int = UNKNOWN_EPOCH  # leader epoch of the last delivered record's batch
+    phase: Phase = Phase.AWAIT_RESET
+    reset_kind: ResetKind = ResetKind.EARLIEST
+    reset_timestamp: int = 0
+    paused: bool = False
+    in_flight: bool = False  # a Fetch or a position request covering it is outstanding
+    high_watermark: int = -1
+    last_stable_offset: int = -1
+    log_start_offset: int = -1
+    # Bumped whenever the position is set from outside the fetch loop (seek, reset,
+    # validation); a response issued under another generation is stale.
+    generation: int = 0
+    # Delivery stops mid-response when the callback paused/seeked this partition.
+    interrupted: bool = False
+    # Validation was started by OFFSET_OUT_OF_RANGE: without truncation, reset next.
+    reset_after_validation: bool = False
+
+    @property
+    def fetchable(self) -> bool:
+        return self.phase is Phase.FETCHING and not self.paused and not self.in_flight
+
+    def seek(self, offset: int, epoch: int = UNKNOWN_EPOCH) -> None:
+        """Set an absolute position (>= 0)."""
+        self.position = offset
+        self.position_epoch = epoch
+        self.phase = Phase.FETCHING
+        self.generation += 1
+        self.interrupted = True
+
+    def request_reset(self, kind: ResetKind, timestamp: int = 0) -> None:
+        self.reset_kind = kind
+        self.reset_timestamp = timestamp
+        self.phase = Phase.AWAIT_RESET
+        self.generation += 1
+        self.interrupted = True
+
+    def request_validation(self, *, out_of_range: bool = False) -> bool:
+        """Check the position against the leader's log before fetching on; False when
+        there is nothing to check it with (no leader epoch known for the position)."""
+        if self.phase is not Phase.FETCHING or self.position_epoch == UNKNOWN_EPOCH:
+            return False
+        self.phase = Phase.AWAIT_VALIDATION
+        self.reset_after_validation = out_of_range
+        self.generation += 1
+        return True
+
+    def fail(self) -> None:
+        self.phase = Phase.FAILED
+        self.generation += 1
+
+
+class SubscriptionState:
+    """The assigned partitions, in assignment order."""
+
+    __slots__ = ("_parts",)
+
+    def __init__(self) -> None:
+        self._parts: dict[TopicPartition, PartitionState] = {}
+
+    def __len__(self) -> int:
+        return len(self._parts)
+
+    def __iter__(self) -> Iterator[PartitionState]:
+        return iter(list(self._parts.values()))
+
+    def __contains__(self, tp: object) -> bool:
+        return tp in self._parts
+
+    def get(self, tp: TopicPartition) -> PartitionState | None:
+        return self._parts.get(tp)
+
+    def partitions(self) -> list[TopicPartition]:
+        return list(self._parts)
+
+    def topics(self) -> set[str]:
+        return {tp.topic for tp in self._parts}
+
+    def add(self, tp: TopicPartition) -> PartitionState:
+        state = self._parts.get(tp)
+        if state is None:
+            state = PartitionState(tp, tp.topic, tp.partition)
+            self._parts[tp] = state
+        return state
+
+    def remove(self, tps: Iterable[TopicPartition]) -> list[PartitionState]:
+        removed = []
+        for tp in tps:
+            state = self._parts.pop(tp, None)
+            if state is not None:
+                # An in-flight response for it must not be applied.
+                state.generation += 1
+                state.interrupted = True
+                removed.append(state)
+        return removed
+
+    def clear(self) -> list[PartitionState]:
+        return self.remove(list(self._parts))
