@@ -257,6 +257,8 @@ class ClientConfig:
         else:
             _check_int("max_in_flight", self.max_in_flight, 1)
         _check_int("max_request_size", self.max_request_size, 64)
+        if self.batch_size > self.max_request_size:
+            raise _fail("batch_size", f"at most max_request_size ({self.max_request_size})", self.batch_size)
         _check_int("buffer_memory", self.buffer_memory, 1)
         if self.buffer_memory < self.batch_size:
             raise _fail("buffer_memory", f"at least batch_size ({self.batch_size})", self.buffer_memory)

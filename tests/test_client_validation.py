@@ -101,3 +101,8 @@ def test_tls_and_sasl_normalised_to_typed_settings():
     assert cfg.sasl == SASLConfig("SCRAM-SHA-256", "u", "p")
     with pytest.raises(ValueError, match="'sasl'"):
         ClientConfig(sasl={"mechanism": "GSSAPI", "username": "u", "password": "p"})
+
+
+def test_batch_size_bounded_by_max_request_size():
+    with pytest.raises(ValueError, match="'batch_size'"):
+        ClientConfig(batch_size=2_000_000)

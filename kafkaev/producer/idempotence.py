@@ -1,0 +1,88 @@
+"""The idempotent producer's identity: producer id, epoch, and per-partition sequences.
+
+* ``InitProducerId`` gives the producer id and epoch before the first batch is sent.
+* Each partition numbers its batches: a batch takes ``next_seq`` when it is first sent and
+  keeps it for every retry, so the broker can drop a duplicate (DUPLICATE_SEQUENCE_NUMBER,
+  or an ack with the original offset) and refuse a gap (OUT_OF_ORDER_SEQUENCE_NUMBER).
+* Sequences are 31-bit and wrap from 2**31-1 to 0, as in the Java client.
+* KIP-360: when the broker has lost or rejects our sequence state (UNKNOWN_PRODUCER_ID, or
+  an OUT_OF_ORDER_SEQUENCE_NUMBER not explained by an earlier batch being retried), the
+  producer bumps its epoch with ``InitProducerId(producer_id, producer_epoch)`` and every
+  partition starts again at sequence 0 under the new epoch.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from typing import Any
+
+from .._proto import crc32c
+from ..errors import NONE, KafkaError
+
+SEQUENCE_MODULUS = 1 << 31
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+
+# RecordBatch v2 header layout (implementation.html): the fields a re-sequenced batch rewrites.
+_CRC_OFFSET = 17  # crc => uint32, covers attributes .. end of batch
+_ATTRIBUTES_OFFSET = 21
+_PRODUCER_OFFSET = 43  # producerId => int64, producerEpoch => int16, baseSequence => int32
+_PRODUCER_FIELDS = struct.Struct(">qhi")
+_CRC = struct.Struct(">I")
+
+
+def next_sequence(sequence: int, increment: int) -> int:
+    """``sequence + increment`` in the broker's 31-bit sequence space (wraps to 0)."""
+    return (sequence + increment) % SEQUENCE_MODULUS
+
+
+def restamp_batch(data: bytes, producer_id: int, producer_epoch: int, base_sequence: int) -> bytes:
+    """The same RecordBatch with new producer id, epoch and base sequence (and its CRC redone).
+    Used only after an epoch bump, for batches that were never written under the old epoch."""
+    buf = bytearray(data)
+    _PRODUCER_FIELDS.pack_into(buf, _PRODUCER_OFFSET, producer_id, producer_epoch, base_sequence)
+    _CRC.pack_into(buf, _CRC_OFFSET, crc32c(memoryview(buf)[_ATTRIBUTES_OFFSET:]))
+    return bytes(buf)
+
+
+class ProducerIdentity:
+    """Producer id and epoch, obtained (and bumped) with InitProducerId on a produce connection."""
+
+    __slots__ = ("producer_id", "producer_epoch", "requesting", "_waiters")
+
+    def __init__(self) -> None:
+        self.producer_id = NO_PRODUCER_ID
+        self.producer_epoch = NO_PRODUCER_EPOCH
+        self.requesting = False
+        self._waiters: list[Callable[[KafkaError | None], object]] = []
+
+    @property
+    def ready(self) -> bool:
+        return self.producer_id >= 0 and not self.requesting
+
+    def request(self, conn: Any, cb: Callable[[KafkaError | None], object], *, bump: bool = False) -> None:
+        """InitProducerId on ``conn``: a fresh id, or with ``bump=True`` the next epoch of the
+        current id (KIP-360). ``cb(err)`` once; concurrent asks share one request."""
+        self._waiters.append(cb)
+        if self.requesting:
+            return
+        self.requesting = True
+        kwargs = {}
+        if bump and self.producer_id >= 0:
+            kwargs = {"producer_id": self.producer_id, "producer_epoch": self.producer_epoch}
+        try:
+            conn.init_producer_id(self._on_response, **kwargs)
+        except KafkaError as exc:
+            self._on_response(None, exc)
+
+    def _on_response(self, resp: Any, err: KafkaError | None) -> None:
+        self.requesting = False
+        if err is None and resp.error_code != NONE:
+            err = KafkaError(resp.error_code, "InitProducerId")
+        if err is None:
+            self.producer_id = resp.producer_id
+            self.producer_epoch = resp.producer_epoch
+        waiters, self._waiters = self._waiters, []
+        for cb in waiters:
+            cb(err)

@@ -1,0 +1,444 @@
+"""Drains ready batches to partition leaders and settles every batch exactly once.
+
+* All ready batches for one leader go out together: one Produce request carries at most one
+  batch per partition (the broker's rule since Produce v3), so a partition with several
+  queued batches fills consecutive requests, pipelined on that leader's PRODUCE connection
+  up to ``max_in_flight`` per partition.
+* A batch is encoded (and, when idempotent, given its sequence) the first time it is sent,
+  and resent byte for byte on retry.
+* Answers: success (or DUPLICATE_SEQUENCE_NUMBER: already written) completes the records'
+  callbacks with their offsets; a retriable error puts the batch back in its partition's
+  queue in sequence order, with backoff, until ``delivery_timeout_ms``; NOT_LEADER_OR_FOLLOWER
+  uses the new leader from the response (KIP-951) before asking for a metadata refresh; any
+  other error fails the batch's records.
+* Idempotent ordering: after a retriable failure a partition sends nothing until all its
+  in-flight batches are answered, then resends its queue in order with the same sequences.
+  A sequence the broker no longer accepts (KIP-360) triggers an epoch bump once nothing is
+  in flight; queued batches are then re-stamped from sequence 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from ..config import ClientConfig
+from ..errors import (
+    DUPLICATE_SEQUENCE_NUMBER,
+    FENCED_LEADER_EPOCH,
+    LEADER_NOT_AVAILABLE,
+    MSG_TIMED_OUT,
+    NONE,
+    NOT_LEADER_OR_FOLLOWER,
+    OUT_OF_ORDER_SEQUENCE_NUMBER,
+    PROTOCOL,
+    UNKNOWN_LEADER_EPOCH,
+    UNKNOWN_PRODUCER_ID,
+    UNKNOWN_TOPIC_OR_PARTITION,
+    KafkaError,
+)
+from ..metadata import BrokerInfo, Metadata
+from ..pool import ConnectionPool, Role
+from ..types import RecordMetadata
+from .accumulator import Accumulator, PartitionState, ProducerBatch
+from .idempotence import ProducerIdentity, next_sequence, restamp_batch
+
+# Errors meaning "your idea of the leader is stale": look up the leader again.
+LEADER_ERRORS = frozenset({
+    NOT_LEADER_OR_FOLLOWER, LEADER_NOT_AVAILABLE, UNKNOWN_TOPIC_OR_PARTITION, FENCED_LEADER_EPOCH,
+    UNKNOWN_LEADER_EPOCH,
+})
+# Errors meaning the broker does not accept this producer's sequence state (KIP-360).
+SEQUENCE_ERRORS = frozenset({OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID})
+# Delivery deadlines are checked this often at most (seconds).
+SWEEP_INTERVAL_MAX_S = 0.1
+
+
+class Sender:
+    def __init__(
+        self,
+        config: ClientConfig,
+        loop: asyncio.AbstractEventLoop,
+        acc: Accumulator,
+        metadata: Metadata,
+        pool: ConnectionPool,
+        report: Callable[[BaseException], None],
+        on_batch_done: Callable[[], None],
+    ) -> None:
+        self._config = config
+        self._loop = loop
+        self._acc = acc
+        self._md = metadata
+        self._pool = pool
+        self._report = report  # a user callback raised: to on_error / the loop's handler
+        self._on_batch_done = on_batch_done
+        self._acks = config.acks
+        self._max_in_flight = config.max_in_flight
+        self._max_request_size = config.max_request_size
+        self._request_timeout_ms = config.request_timeout_ms
+        self.identity = ProducerIdentity() if config.idempotent else None
+        self._bump_needed = False
+        self.in_flight = 0  # batches sent and not yet answered, all partitions
+        self._scheduled = False
+        self._retry_timer: asyncio.TimerHandle | None = None
+        self._retry_at = 0.0
+        self._sweep_timer: asyncio.TimerHandle | None = None
+        self._sweep_s = min(SWEEP_INTERVAL_MAX_S, config.delivery_timeout_ms / 10000.0)
+        self._closed = False
+
+    # --- scheduling ----------------------------------------------------------------------------
+    def wake(self) -> None:
+        """Something became ready: send on the next loop iteration (coalesced)."""
+        if not self._scheduled and not self._closed:
+            self._scheduled = True
+            self._loop.call_soon(self._run)
+        if self._sweep_timer is None and not self._closed:
+            self._sweep_timer = self._loop.call_later(self._sweep_s, self._sweep)
+
+    def _run(self) -> None:
+        self._scheduled = False
+        self.send_ready()
+
+    def _wake_at(self, when: float) -> None:
+        if self._retry_timer is not None:
+            if self._retry_at <= when:
+                return
+            self._retry_timer.cancel()
+        self._retry_at = when
+        self._retry_timer = self._loop.call_at(when, self._retry_due)
+
+    def _retry_due(self) -> None:
+        self._retry_timer = None
+        self.send_ready()
+
+    # --- sending -------------------------------------------------------------------------------
+    def send_ready(self) -> None:
+        acc = self._acc
+        if not acc.ready or self._closed:
+            return
+        identity = self.identity
+        if identity is not None and (self._bump_needed or not identity.ready):
+            self._prepare_identity()
+            return
+        now = self._loop.time()
+        max_in_flight = self._max_in_flight
+        by_leader: dict[int, list[PartitionState]] = {}
+        for part in list(acc.ready):
+            if not part.queue:
+                del acc.ready[part]
+                continue
+            if part.retry_at > now:
+                self._wake_at(part.retry_at)
+                continue
+            if part.retrying:
+                if part.in_flight:
+                    continue  # resend in order only once everything in flight is answered
+                part.retrying = False
+            if len(part.in_flight) >= max_in_flight:
+                continue
+            if part.leader < 0:
+                self._md.request_refresh()
+                continue
+            group = by_leader.get(part.leader)
+            if group is None:
+                by_leader[part.leader] = [part]
+            else:
+                group.append(part)
+        for leader, parts in by_leader.items():
+            conn = self._pool.ready(leader, Role.PRODUCE)
+            if conn is None:
+                self._pool.get(leader, Role.PRODUCE, self._on_connection)
+                continue
+            if conn.on_writable is None:
+                conn.on_writable = self._on_writable
+            if not conn.writable:
+                continue  # back-pressure: on_writable(True) wakes us
+            self._send_to(conn, parts)
+
+    def _on_connection(self, conn: Any, err: KafkaError | None) -> None:
+        if err is None:
+            self.wake()
+        else:
+            # the pool backs off and reports the failure (metadata refresh); try again later
+            self._wake_at(self._loop.time() + self._config.reconnect_backoff_ms / 1000.0)
+
+    def _on_writable(self, writable: bool) -> None:
+        if writable:
+            self.wake()
+
+    def _send_to(self, conn: Any, parts: list[PartitionState]) -> None:
+        acc = self._acc
+        max_in_flight = self._max_in_flight
+        max_size = self._max_request_size
+        while parts:
+            request: list[ProducerBatch] = []
+            size = 0
+            again: list[PartitionState] = []
+            for part in parts:
+                batch = part.queue[0]
+                data = batch.data
+                if data is None:
+                    data = self._build(batch)
+                if request and size + len(data) > max_size:
+                    again.append(part)
+                    continue
+                part.queue.popleft()
+                part.in_flight.append(batch)
+                request.append(batch)
+                size += len(data)
+                if not part.queue:
+                    acc.ready.pop(part, None)
+                elif len(part.in_flight) < max_in_flight:
+                    again.append(part)
+            self._send_request(conn, request)
+            parts = again
+
+    def _build(self, batch: ProducerBatch) -> bytes:
+        part = batch.part
+        identity = self.identity
+        if identity is not None:
+            batch.base_seq = part.next_seq
+            batch.producer_epoch = identity.producer_epoch
+            part.next_seq = next_sequence(part.next_seq, batch.record_count)
+            data = batch.builder.build(producer_id=identity.producer_id, producer_epoch=identity.producer_epoch,
+                                       base_sequence=batch.base_seq)
+        else:
+            data = batch.builder.build()
+        batch.builder = None  # its buffer is no longer needed; the bytes are what is resent
+        acc = self._acc
+        acc.buffered += len(data) - batch.reserved
+        batch.reserved = len(data)
+        batch.data = data
+        return data
+
+    def _send_request(self, conn: Any, batches: list[ProducerBatch]) -> None:
+        self.in_flight += len(batches)
+        payload = [(b.part.topic, b.part.partition, b.data) for b in batches]
+
+        def on_response(resp: Any, err: KafkaError | None) -> None:
+            self._on_response(batches, resp, err)
+
+        try:
+            conn.produce_batch(payload, on_response, acks=self._acks, timeout_ms=self._request_timeout_ms)
+        except KafkaError as exc:  # e.g. the connection dropped between ready() and now
+            self._loop.call_soon(on_response, None, exc)
+
+    # --- answers -------------------------------------------------------------------------------
+    def _on_response(self, batches: list[ProducerBatch], resp: Any, err: KafkaError | None) -> None:
+        self.in_flight -= len(batches)
+        if err is not None:
+            for b in batches:
+                self._failed(b, err, None, ())
+            self._md.request_refresh()
+        elif resp is None:  # acks=0: complete at write time, no offsets
+            for b in batches:
+                self._succeeded(b, -1, -1)
+        else:
+            answers = {}
+            for t in resp.responses:
+                name = t.name
+                for p in t.partition_responses:
+                    answers[(name, p.index)] = p
+            endpoints = resp.node_endpoints
+            for b in batches:
+                answer = answers.get((b.part.topic, b.part.partition))
+                if answer is None:
+                    self._failed(b, KafkaError(PROTOCOL, "the Produce response has no answer for this partition"),
+                                 None, ())
+                    continue
+                code = answer.error_code
+                if code == NONE or code == DUPLICATE_SEQUENCE_NUMBER:
+                    self._succeeded(b, answer.base_offset, answer.log_append_time_ms)
+                else:
+                    self._failed(b, KafkaError(code, answer.error_message), answer, endpoints)
+        self.send_ready()
+
+    def _leave_flight(self, batch: ProducerBatch) -> None:
+        in_flight = batch.part.in_flight
+        if in_flight and in_flight[0] is batch:
+            in_flight.popleft()
+        else:
+            try:
+                in_flight.remove(batch)
+            except ValueError:
+                pass
+
+    def _succeeded(self, batch: ProducerBatch, base_offset: int, log_append_time: int) -> None:
+        self._leave_flight(batch)
+        self._acc.release(batch)
+        part = batch.part
+        topic = part.topic
+        partition = part.partition
+        report = self._report
+        if base_offset < 0:
+            for _i, cb, ts in batch.cbs:
+                try:
+                    cb(RecordMetadata(topic, partition, -1, ts if log_append_time < 0 else log_append_time), None)
+                except Exception as exc:  # noqa: BLE001 - a user callback must not starve the others
+                    report(exc)
+        else:
+            for i, cb, ts in batch.cbs:
+                try:
+                    cb(RecordMetadata(topic, partition, base_offset + i, ts if log_append_time < 0 else log_append_time),
+                       None)
+                except Exception as exc:  # noqa: BLE001
+                    report(exc)
+        batch.cbs = []
+        self._on_batch_done()
+
+    def _failed(self, batch: ProducerBatch, err: KafkaError, answer: Any, endpoints: Any) -> None:
+        self._leave_flight(batch)
+        part = batch.part
+        code = err.code
+        batch.last_error = err
+        batch.outcome_unknown = answer is None
+        if self.identity is not None and code in SEQUENCE_ERRORS:
+            if not self._earlier_pending(batch):
+                # the broker lost or rejects our sequence state: new epoch, sequences from 0
+                self._bump_needed = True
+            self._retry(batch, immediate=True)
+            return
+        if not err.retriable:
+            self._fail(batch, err)
+            return
+        if code in LEADER_ERRORS and not self._use_current_leader(part, answer, endpoints):
+            self._md.request_refresh()
+        if self._loop.time() >= batch.deadline:
+            self._fail(batch, KafkaError(MSG_TIMED_OUT, f"not delivered within delivery_timeout_ms; last error: {err}"))
+            return
+        self._retry(batch, immediate=False)
+
+    def _earlier_pending(self, batch: ProducerBatch) -> bool:
+        """Is a batch sent before this one of the same partition still unresolved (its failure
+        explains this OUT_OF_ORDER_SEQUENCE_NUMBER)?"""
+        part = batch.part
+        return any(b.id < batch.id and b.data is not None for b in part.queue) or any(
+            b.id < batch.id for b in part.in_flight
+        )
+
+    def _retry(self, batch: ProducerBatch, *, immediate: bool) -> None:
+        part = batch.part
+        batch.attempts += 1
+        if self.identity is not None:
+            part.retrying = True
+        if not immediate:
+            config = self._config
+            backoff_ms = min(config.retry_backoff_ms * (1 << min(batch.attempts - 1, 10)), config.retry_backoff_max_ms)
+            part.retry_at = max(part.retry_at, self._loop.time() + backoff_ms / 1000.0)
+        self._acc.requeue(batch)
+
+    def _use_current_leader(self, part: PartitionState, answer: Any, endpoints: Any) -> bool:
+        """KIP-951: Produce v10+ names the new leader; True when it was applied."""
+        current = getattr(answer, "current_leader", None) if answer is not None else None
+        if current is None or current.leader_id < 0:
+            return False
+        brokers = [BrokerInfo(e.node_id, e.host, e.port, e.rack) for e in (endpoints or ())]
+        if self._md.update_leader(part.topic, part.partition, current.leader_id, current.leader_epoch, brokers):
+            part.retry_at = 0.0  # the new leader is known: no need to back off
+            return True
+        return False
+
+    def _fail(self, batch: ProducerBatch, err: KafkaError) -> None:
+        """Final failure: every record of the batch gets ``(None, err)``."""
+        if batch.base_seq >= 0 and self.identity is not None:
+            # a sequence the broker never wrote: the partition's later sequences leave a gap
+            self._bump_needed = True
+        self.fail_records(batch, err)
+
+    def fail_records(self, batch: ProducerBatch, err: KafkaError) -> None:
+        self._acc.release(batch)
+        report = self._report
+        for _i, cb, _ts in batch.cbs:
+            try:
+                cb(None, err)
+            except Exception as exc:  # noqa: BLE001
+                report(exc)
+        batch.cbs = []
+        self._on_batch_done()
+
+    # --- idempotence ---------------------------------------------------------------------------
+    def _prepare_identity(self) -> None:
+        identity = self.identity
+        assert identity is not None
+        if identity.requesting:
+            return
+        if self._bump_needed and self.in_flight:
+            return  # bump only once every batch of the old epoch is answered
+        node = self._any_leader()
+        if node is None:
+            self._md.request_refresh()
+            self._wake_at(self._loop.time() + self._config.retry_backoff_ms / 1000.0)
+            return
+        conn = self._pool.ready(node, Role.PRODUCE)
+        if conn is None:
+            self._pool.get(node, Role.PRODUCE, self._on_connection)
+            return
+        identity.request(conn, self._on_identity, bump=self._bump_needed)
+
+    def _any_leader(self) -> int | None:
+        for part in self._acc.ready:
+            if part.leader >= 0:
+                return part.leader
+        ids = self._pool.node_ids
+        return ids[0] if ids else None
+
+    def _on_identity(self, err: KafkaError | None) -> None:
+        identity = self.identity
+        assert identity is not None
+        if err is not None:
+            if self._bump_needed and not err.retriable:
+                # the broker refused the bump (or lost the id): start over with a fresh id
+                identity.producer_id = -1
+                identity.producer_epoch = -1
+            self._report(err)
+            self._wake_at(self._loop.time() + self._config.retry_backoff_ms / 1000.0)
+            return
+        if self._bump_needed or any(p.next_seq for t in self._acc.topics.values() for p in t.parts):
+            self._resequence()
+        self._bump_needed = False
+        self.wake()
+
+    def _resequence(self) -> None:
+        """New epoch: every partition restarts at sequence 0; batches already encoded under the
+        old epoch (queued for retry, none in flight) are re-stamped in order."""
+        identity = self.identity
+        assert identity is not None
+        for tstate in self._acc.topics.values():
+            for part in tstate.parts:
+                seq = 0
+                for batch in part.queue:
+                    if batch.data is not None:
+                        batch.base_seq = seq
+                        batch.producer_epoch = identity.producer_epoch
+                        batch.data = restamp_batch(batch.data, identity.producer_id, identity.producer_epoch, seq)
+                        seq = next_sequence(seq, batch.record_count)
+                part.next_seq = seq
+                part.retrying = False
+
+    # --- delivery timeout ----------------------------------------------------------------------
+    def _sweep(self) -> None:
+        """Fail queued batches whose delivery deadline passed (in-flight ones are settled by
+        their answer or the request timeout)."""
+        self._sweep_timer = None
+        acc = self._acc
+        now = self._loop.time()
+        for part in list(acc.ready):
+            queue = part.queue
+            while queue and queue[0].deadline <= now:
+                batch = queue.popleft()
+                last = f"; last error: {batch.last_error}" if batch.last_error is not None else ""
+                self._fail(batch, KafkaError(MSG_TIMED_OUT, f"not delivered within delivery_timeout_ms{last}"))
+            if not queue:
+                acc.ready.pop(part, None)
+        if acc.incomplete and not self._closed:
+            self._sweep_timer = self._loop.call_later(self._sweep_s, self._sweep)
+        if self._bump_needed:
+            self.send_ready()
+
+    def close(self) -> None:
+        self._closed = True
+        for timer in (self._retry_timer, self._sweep_timer):
+            if timer is not None:
+                timer.cancel()
+        self._retry_timer = self._sweep_timer = None
