@@ -94,3 +94,10 @@ cdef class ReadBuffer:
     cdef object read_tagged_fields(self)          # dict {tag: bytes} or None when empty
     cdef int skip_tagged_fields(self) except -1
     cdef ReadBuffer sub(self, Py_ssize_t n)       # a bounded cursor over the next n bytes
+
+
+# --- hashing (_codecs/hashing.pxi) ---
+# CRC-32C continuing from `crc` (0 to start), SSE4.2 when available.
+cdef uint32_t crc32c_update(uint32_t crc, const char *data, Py_ssize_t n) noexcept nogil
+# Java's Utils.toPositive(Utils.murmur2(data)): the partitioner hash.
+cdef int32_t murmur2_positive(const char *data, Py_ssize_t n) noexcept nogil

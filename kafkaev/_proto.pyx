@@ -6,3 +6,4 @@ from uuid import UUID as _UUID
 from kafkaev.errors import KafkaError, ProtocolError
 
 include "_codecs/buffers.pxi"
+include "_codecs/hashing.pxi"
