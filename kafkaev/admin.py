@@ -1,0 +1,491 @@
+"""Cluster administration: topics, consumer groups and their lag.
+
+``Admin`` has the client's callback style: every operation takes ``cb(result, err)`` and calls
+it exactly once. ``err`` is a ``KafkaError`` for a failure of the whole operation (no broker
+reachable, timeout); per-topic or per-group outcomes are inside ``result``, because one bad
+topic name must not hide what happened to the others.
+
+    admin = kafkaev.Admin("127.0.0.1:9092")
+    admin.create_topics([NewTopic("orders", 6, 1)], lambda result, err: ...)
+
+It runs on the given loop (or a new uvloop one); ``run(op, *args)`` drives the loop until the
+operation finishes, for scripts and the command line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from .config import ClientConfig
+from .errors import NONE, TRANSPORT, UNKNOWN_TOPIC_OR_PARTITION, KafkaError, error_name
+from .metadata import ClusterMetadata, Metadata, TopicInfo, topic_from_response
+from .pool import ConnectionPool, Role
+from .types import TopicPartition
+
+Callback = Callable[[Any, KafkaError | None], object]
+
+COORDINATOR_GROUP = 0
+LATEST_TIMESTAMP = -1
+NO_LEADER_EPOCH = -1
+NO_OFFSET = -1
+DEFAULT_REPLICATION = -1  # the broker's default.replication.factor
+DEFAULT_PARTITIONS = -1  # the broker's num.partitions
+
+
+class NewTopic(NamedTuple):
+    name: str
+    num_partitions: int = DEFAULT_PARTITIONS
+    replication_factor: int = DEFAULT_REPLICATION
+    config: Mapping[str, str] = {}
+
+
+class GroupListing(NamedTuple):
+    group_id: str
+    protocol_type: str
+    state: str
+    group_type: str
+    coordinator: int
+
+
+@dataclass(slots=True)
+class GroupMember:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    assignment: list[TopicPartition] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class GroupDescription:
+    group_id: str
+    state: str
+    protocol_type: str
+    protocol: str
+    coordinator: int
+    members: list[GroupMember] = field(default_factory=list)
+    error: KafkaError | None = None
+
+
+class PartitionLag(NamedTuple):
+    topic: str
+    partition: int
+    committed: int  # -1 when the group has no committed offset for it
+    end_offset: int
+    lag: int  # end_offset - committed (end_offset when nothing is committed)
+
+
+def _error_or_none(code: int, message: str | None = None) -> KafkaError | None:
+    return None if code == NONE else KafkaError(code, message or error_name(code))
+
+
+class _Once:
+    """Guards a user callback: called at most once, exceptions go to the admin's on_error."""
+
+    __slots__ = ("cb", "report", "done")
+
+    def __init__(self, cb: Callback, report: Callable[[BaseException], object]) -> None:
+        self.cb = cb
+        self.report = report
+        self.done = False
+
+    def __call__(self, result: Any, err: KafkaError | None) -> None:
+        if self.done:
+            return
+        self.done = True
+        try:
+            self.cb(result, err)
+        except Exception as exc:  # a user callback's failure must not break the loop
+            self.report(exc)
+
+
+class Admin:
+    """Topic and group administration over kafkaev connections."""
+
+    def __init__(self, brokers: Any = "127.0.0.1:9092", *, loop: asyncio.AbstractEventLoop | None = None,
+                 **options: Any) -> None:
+        config = getattr(brokers, "config", None)
+        if isinstance(config, ClientConfig):  # Admin(client): same brokers and security
+            options = {"tls": config.tls, "sasl": config.sasl, "client_id": config.client_id,
+                       "request_timeout_ms": config.request_timeout_ms, **options}
+            loop = loop or getattr(brokers, "loop", None) or config.loop
+            brokers = config.brokers
+        if not callable(options.get("on_error", print)):
+            raise TypeError("kafkaev.Admin: 'on_error' must be callable")
+        self._on_error = options.pop("on_error", None)
+        self.config = ClientConfig.from_kwargs(brokers=brokers, **options)
+        if loop is None:
+            import uvloop
+
+            loop = uvloop.new_event_loop()
+        self.loop = loop
+        self._pool = ConnectionPool(self.config, loop, on_error=self._report)
+        self._metadata = Metadata(self.config, loop, self._pool, on_error=self._report)
+        self._closed = False
+
+    # --- plumbing -------------------------------------------------------------------------------
+    def _report(self, exc: BaseException) -> None:
+        if self._on_error is not None:
+            self._on_error(exc)
+        else:
+            self.loop.call_exception_handler({"message": "kafkaev.Admin callback failed", "exception": exc})
+
+    def _once(self, cb: Callback) -> _Once:
+        if not callable(cb):
+            raise TypeError(f"kafkaev.Admin: 'cb' must be callable, got {type(cb).__name__}")
+        return _Once(cb, self._report)
+
+    def _cluster(self, cb: Callable[[ClusterMetadata | None, KafkaError | None], object]) -> None:
+        if self._metadata.bootstrapped and self._metadata.current.brokers:
+            cb(self._metadata.current, None)
+        else:
+            self._metadata.bootstrap(cb)
+
+    def _connection(self, node_id: int | None, cb: Callable[[Any, KafkaError | None], object]) -> None:
+        """A ready ADMIN connection to ``node_id`` (None: any broker)."""
+
+        def on_cluster(md: ClusterMetadata | None, err: KafkaError | None) -> None:
+            if err is not None or md is None:
+                cb(None, err)
+                return
+            target = node_id if node_id is not None else min(md.brokers)
+            self._pool.get(target, Role.ADMIN, cb)
+
+        self._cluster(on_cluster)
+
+    def _on_any(self, done: _Once, send: Callable[[Any], None]) -> None:
+        def on_conn(conn: Any, err: KafkaError | None) -> None:
+            if err is not None:
+                done(None, err)
+                return
+            try:
+                send(conn)
+            except KafkaError as exc:
+                done(None, exc)
+
+        self._connection(None, on_conn)
+
+    # --- topics ---------------------------------------------------------------------------------
+    def list_topics(self, cb: Callback, *, internal: bool = False) -> None:
+        """``cb({name: TopicInfo}, err)`` for every topic (internal ones only when asked)."""
+        done = self._once(cb)
+
+        def on_response(resp: Any, err: KafkaError | None) -> None:
+            if err is not None:
+                done(None, err)
+                return
+            topics = {t.name: topic_from_response(t) for t in resp.topics}
+            done({n: t for n, t in sorted(topics.items()) if internal or not t.is_internal}, None)
+
+        self._on_any(done, lambda conn: conn.metadata(None, on_response, allow_auto_topic_creation=False))
+
+    def describe_topics(self, names: Iterable[str], cb: Callback) -> None:
+        """``cb({name: TopicInfo}, err)``; a missing topic has ``error_code`` UNKNOWN_TOPIC_OR_PARTITION."""
+        wanted = _names("names", names)
+        done = self._once(cb)
+
+        def on_response(resp: Any, err: KafkaError | None) -> None:
+            if err is not None:
+                done(None, err)
+                return
+            done({t.name: topic_from_response(t) for t in resp.topics}, None)
+
+        self._on_any(done, lambda conn: conn.metadata(wanted, on_response, allow_auto_topic_creation=False))
+
+    def create_topics(self, topics: Iterable[NewTopic | str], cb: Callback, *, timeout_ms: int = 30000,
+                      validate_only: bool = False) -> None:
+        """``cb({name: KafkaError | None}, err)``: per topic, None when it was created."""
+        wanted = [t if isinstance(t, NewTopic) else NewTopic(t) for t in _list("topics", topics)]
+        for t in wanted:
+            if not isinstance(t.name, str) or not t.name:
+                raise ValueError(f"kafkaev.Admin: 'topics' holds a topic without a name: {t!r}")
+        done = self._once(cb)
+
+        def on_response(resp: Any, err: KafkaError | None) -> None:
+            if err is not None:
+                done(None, err)
+                return
+            done({r.name: _error_or_none(r.error_code, r.error_message) for r in resp.topics}, None)
+
+        request = [(t.name, t.num_partitions, t.replication_factor, dict(t.config)) for t in wanted]
+        self._on_any(done, lambda conn: conn.create_topics(request, on_response, timeout_ms=timeout_ms,
+                                                            validate_only=validate_only))
+
+    def delete_topics(self, names: Iterable[str], cb: Callback, *, timeout_ms: int = 30000) -> None:
+        """``cb({name: KafkaError | None}, err)``: per topic, None when it was deleted."""
+        wanted = _names("names", names)
+        done = self._once(cb)
+
+        def on_response(resp: Any, err: KafkaError | None) -> None:
+            if err is not None:
+                done(None, err)
+                return
+            done({r.name: _error_or_none(r.error_code, r.error_message) for r in resp.responses}, None)
+
+        self._on_any(done, lambda conn: conn.delete_topics(wanted, on_response, timeout_ms=timeout_ms))
+
+    # --- groups ---------------------------------------------------------------------------------
+    def list_groups(self, cb: Callback) -> None:
+        """``cb([GroupListing], err)``: the groups of every broker (each coordinates some)."""
+        done = self._once(cb)
+
+        def on_cluster(md: ClusterMetadata | None, err: KafkaError | None) -> None:
+            if err is not None or md is None:
+                done(None, err)
+                return
+            gather = _Gather(len(md.brokers), done)
+            for node_id in md.brokers:
+                self._pool.get(node_id, Role.ADMIN, lambda conn, e, n=node_id: self._list_on(n, conn, e, gather))
+
+        self._cluster(on_cluster)
+
+    def _list_on(self, node_id: int, conn: Any, err: KafkaError | None, gather: _Gather) -> None:
+        if err is not None:
+            gather.fail(err)
+            return
+
+        def on_response(resp: Any, err: KafkaError | None) -> None:
+            if err is not None:
+                gather.fail(err)
+            elif resp.error_code != NONE:
+                gather.fail(KafkaError(resp.error_code, f"ListGroups on broker {node_id}"))
+            else:
+                gather.add([GroupListing(g.group_id, g.protocol_type, g.group_state, g.group_type, node_id)
+                            for g in resp.groups])
+
+        conn.list_groups(on_response)
+
+    def find_coordinator(self, group_id: str, cb: Callback) -> None:
+        """``cb(node_id, err)``: the broker coordinating ``group_id``."""
+        done = self._once(cb)
+
+        def on_response(resp: Any, err: KafkaError | None) -> None:
+            if err is not None:
+                done(None, err)
+                return
+            if resp.coordinators:  # v4+: one entry per key
+                entry = resp.coordinators[0]
+                code, node, message = entry.error_code, entry.node_id, entry.error_message
+            else:
+                code, node, message = resp.error_code, resp.node_id, resp.error_message
+            failure = _error_or_none(code, message)
+            done(None if failure else node, failure)
+
+        self._on_any(done, lambda conn: conn.find_coordinator(group_id, on_response, key_type=COORDINATOR_GROUP))
+
+    def _on_coordinator(self, group_id: str, done: _Once, send: Callable[[Any, int], None]) -> None:
+        def on_node(node_id: int | None, err: KafkaError | None) -> None:
+            if err is not None or node_id is None:
+                done(None, err)
+                return
+
+            def on_conn(conn: Any, err: KafkaError | None) -> None:
+                if err is not None:
+                    done(None, err)
+                else:
+                    send(conn, node_id)
+
+            self._connection(node_id, on_conn)
+
+        self.find_coordinator(group_id, on_node)
+
+    def describe_groups(self, group_ids: Iterable[str], cb: Callback) -> None:
+        """``cb({group_id: GroupDescription}, err)``; a group-level error is in ``.error``."""
+        wanted = _names("group_ids", group_ids)
+        done = self._once(cb)
+        gather = _Gather(len(wanted), lambda parts, err: done(
+            None if err else {d.group_id: d for part in parts for d in part}, err))
+        for group_id in wanted:
+            self._describe_one(group_id, gather)
+
+    def _describe_one(self, group_id: str, gather: _Gather) -> None:
+        def send(conn: Any, node_id: int) -> None:
+            def on_response(resp: Any, err: KafkaError | None) -> None:
+                if err is not None:
+                    gather.fail(err)
+                    return
+                gather.add([_description(g, node_id) for g in resp.groups])
+
+            conn.describe_groups([group_id], on_response)
+
+        self._on_coordinator(group_id, _Once(lambda r, e: gather.fail(e) if e else None, self._report), send)
+
+    def group_lag(self, group_id: str, cb: Callback) -> None:
+        """``cb([PartitionLag], err)`` for every partition the group has committed offsets for."""
+        done = self._once(cb)
+
+        def send(conn: Any, _node: int) -> None:
+            conn.offset_fetch(group_id, None, on_committed)
+
+        def on_committed(resp: Any, err: KafkaError | None) -> None:
+            if err is not None:
+                done(None, err)
+                return
+            try:
+                committed = _committed_offsets(resp, group_id)
+            except KafkaError as exc:
+                done(None, exc)
+                return
+            if not committed:
+                done([], None)
+                return
+            self._end_offsets(list(committed), lambda ends, e: done(None, e) if e else done(
+                [PartitionLag(tp.topic, tp.partition, off, ends[tp],
+                              ends[tp] - off if off >= 0 else ends[tp])
+                 for tp, off in sorted(committed.items())], None))
+
+        self._on_coordinator(group_id, done, send)
+
+    def end_offsets(self, partitions: Iterable[TopicPartition], cb: Callback) -> None:
+        """``cb({TopicPartition: end offset}, err)``, asking each partition's leader."""
+        self._end_offsets(_list("partitions", partitions), self._once(cb))
+
+    def _end_offsets(self, partitions: list[TopicPartition], done: Callable[[Any, Any], None]) -> None:
+        topics = sorted({tp.topic for tp in partitions})
+
+        def on_metadata(resp: Any, err: KafkaError | None) -> None:
+            if err is not None:
+                done(None, err)
+                return
+            infos = {t.name: topic_from_response(t) for t in resp.topics}
+            by_leader: dict[int, list[TopicPartition]] = {}
+            for tp in partitions:
+                info = infos.get(tp.topic)
+                if info is None or info.error_code != NONE or tp.partition >= info.num_partitions:
+                    code = info.error_code if info is not None and info.error_code else UNKNOWN_TOPIC_OR_PARTITION
+                    done(None, KafkaError(code, f"{tp.topic}[{tp.partition}]"))
+                    return
+                by_leader.setdefault(info.partitions[tp.partition].leader, []).append(tp)
+            gather = _Gather(len(by_leader), lambda parts, e: done(
+                None if e else {tp: off for part in parts for tp, off in part}, e))
+            for leader, tps in by_leader.items():
+                self._connection(leader, lambda conn, e, tps=tps: self._list_offsets(conn, e, tps, gather))
+
+        def send(conn: Any) -> None:
+            conn.metadata(topics, on_metadata, allow_auto_topic_creation=False)
+
+        self._on_any(_Once(done, self._report), send)
+
+    def _list_offsets(self, conn: Any, err: KafkaError | None, tps: list[TopicPartition], gather: _Gather) -> None:
+        if err is not None:
+            gather.fail(err)
+            return
+
+        def on_response(resp: Any, err: KafkaError | None) -> None:
+            if err is not None:
+                gather.fail(err)
+                return
+            found = []
+            for t in resp.topics:
+                for p in t.partitions:
+                    if p.error_code != NONE:
+                        gather.fail(KafkaError(p.error_code, f"{t.name}[{p.partition_index}]"))
+                        return
+                    found.append((TopicPartition(t.name, p.partition_index), p.offset))
+            gather.add(found)
+
+        conn.list_offsets([(tp.topic, tp.partition, LATEST_TIMESTAMP, NO_LEADER_EPOCH) for tp in tps], on_response)
+
+    # --- lifetime -------------------------------------------------------------------------------
+    def run(self, operation: Callable[..., None], *args: Any, **kwargs: Any) -> Any:
+        """Run ``operation(*args, cb, **kwargs)`` on the admin's loop until done; return the result
+        or raise its KafkaError. For scripts and the command line, not for code already on the loop."""
+        future: asyncio.Future[Any] = self.loop.create_future()
+
+        def cb(result: Any, err: KafkaError | None) -> None:
+            if not future.done():
+                future.set_exception(err) if err is not None else future.set_result(result)
+
+        self.loop.call_soon(lambda: operation(*args, cb, **kwargs))
+        return self.loop.run_until_complete(future)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._metadata.close()
+        self._pool.close()
+
+
+class _Gather:
+    """Collects ``count`` partial results, then calls ``done(parts, None)``; the first failure wins."""
+
+    __slots__ = ("remaining", "done", "parts", "finished")
+
+    def __init__(self, count: int, done: Callable[[list[Any], KafkaError | None], object]) -> None:
+        self.remaining = count
+        self.done = done
+        self.parts: list[Any] = []
+        self.finished = False
+        if count == 0:
+            self.finished = True
+            done([], None)
+
+    def add(self, part: Any) -> None:
+        if self.finished:
+            return
+        self.parts.append(part)
+        self.remaining -= 1
+        if self.remaining == 0:
+            self.finished = True
+            self.done(self.parts, None)
+
+    def fail(self, err: KafkaError | None) -> None:
+        if self.finished:
+            return
+        self.finished = True
+        self.done([], err or KafkaError(TRANSPORT, "request failed"))
+
+
+def _list(name: str, values: Iterable[Any]) -> list[Any]:
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise TypeError(f"kafkaev.Admin: '{name}' must be a list, got {type(values).__name__}")
+    result = list(values)
+    if not result:
+        raise ValueError(f"kafkaev.Admin: '{name}' must not be empty")
+    return result
+
+
+def _names(name: str, values: Iterable[str]) -> list[str]:
+    result = _list(name, values)
+    for value in result:
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"kafkaev.Admin: '{name}' must hold non-empty strings, got {value!r}")
+    return result
+
+
+def _description(g: Any, node_id: int) -> GroupDescription:
+    from ._proto import decode_consumer_protocol_assignment
+
+    members = []
+    for m in g.members:
+        assignment: list[TopicPartition] = []
+        if g.protocol_type == "consumer" and m.member_assignment:
+            try:
+                decoded = decode_consumer_protocol_assignment(m.member_assignment)
+                assignment = [TopicPartition(t.topic, p) for t in decoded.assigned_partitions for p in t.partitions]
+            except KafkaError:
+                assignment = []  # a non-standard assignor's bytes: show the member without it
+        members.append(GroupMember(m.member_id, m.group_instance_id, m.client_id, m.client_host, assignment))
+    return GroupDescription(g.group_id, g.group_state, g.protocol_type, g.protocol_data, node_id, members,
+                            _error_or_none(g.error_code))
+
+
+def _committed_offsets(resp: Any, group_id: str) -> dict[TopicPartition, int]:
+    if resp.groups:  # OffsetFetch v8+: per-group results
+        group = resp.groups[0]
+        failure = _error_or_none(group.error_code, f"OffsetFetch for group {group_id!r}")
+        topics = group.topics
+    else:
+        failure = _error_or_none(resp.error_code, f"OffsetFetch for group {group_id!r}")
+        topics = resp.topics
+    if failure is not None:
+        raise failure
+    return {TopicPartition(t.name, p.partition_index): p.committed_offset
+            for t in topics for p in t.partitions if p.committed_offset != NO_OFFSET}
+
+
+__all__ = ["Admin", "GroupDescription", "GroupListing", "GroupMember", "NewTopic", "PartitionLag", "TopicInfo"]

@@ -1,0 +1,1 @@
+"""The ``kafkaev`` command line: one module per subcommand group, each with ``add_parser`` and ``run``."""

@@ -1,0 +1,47 @@
+"""What every subcommand shares: the broker option, user errors, and running the client's loop."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable
+from typing import Any
+
+from kafkaev.errors import KafkaError
+
+BROKERS_ENV = "KAFKAEV_BROKERS"
+DEFAULT_BROKERS = "127.0.0.1:9092"
+
+
+class CliError(Exception):
+    """A user mistake or an operation failure: printed as one line, exit status 1."""
+
+
+def add_brokers(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-b", "--brokers", default=os.environ.get(BROKERS_ENV, DEFAULT_BROKERS),
+                        help=f"bootstrap brokers host:port,... (default ${BROKERS_ENV} or {DEFAULT_BROKERS})")
+
+
+def parse_key_values(items: list[str] | None, what: str) -> dict[str, str]:
+    result: dict[str, str] = {}
+    for item in items or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise CliError(f"{what} must look like key=value, got {item!r}")
+        result[key] = value
+    return result
+
+
+def wait(loop: Any, start: Callable[[Callable[[Any, KafkaError | None], None]], None], what: str) -> Any:
+    """Start a callback operation on ``loop`` and turn the loop until it reports; raise CliError on failure."""
+    future = loop.create_future()
+
+    def done(result: Any, err: KafkaError | None = None) -> None:
+        if not future.done():
+            if err is not None:
+                future.set_exception(CliError(f"{what}: {err}"))
+            else:
+                future.set_result(result)
+
+    loop.call_soon(start, done)
+    return loop.run_until_complete(future)

@@ -1,0 +1,68 @@
+"""``kafkaev topics list|create|delete|describe``."""
+
+from __future__ import annotations
+
+import argparse
+
+from kafkaev.admin import Admin, NewTopic
+from kafkaev.cli.common import CliError, add_brokers, parse_key_values
+from kafkaev.errors import NONE, KafkaError, error_name
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("topics", help="list, create, delete and describe topics")
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    listing = actions.add_parser("list", help="list topics")
+    listing.add_argument("--internal", action="store_true", help="include internal topics")
+    create = actions.add_parser("create", help="create a topic")
+    create.add_argument("name")
+    create.add_argument("-p", "--partitions", type=int, default=-1, help="partitions (default: broker's)")
+    create.add_argument("-r", "--replication-factor", type=int, default=-1, help="replicas (default: broker's)")
+    create.add_argument("-c", "--config", action="append", metavar="KEY=VALUE", help="topic config, repeatable")
+    delete = actions.add_parser("delete", help="delete topics")
+    delete.add_argument("names", nargs="+")
+    describe = actions.add_parser("describe", help="partitions, leaders, replicas and ISR of topics")
+    describe.add_argument("names", nargs="+")
+    for sub in (listing, create, delete, describe):
+        add_brokers(sub)
+
+
+def _raise_failures(results: dict[str, KafkaError | None], verb: str) -> None:
+    failed = {name: err for name, err in results.items() if err is not None}
+    if failed:
+        raise CliError("; ".join(f"{verb} {name}: {err}" for name, err in failed.items()))
+
+
+def run(args: argparse.Namespace) -> int:
+    admin = Admin(args.brokers)
+    try:
+        if args.action == "list":
+            for name in admin.run(admin.list_topics, internal=args.internal):
+                print(name)
+        elif args.action == "create":
+            if args.partitions == 0 or args.partitions < -1:
+                raise CliError(f"--partitions must be positive, got {args.partitions}")
+            topic = NewTopic(args.name, args.partitions, args.replication_factor,
+                             parse_key_values(args.config, "--config"))
+            _raise_failures(admin.run(admin.create_topics, [topic]), "create")
+            print(f"created {args.name}")
+        elif args.action == "delete":
+            _raise_failures(admin.run(admin.delete_topics, args.names), "delete")
+            for name in args.names:
+                print(f"deleted {name}")
+        else:
+            for name, info in admin.run(admin.describe_topics, args.names).items():
+                if info.error_code != NONE:
+                    raise CliError(f"describe {name}: {error_name(info.error_code)}")
+                topic_id = f" id {info.topic_id}" if info.topic_id else ""
+                print(f"topic {name}{topic_id} partitions {info.num_partitions}")
+                for p in info.partitions:
+                    replicas = ",".join(map(str, p.replicas))
+                    isr = ",".join(map(str, p.isr))
+                    print(f"  partition {p.partition} leader {p.leader} epoch {p.leader_epoch} "
+                          f"replicas {replicas} isr {isr}")
+    except KafkaError as exc:
+        raise CliError(str(exc)) from None
+    finally:
+        admin.close()
+    return 0
