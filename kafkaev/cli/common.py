@@ -32,6 +32,13 @@ def parse_key_values(items: list[str] | None, what: str) -> dict[str, str]:
     return result
 
 
+def new_client(brokers: str, **options: Any) -> Any:
+    """A kafkaev.Client; imported here so that parsing arguments never needs the extension modules."""
+    from kafkaev.client import Client
+
+    return Client(brokers, **options)
+
+
 def wait(loop: Any, start: Callable[[Callable[[Any, KafkaError | None], None]], None], what: str) -> Any:
     """Start a callback operation on ``loop`` and turn the loop until it reports; raise CliError on failure."""
     future = loop.create_future()

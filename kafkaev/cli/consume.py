@@ -6,10 +6,12 @@ import argparse
 import re
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kafkaev.cli.common import CliError, add_brokers, wait
-from kafkaev.client import Client
+if TYPE_CHECKING:
+    from kafkaev.client import Client
+
+from kafkaev.cli.common import CliError, add_brokers, new_client, wait
 from kafkaev.errors import KafkaError
 from kafkaev.types import OFFSET_BEGINNING, OFFSET_END
 
@@ -110,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
     options: dict[str, Any] = {"on_message": on_message}
     if args.group:
         options.update(group_id=args.group, auto_offset_reset="earliest" if args.offset == "beginning" else "latest")
-    client = Client(args.brokers, **options)
+    client = new_client(args.brokers, **options)
     loop = client.loop
     try:
         wait(loop, client.connect, "connect")

@@ -6,10 +6,12 @@ import argparse
 import os
 import struct
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kafkaev.cli.common import CliError, add_brokers, wait
-from kafkaev.client import Client
+if TYPE_CHECKING:
+    from kafkaev.client import Client
+
+from kafkaev.cli.common import CliError, add_brokers, new_client, wait
 from kafkaev.errors import KafkaError
 from kafkaev.types import OFFSET_BEGINNING, OFFSET_END
 
@@ -87,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _produce(args: argparse.Namespace) -> int:
-    client = Client(args.brokers, acks=args.acks, compression=args.compression, linger_ms=args.linger_ms)
+    client = new_client(args.brokers, acks=args.acks, compression=args.compression, linger_ms=args.linger_ms)
     loop = client.loop
     wait(loop, client.connect, "connect")
     value = os.urandom(args.size)
@@ -132,7 +134,7 @@ def _consume(args: argparse.Namespace) -> int:
         if state["seen"] >= args.count:
             client.loop.stop()
 
-    client = Client(args.brokers, on_batch=on_batch)
+    client = new_client(args.brokers, on_batch=on_batch)
     loop = client.loop
     wait(loop, client.connect, "connect")
     ends = wait(loop, lambda done: client.offsets_for(args.topic, done), f"offsets of {args.topic}")
@@ -163,7 +165,7 @@ def _e2e(args: argparse.Namespace) -> int:
         if len(latencies) >= args.count:
             client.loop.stop()
 
-    client = Client(args.brokers, acks=args.acks, compression=args.compression, linger_ms=args.linger_ms,
+    client = new_client(args.brokers, acks=args.acks, compression=args.compression, linger_ms=args.linger_ms,
                     on_message=on_message, fetch_max_wait_ms=100)
     loop = client.loop
     wait(loop, client.connect, "connect")

@@ -6,8 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from kafkaev.cli.common import CliError, add_brokers, parse_key_values, wait
-from kafkaev.client import Client
+from kafkaev.cli.common import CliError, add_brokers, new_client, parse_key_values, wait
 from kafkaev.errors import KafkaError
 
 ACKS_CHOICES = {"0": 0, "1": 1, "-1": -1, "all": -1}
@@ -51,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     if args.partition is not None and args.partition < 0:
         raise CliError(f"--partition must be >= 0, got {args.partition}")
     headers = [(k, v.encode()) for k, v in parse_key_values(args.header, "--header").items()] or None
-    client = Client(args.brokers, acks=ACKS_CHOICES[args.acks], compression=args.compression,
+    client = new_client(args.brokers, acks=ACKS_CHOICES[args.acks], compression=args.compression,
                     linger_ms=args.linger_ms, allow_auto_topic_creation=True)
     loop = client.loop
     wait(loop, client.connect, "connect")
