@@ -1,0 +1,243 @@
+"""kafkaev scenarios, through the public ``kafkaev.Client`` API on uvloop."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import kafkaev
+from bench.measure import Section, histogram, latency_us_of, make_value, stamp, summarize_latencies
+from bench.spec import CONSUME_PER_MESSAGE, RunResult, RunSpec
+from kafkaev.client import Client
+from kafkaev.producer import BufferFullError
+from kafkaev.types import OFFSET_BEGINNING
+
+CALLS_PER_TICK = 1000  # produce() calls between two turns of the loop
+BATCH_SIZE = 1024 * 1024
+BUFFER_MEMORY = 256 * 1024 * 1024
+
+
+class Deliveries:
+    __slots__ = ("acked", "failed")
+
+    def __init__(self) -> None:
+        self.acked = 0
+        self.failed = 0
+
+    def __call__(self, meta: Any, err: Any) -> None:
+        if err is None:
+            self.acked += 1
+        else:
+            self.failed += 1
+
+
+def _compression(spec: RunSpec) -> str | None:
+    return None if spec.compression == "none" else spec.compression
+
+
+def _throughput_settings(spec: RunSpec) -> dict[str, Any]:
+    return {"acks": spec.acks, "linger_ms": 5, "batch_size": BATCH_SIZE, "buffer_memory": BUFFER_MEMORY,
+            "compression": _compression(spec)}
+
+
+def _latency_settings(spec: RunSpec) -> dict[str, Any]:
+    return {"acks": spec.acks, "linger_ms": 0, "compression": _compression(spec)}
+
+
+def _version() -> dict[str, Any]:
+    return {"kafkaev": kafkaev.__version__}
+
+
+def _connect(client: Client) -> None:
+    loop = client.loop
+    future = loop.create_future()
+    client.connect(lambda md, err: future.done() or (future.set_exception(err) if err else future.set_result(md)))
+    loop.run_until_complete(future)
+
+
+def _flush(client: Client) -> None:
+    loop = client.loop
+    future = loop.create_future()
+    client.flush(lambda err: future.done() or future.set_result(err))
+    err = loop.run_until_complete(future)
+    if err is not None:
+        raise err
+
+
+def _close(client: Client) -> None:
+    loop = client.loop
+    future = loop.create_future()
+    client.close(lambda err: future.done() or future.set_result(err))
+    loop.run_until_complete(future)
+
+
+def _produce_for(client: Client, topic: str, value: bytes, seconds: float, cb: Deliveries) -> int:
+    """Produce from inside the loop in chunks, so the loop sends between chunks."""
+    loop = client.loop
+    produce = client.produce
+    state = {"calls": 0}
+    deadline = time.perf_counter() + seconds
+
+    def pump() -> None:
+        calls = state["calls"]
+        try:
+            for _ in range(CALLS_PER_TICK):
+                produce(topic, None, value, cb)
+                calls += 1
+        except BufferFullError:
+            pass  # the loop drains the buffer before the next chunk
+        state["calls"] = calls
+        if time.perf_counter() < deadline:
+            loop.call_soon(pump)
+        else:
+            loop.stop()
+
+    loop.call_soon(pump)
+    loop.run_forever()
+    return state["calls"]
+
+
+def produce(spec: RunSpec) -> RunResult:
+    settings = _throughput_settings(spec)
+    client = Client(spec.bootstrap, **settings)
+    _connect(client)
+    deliveries = Deliveries()
+    value = make_value(spec.value_size)
+    warm = _produce_for(client, spec.topic, value, spec.warmup_s, deliveries)
+    _flush(client)
+    acked_before, failed_before = deliveries.acked, deliveries.failed
+    with Section() as section:
+        calls = _produce_for(client, spec.topic, value, spec.duration_s, deliveries)
+        call_elapsed = time.perf_counter() - section.started
+        _flush(client)
+    _close(client)
+    acked = deliveries.acked - acked_before
+    return RunResult(records=acked, failed=deliveries.failed - failed_before, elapsed_s=section.elapsed,
+                     call_elapsed_s=call_elapsed, calls=calls, warmup_records=warm, cpu_s=section.cpu,
+                     bytes=acked * spec.value_size, settings={**settings, **_version()})
+
+
+def roundtrip(spec: RunSpec) -> RunResult:
+    settings = _latency_settings(spec)
+    client = Client(spec.bootstrap, **settings)
+    _connect(client)
+    loop = client.loop
+    value = make_value(spec.value_size)
+    warmup = max(100, spec.count // 10)
+    latencies: list[float] = []
+    state = {"i": 0, "started": 0, "failed": 0}
+
+    def send() -> None:
+        state["started"] = time.perf_counter_ns()
+        client.produce(spec.topic, None, value, acked)
+
+    def acked(meta: Any, err: Any) -> None:
+        if err is not None:
+            state["failed"] += 1
+        elif state["i"] >= warmup:
+            latencies.append((time.perf_counter_ns() - state["started"]) / 1000.0)
+        state["i"] += 1
+        if state["i"] < warmup + spec.count:
+            send()
+        else:
+            loop.stop()
+
+    with Section() as section:
+        loop.call_soon(send)
+        loop.run_forever()
+    _close(client)
+    return RunResult(records=len(latencies), failed=state["failed"], elapsed_s=section.elapsed, cpu_s=section.cpu,
+                     latency_us=summarize_latencies(latencies), histogram=histogram(latencies),
+                     settings={**settings, "api": "produce() from the previous ack's callback", **_version()})
+
+
+def e2e(spec: RunSpec) -> RunResult:
+    samples: list[tuple[int, float]] = []
+
+    def on_message(msg: Any) -> None:
+        now = time.perf_counter_ns()
+        samples.append((now, latency_us_of(msg.value, now)))
+
+    settings = {**_latency_settings(spec), "fetch_max_wait_ms": 100}
+    client = Client(spec.bootstrap, on_message=on_message, **settings)
+    _connect(client)
+    loop = client.loop
+    client.assign([(spec.topic, p, OFFSET_BEGINNING) for p in range(spec.partitions)])
+    client.start()
+    value = make_value(spec.value_size)
+    deliveries = Deliveries()
+    deadline = time.perf_counter() + 30
+    while not samples and time.perf_counter() < deadline:  # the consumer is fetching: start the clock
+        client.produce(spec.topic, None, stamp(value), deliveries)
+        _flush(client)
+        loop.run_until_complete(_sleep(0.05))
+    samples.clear()
+    total = int(spec.rate * (spec.warmup_s + spec.duration_s))
+    state = {"sent": 0}
+    with Section() as section:
+
+        def tick() -> None:
+            due = min(total, int((time.perf_counter() - section.started) * spec.rate) + 1)
+            while state["sent"] < due:
+                client.produce(spec.topic, None, stamp(value), deliveries)
+                state["sent"] += 1
+            if state["sent"] < total:
+                loop.call_later(0.0002, tick)
+            else:
+                loop.stop()
+
+        loop.call_soon(tick)
+        loop.run_forever()
+        _flush(client)
+        end = time.perf_counter() + 30
+        while len(samples) < total and time.perf_counter() < end:
+            loop.run_until_complete(_sleep(0.01))
+    client.stop()
+    _close(client)
+    measured_from = int((section.started + spec.warmup_s) * 1e9)
+    latencies = [lat for now, lat in samples if now - lat * 1000 >= measured_from]
+    return RunResult(records=len(latencies), failed=deliveries.failed + (total - len(samples)),
+                     elapsed_s=section.elapsed, cpu_s=section.cpu, latency_us=summarize_latencies(latencies),
+                     histogram=histogram(latencies), settings={**settings, "api": "on_message", **_version()},
+                     note=f"received {len(samples)}/{total}")
+
+
+async def _sleep(seconds: float) -> None:
+    import asyncio
+
+    await asyncio.sleep(seconds)
+
+
+def consume(spec: RunSpec) -> RunResult:
+    state = {"records": 0, "bytes": 0, "started": 0.0}
+    client: Client
+
+    def on_message(msg: Any) -> None:
+        state["records"] += 1
+        state["bytes"] += len(msg.value)
+        if state["records"] >= spec.count:
+            client.loop.stop()
+
+    def on_batch(messages: list[Any]) -> None:
+        state["records"] += len(messages)
+        for msg in messages:
+            state["bytes"] += len(msg.value)
+        if state["records"] >= spec.count:
+            client.loop.stop()
+
+    handler = {"on_message": on_message} if spec.mode == CONSUME_PER_MESSAGE else {"on_batch": on_batch}
+    settings = {"fetch_max_bytes": 52_428_800, "max_partition_fetch_bytes": 1_048_576}
+    client = Client(spec.bootstrap, **handler, **settings)
+    _connect(client)
+    loop = client.loop
+    client.assign([(spec.topic, p, OFFSET_BEGINNING) for p in range(spec.partitions)])
+    loop.call_later(spec.duration_s + 10, loop.stop)  # time cap for a run that stalls
+    with Section() as section:
+        client.start()
+        loop.run_forever()
+    client.stop()
+    _close(client)
+    records = state["records"]
+    return RunResult(records=records, elapsed_s=section.elapsed, cpu_s=section.cpu, bytes=state["bytes"],
+                     settings={**settings, "api": next(iter(handler)), **_version()},
+                     note="" if records >= spec.count else f"stopped at {records}/{spec.count}")
