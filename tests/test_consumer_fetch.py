@@ -1,0 +1,202 @@
+"""The consumer against the real broker: completeness and order across codecs, read_committed,
+offset queries checked against confluent-kafka, delivery control (pause/resume/seek, raising
+callbacks) and unknown topics."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+
+import confluent_kafka
+import pytest
+import uvloop
+from consumer_helpers import Received, call, close, connect, fill, parse, run_until, sleep
+
+from kafkaev.errors import UNKNOWN_TOPIC_OR_PARTITION, KafkaError
+from kafkaev.types import OFFSET_BEGINNING, OFFSET_END
+
+CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
+TOTAL = int(os.environ.get("KAFKAEV_CONSUMER_RECORDS", "1000000"))
+PARTITIONS = 4
+
+
+@pytest.fixture
+def uv():
+    loop = uvloop.new_event_loop()
+    asyncio.set_event_loop(loop)
+    yield loop
+    loop.close()
+    asyncio.set_event_loop(None)
+
+
+@pytest.fixture(scope="module")
+def filled(kafka):
+    """TOTAL records written by confluent-kafka, split over one topic per codec."""
+    per_partition = TOTAL // len(CODECS) // PARTITIONS
+    topics = []
+    for codec in CODECS:
+        name = kafka.create_topic(kafka.unique_topic_name(f"consume-{codec}"), partitions=PARTITIONS)
+        fill(kafka.bootstrap, name, PARTITIONS, per_partition, codec=codec)
+        topics.append(name)
+    return topics, per_partition
+
+
+def assert_complete_in_order(received: Received, topics: list[str], per_partition: int) -> None:
+    assert not received.errors, received.errors
+    for topic in topics:
+        for p in range(PARTITIONS):
+            offsets = received.offsets.get((topic, p), [])
+            assert offsets == list(range(per_partition)), f"{topic}[{p}]: records missing, repeated or out of order"
+            values = received.values[(topic, p)]
+            assert [parse(v) for v in values[:: max(1, per_partition // 97)]] == [
+                (p, s) for s in range(0, per_partition, max(1, per_partition // 97))
+            ]
+            assert parse(values[-1]) == (p, per_partition - 1)
+    assert received.count == len(topics) * PARTITIONS * per_partition
+
+
+@pytest.mark.slow
+def test_assign_delivers_every_codec_complete_and_in_order(kafka, filled, uv):
+    topics, per_partition = filled
+    received = Received()
+    client = connect(uv, kafka.bootstrap, on_message=received.on_message, on_error=received.on_error)
+    client.assign([(t, p, 0) for t in topics for p in range(PARTITIONS)])
+    client.start()
+    expected = len(topics) * PARTITIONS * per_partition
+    run_until(uv, lambda: received.count >= expected or bool(received.errors), 240, "every record")
+    sleep(uv, 0.3)  # nothing more may arrive
+    assert_complete_in_order(received, topics, per_partition)
+    close(uv, client)
+
+
+@pytest.mark.slow
+def test_subscribe_delivers_every_codec_complete_and_in_order(kafka, filled, uv):
+    topics, per_partition = filled
+    received = Received()
+    assigned = []
+    client = connect(uv, kafka.bootstrap, on_batch=received.on_batch, on_error=received.on_error)
+    client.subscribe(topics, group_id=f"g-{uuid.uuid4().hex[:8]}", on_assign=assigned.extend)
+    expected = len(topics) * PARTITIONS * per_partition
+    run_until(uv, lambda: received.count >= expected or bool(received.errors), 240, "every record")
+    sleep(uv, 0.3)
+    assert_complete_in_order(received, topics, per_partition)
+    assert sorted(assigned) == sorted((t, p) for t in topics for p in range(PARTITIONS))
+    close(uv, client)
+
+
+def test_read_committed_skips_an_aborted_transaction(kafka, make_topic, loop):
+    topic = make_topic(partitions=1)
+    producer = confluent_kafka.Producer({"bootstrap.servers": kafka.bootstrap,
+                                         "transactional.id": f"txn-{uuid.uuid4().hex[:8]}"})
+    producer.init_transactions(30)
+    for label, commit in ((b"c1", True), (b"ab", False), (b"c2", True)):
+        producer.begin_transaction()
+        for i in range(10):
+            producer.produce(topic, value=b"%s-%d" % (label, i), partition=0)
+        producer.flush(30)
+        producer.commit_transaction(30) if commit else producer.abort_transaction(30)
+
+    for isolation, expected in (
+        ("read_committed", [b"c1-%d" % i for i in range(10)] + [b"c2-%d" % i for i in range(10)]),
+        ("read_uncommitted", [b"%s-%d" % (lbl, i) for lbl in (b"c1", b"ab", b"c2") for i in range(10)]),
+    ):
+        received = Received()
+        client = connect(loop, kafka.bootstrap, on_message=received.on_message, on_error=received.on_error,
+                         isolation_level=isolation)
+        client.assign([(topic, 0, OFFSET_BEGINNING)])
+        client.start()
+        # Three control records (one per transaction) follow the 30 data records: 33 offsets.
+        run_until(loop, lambda c=client: c.position(topic, 0) == 33, 20, f"{isolation} to reach the end")
+        assert received.values.get((topic, 0), []) == expected, isolation
+        assert not received.errors
+        close(loop, client)
+
+
+def test_offsets_for_lag_and_seek_to_time_agree_with_confluent(kafka, make_topic, loop):
+    topic = make_topic(partitions=3)
+    fill(kafka.bootstrap, topic, 3, 200)
+    oracle = confluent_kafka.Consumer({"bootstrap.servers": kafka.bootstrap, "group.id": "oracle",
+                                       "enable.auto.commit": False})
+    client = connect(loop, kafka.bootstrap, on_message=lambda m: None)
+
+    offsets, err = call(loop, lambda cb: client.offsets_for(topic, cb))
+    assert err is None
+    for p in range(3):
+        assert offsets[p] == oracle.get_watermark_offsets(confluent_kafka.TopicPartition(topic, p), timeout=10)
+
+    client.assign([(topic, p, 10 * (p + 1)) for p in range(3)])
+    lag, err = call(loop, client.lag)
+    assert err is None
+    for p in range(3):
+        _low, high = oracle.get_watermark_offsets(confluent_kafka.TopicPartition(topic, p), timeout=10)
+        assert lag[(topic, p)] == (10 * (p + 1), high, high - 10 * (p + 1))
+
+    # Timestamps of real records, read with confluent-kafka, and one past the end.
+    oracle.assign([confluent_kafka.TopicPartition(topic, 1, 0)])
+    stamps = []
+    while len(stamps) < 200:
+        msg = oracle.poll(5)
+        assert msg is not None and not msg.error()
+        stamps.append(msg.timestamp()[1])
+    for ts in (stamps[0], stamps[57], stamps[199], stamps[199] + 60_000):
+        (want,) = oracle.offsets_for_times([confluent_kafka.TopicPartition(topic, 1, ts)], timeout=10)
+        offset, err = call(loop, lambda cb, ts=ts: client.seek_to_time(topic, 1, ts, cb))
+        assert err is None
+        if want.offset < 0:  # no such record: kafkaev continues from the end
+            assert offset == oracle.get_watermark_offsets(confluent_kafka.TopicPartition(topic, 1), timeout=10)[1]
+        else:
+            assert offset == want.offset, ts
+    oracle.close()
+    close(loop, client)
+
+
+def test_pause_resume_seek_and_a_raising_callback(kafka, topic, loop):
+    fill(kafka.bootstrap, topic, 1, 50)
+    received = Received()
+    boom = RuntimeError("handler bug")
+
+    def handler(msg):
+        received.on_message(msg)
+        if msg.offset == 3:
+            raise boom
+        if msg.offset == 19:
+            client.pause([(topic, 0)])
+
+    client = connect(loop, kafka.bootstrap, on_message=handler, on_error=received.on_error)
+    client.assign([(topic, 0, 0)])
+    client.start()
+    run_until(loop, lambda: received.count >= 20, 10, "20 records")
+    sleep(loop, 1.0)
+    assert received.offsets[(topic, 0)] == list(range(20)), "pause() inside the callback must stop delivery"
+    assert received.errors == [boom], "the raising callback goes to on_error, once"
+    assert client.position(topic, 0) == 20
+    client.resume([(topic, 0)])
+    run_until(loop, lambda: received.count >= 50, 10, "the rest after resume")
+    assert received.offsets[(topic, 0)] == list(range(50))
+    offset, err = call(loop, lambda cb: client.seek(topic, 0, OFFSET_BEGINNING, cb))
+    assert (offset, err) == (0, None)
+    run_until(loop, lambda: received.count >= 100, 10, "redelivery after seek")
+    assert received.offsets[(topic, 0)] == list(range(50)) * 2
+    offset, err = call(loop, lambda cb: client.seek(topic, 0, OFFSET_END, cb))
+    assert (offset, err) == (50, None)
+    with pytest.raises(ValueError, match="not assigned"):
+        client.seek(topic, 7, 0)
+    with pytest.raises(ValueError, match="offset"):
+        client.seek(topic, 0, -5)
+    close(loop, client)
+
+
+def test_unknown_topic_is_reported_once_not_spun_on(kafka, loop):
+    received = Received()
+    client = connect(loop, kafka.bootstrap, on_message=received.on_message, on_error=received.on_error)
+    missing = f"never-created-{uuid.uuid4().hex[:8]}"
+    client.assign([(missing, 0, 0)])
+    client.start()
+    run_until(loop, lambda: bool(received.errors), 10, "the unknown topic to be reported")
+    sleep(loop, 1.5)
+    assert len(received.errors) == 1
+    err = received.errors[0]
+    assert isinstance(err, KafkaError) and err.code == UNKNOWN_TOPIC_OR_PARTITION and missing in str(err)
+    assert kafka.metadata().topics.get(missing) is None, "a consumer must not create topics"
+    close(loop, client)

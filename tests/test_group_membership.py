@@ -1,0 +1,263 @@
+"""Consumer groups on the real broker: a mixed group of kafkaev and confluent-kafka members
+under cooperative-sticky, auto-commit with a member killed mid-stream, and the coordinator's
+broker killed on the three-node cluster."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from typing import Any
+
+import confluent_kafka
+import pytest
+from consumer_helpers import Received, close, connect, fill, parse, run_until, sleep
+
+from kafkaev.types import TopicPartition
+
+SESSION_MS = 6000  # the broker's group.min.session.timeout.ms
+HEARTBEAT_MS = 500
+
+
+class Member:
+    """A kafkaev group member that records what it owns and every revocation."""
+
+    def __init__(self, loop: Any, bootstrap: str, topic: str, group: str, **options: Any) -> None:
+        self.owned: set[TopicPartition] = set()
+        self.revoked: list[TopicPartition] = []
+        self.lost: list[TopicPartition] = []
+        self.received = Received()
+        self.client = connect(loop, bootstrap, on_batch=self.received.on_batch, on_error=self.received.on_error)
+        options = {"session_timeout_ms": SESSION_MS, "heartbeat_interval_ms": HEARTBEAT_MS,
+                   "assignors": ("cooperative-sticky",), **options}
+        self.client.subscribe([topic], group_id=group, on_assign=self.owned.update, on_revoke=self._revoke,
+                              on_lost=self._lose, **options)
+
+    def _revoke(self, partitions: list[TopicPartition]) -> None:
+        self.revoked.extend(partitions)
+        self.owned.difference_update(partitions)
+
+    def _lose(self, partitions: list[TopicPartition]) -> None:
+        self.lost.extend(partitions)
+        self.owned.difference_update(partitions)
+
+
+class ConfluentMember:
+    """A librdkafka member (cooperative-sticky, classic protocol) polled on its own thread."""
+
+    def __init__(self, bootstrap: str, topic: str, group: str) -> None:
+        self.consumer = confluent_kafka.Consumer({
+            "bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "classic",
+            "partition.assignment.strategy": "cooperative-sticky", "session.timeout.ms": SESSION_MS,
+            "heartbeat.interval.ms": HEARTBEAT_MS, "auto.offset.reset": "earliest",
+        })
+        self.owned: set[TopicPartition] = set()
+        self.revoked: list[TopicPartition] = []
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.consumer.subscribe([topic], on_assign=self._assign, on_revoke=self._revoke)
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _assign(self, _c: Any, parts: list[Any]) -> None:
+        with self.lock:
+            self.owned.update(TopicPartition(p.topic, p.partition) for p in parts)
+
+    def _revoke(self, _c: Any, parts: list[Any]) -> None:
+        with self.lock:
+            gone = [TopicPartition(p.topic, p.partition) for p in parts]
+            self.revoked.extend(gone)
+            self.owned.difference_update(gone)
+
+    def _run(self) -> None:
+        while not self.stop.is_set():
+            self.consumer.poll(0.05)
+
+    def snapshot(self) -> set[TopicPartition]:
+        with self.lock:
+            return set(self.owned)
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(10)
+        self.consumer.close()
+
+
+def settled(owners: list[set[TopicPartition]], everything: set[TopicPartition], members: int) -> bool:
+    """Every partition owned by exactly one member, and every member owns some."""
+    total = sum(len(o) for o in owners)
+    union = set().union(*owners)
+    return union == everything and total == len(everything) and sum(1 for o in owners if o) == members
+
+
+@pytest.mark.slow
+def test_mixed_cooperative_group_keeps_partitions_in_place(kafka, make_topic, loop):
+    topic = make_topic(partitions=12)
+    group = f"mixed-{uuid.uuid4().hex[:8]}"
+    everything = {TopicPartition(topic, p) for p in range(12)}
+    members = [Member(loop, kafka.bootstrap, topic, group)]
+    confluent = ConfluentMember(kafka.bootstrap, topic, group)
+    try:
+        def owners() -> list[set[TopicPartition]]:
+            return [m.owned for m in members] + [confluent.snapshot()]
+
+        for count in (2, 3):
+            run_until(loop, lambda c=count: settled(owners(), everything, c), 60, f"{count} members to settle")
+            members.append(Member(loop, kafka.bootstrap, topic, group))
+        run_until(loop, lambda: settled(owners(), everything, 4), 60, "4 members to settle")
+
+        # The fourth member joins: partitions that stay with their owner are never revoked.
+        before = [set(m.owned) for m in members] + [confluent.snapshot()]
+        for m in members:
+            m.revoked.clear()
+        confluent.revoked.clear()
+        members.append(Member(loop, kafka.bootstrap, topic, group))
+        run_until(loop, lambda: settled(owners(), everything, 5), 60, "5 members to settle")
+        sleep(loop, 2 * HEARTBEAT_MS / 1000)
+        assert settled(owners(), everything, 5)
+        after = [set(m.owned) for m in members[:-1]] + [confluent.snapshot()]
+        revocations = [m.revoked for m in members[:-1]] + [confluent.revoked]
+        for old, new, revoked in zip(before, after, revocations, strict=True):
+            kept = old & new
+            assert not kept & set(revoked), f"partitions that stayed were revoked: {kept & set(revoked)}"
+            assert set(revoked) == old - new, "exactly the partitions that moved are revoked"
+            assert new <= old, "an existing member only gives partitions away when one joins"
+        assert len(members[-1].owned) >= 2  # the newcomer got its share
+
+        # Members leave one by one; after each leave everything is owned exactly once again.
+        while len(members) > 1:
+            leaving = members.pop(0)
+            close(loop, leaving.client)
+            run_until(loop, lambda: settled(owners(), everything, len(members) + 1), 60, "the group to settle")
+        for m in members:
+            assert not m.received.errors, m.received.errors
+    finally:
+        confluent.close()
+        for m in members:
+            close(loop, m.client)
+
+
+class CommitWatch:
+    """Samples the group's committed offsets from another thread and records any step back."""
+
+    def __init__(self, bootstrap: str, topic: str, group: str, partitions: int) -> None:
+        self.admin = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                                               "enable.auto.commit": False})
+        self.parts = [confluent_kafka.TopicPartition(topic, p) for p in range(partitions)]
+        self.highest: dict[int, int] = {}
+        self.backwards: list[tuple[int, int, int]] = []
+        self.samples = 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.stop.is_set():
+            try:
+                committed = self.admin.committed(self.parts, timeout=5)
+            except confluent_kafka.KafkaException:
+                time.sleep(0.1)
+                continue
+            for tp in committed:
+                if tp.offset < 0:
+                    continue
+                prior = self.highest.get(tp.partition, -1)
+                if tp.offset < prior:
+                    self.backwards.append((tp.partition, prior, tp.offset))
+                self.highest[tp.partition] = max(prior, tp.offset)
+            self.samples += 1
+            time.sleep(0.05)
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(10)
+        self.admin.close()
+
+
+def test_auto_commit_with_a_member_killed_mid_stream_loses_nothing(kafka, make_topic, loop):
+    topic = make_topic(partitions=6)
+    per_partition = 3000
+    group = f"killed-{uuid.uuid4().hex[:8]}"
+    writer = threading.Thread(target=fill, args=(kafka.bootstrap, topic, 6, per_partition))
+    writer.start()
+    watch = CommitWatch(kafka.bootstrap, topic, group, 6)
+    members = [Member(loop, kafka.bootstrap, topic, group, auto_commit_interval_ms=200) for _ in range(3)]
+    try:
+        run_until(loop, lambda: sum(m.received.count for m in members) > 2000, 60, "consumption to start")
+        victim = members[0]
+        victim.client._consumer.abandon()  # a crash: no commit, no LeaveGroup
+        seen_by_victim = {(k, o) for k, offs in victim.received.offsets.items() for o in offs}
+        writer.join(60)
+
+        def all_seen() -> bool:
+            seen = set(seen_by_victim)
+            for m in members[1:]:
+                seen.update((k, o) for k, offs in m.received.offsets.items() for o in offs)
+            return len(seen) >= 6 * per_partition
+
+        run_until(loop, all_seen, SESSION_MS / 1000 + 60, "every record to be processed by someone")
+        for m in members[1:]:
+            for (_t, p), values in m.received.values.items():
+                assert all(parse(v)[0] == p for v in values), "a record was delivered for the wrong partition"
+        # Let the survivors' auto-commit catch up, then every committed offset is the end.
+        run_until(loop, lambda: all(watch.highest.get(p) == per_partition for p in range(6)), 30,
+                  "committed offsets to reach the end")
+        assert watch.samples > 10
+        assert not watch.backwards, f"committed offsets went backwards: {watch.backwards}"
+        for m in members[1:]:
+            assert not [e for e in m.received.errors], m.received.errors
+    finally:
+        watch.close()
+        for m in members[1:]:
+            close(loop, m.client)
+        members[0].client.close()
+
+
+GROUP_SESSION_3NODE_MS = 10000
+
+
+@pytest.mark.slow
+def test_group_recovers_when_the_coordinator_broker_dies(kafka3, loop):
+    topic = kafka3.create_topic(kafka3.unique_topic_name("coordinator-kill"), partitions=4)
+    group = f"coord-{uuid.uuid4().hex[:8]}"
+    fill(kafka3.bootstrap, topic, 4, 500)
+    members = [Member(loop, kafka3.bootstrap, topic, group, auto_commit_interval_ms=200,
+                      session_timeout_ms=GROUP_SESSION_3NODE_MS) for _ in range(2)]
+    killed = None
+    watch = None
+    try:
+        run_until(loop, lambda: sum(m.received.count for m in members) >= 2000, 60, "the first records")
+        described = kafka3.admin().describe_consumer_groups([group])[group].result(timeout=10)
+        killed = described.coordinator.id
+        survivors = [n for n in kafka3.running_nodes() if n != killed]
+        watch_bootstrap = ",".join(kafka3.node(n).bootstrap for n in survivors)
+        kafka3.kill(killed)
+        killed_at = time.monotonic()
+        watch = CommitWatch(watch_bootstrap, topic, group, 4)
+        fill(watch_bootstrap, topic, 4, 500)  # more records while the group fails over
+
+        def complete() -> bool:
+            seen = set()
+            for m in members:
+                seen.update((k, o) for k, offs in m.received.offsets.items() for o in offs)
+            return len(seen) >= 4000
+
+        run_until(loop, complete, 60, "every record after the coordinator died")
+        run_until(loop, lambda: all(watch.highest.get(p) == 1000 for p in range(4)), 60,
+                  "commits to reach the end through the new coordinator")
+        recovered_after = time.monotonic() - killed_at
+        assert not watch.backwards, watch.backwards
+        assert recovered_after < 60
+        owners = [m.owned for m in members]
+        assert set().union(*owners) == {TopicPartition(topic, p) for p in range(4)}
+        assert sum(len(o) for o in owners) == 4
+        # Recovery within the session timeout: no member lost its partitions to expiry.
+        assert not [m.lost for m in members if m.lost]
+    finally:
+        if watch is not None:
+            watch.close()
+        for m in members:
+            m.client.close()
+        sleep(loop, 0.5)
+        if killed is not None:
+            kafka3.restart(killed)
