@@ -1,3 +1,24 @@
 """kafkaev: a fast, callback-driven Apache Kafka client on uvloop."""
 
+from typing import Any
+
+from kafkaev import errors
+from kafkaev.errors import KafkaError, ProtocolError, error_name
+
 __version__ = "0.1.0"
+
+__all__ = ["KafkaError", "ProtocolError", "crc32c", "error_name", "errors", "murmur2"]
+
+# Names served by the compiled codec module, imported on first use so that
+# `import kafkaev` (and the CLI's usage errors) work before the extension is built.
+_PROTO_NAMES = frozenset({"crc32c", "murmur2"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _PROTO_NAMES:
+        from kafkaev import _proto
+
+        value = getattr(_proto, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'kafkaev' has no attribute {name!r}")
