@@ -4,10 +4,22 @@ from typing import Any
 
 from kafkaev import errors
 from kafkaev.errors import KafkaError, ProtocolError, error_name
+from kafkaev.types import OFFSET_BEGINNING, OFFSET_END, RecordMetadata, TopicPartition
 
 __version__ = "0.1.0"
 
-__all__ = ["KafkaError", "ProtocolError", "crc32c", "error_name", "errors", "murmur2"]
+__all__ = [
+    "OFFSET_BEGINNING", "OFFSET_END", "BufferFullError", "Client", "KafkaError", "ProtocolError", "RecordMetadata",
+    "TopicPartition", "crc32c", "error_name", "errors", "murmur2", "run", "stop",
+]
+
+# Client-layer names that need the compiled extensions, imported on first use like the codec names.
+_CLIENT_NAMES = {
+    "Client": "kafkaev.client",
+    "BufferFullError": "kafkaev.producer",
+    "run": "kafkaev.runner",
+    "stop": "kafkaev.runner",
+}
 
 # Names served by the compiled codec module, imported on first use so that
 # `import kafkaev` (and the CLI's usage errors) work before the extension is built.
@@ -19,6 +31,12 @@ def __getattr__(name: str) -> Any:
         from kafkaev import _proto
 
         value = getattr(_proto, name)
+        globals()[name] = value
+        return value
+    if name in _CLIENT_NAMES:
+        import importlib
+
+        value = getattr(importlib.import_module(_CLIENT_NAMES[name]), name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'kafkaev' has no attribute {name!r}")

@@ -1,0 +1,103 @@
+"""Shared by the producer's real-broker tests: drive a Client from a coroutine, read back with
+confluent-kafka (the independent oracle)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import confluent_kafka
+
+from kafkaev.producer import BufferFullError
+
+READ_BATCH = 10000
+
+
+@dataclass(slots=True)
+class Delivery:
+    """Every callback of a produce run, by record index; a second call for an index is a bug."""
+
+    expected: int
+    metas: dict[int, Any] = field(default_factory=dict)
+    errors: dict[int, Any] = field(default_factory=dict)
+    duplicates: list[int] = field(default_factory=list)
+
+    def cb(self, index: int):
+        def done(meta: Any, err: Any) -> None:
+            if index in self.metas or index in self.errors:
+                self.duplicates.append(index)
+            if err is None:
+                self.metas[index] = meta
+            else:
+                self.errors[index] = err
+        return done
+
+    @property
+    def complete(self) -> bool:
+        return len(self.metas) + len(self.errors) >= self.expected
+
+
+async def produce_all(client: Any, topic: str, records: list[tuple[Any, Any]], delivery: Delivery | None = None,
+                      **kwargs: Any) -> None:
+    """Produce every (key, value), yielding to the loop when the buffer is full."""
+    produce = client.produce
+    for i, (key, value) in enumerate(records):
+        cb = delivery.cb(i) if delivery is not None else None
+        while True:
+            try:
+                produce(topic, key, value, cb, **kwargs)
+                break
+            except BufferFullError:
+                await asyncio.sleep(0.001)
+        if i % 5000 == 4999:
+            await asyncio.sleep(0)
+
+
+async def wait_for(predicate: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        await asyncio.sleep(0.01)
+
+
+def flush(client: Any, loop: asyncio.AbstractEventLoop, timeout: float = 60.0) -> None:
+    done: list[Any] = []
+    client.flush(done.append)
+    loop.run_until_complete(wait_for(lambda: done, timeout, "flush"))
+
+
+def close(client: Any, loop: asyncio.AbstractEventLoop, timeout: float = 60.0) -> None:
+    done: list[Any] = []
+    client.close(done.append)
+    loop.run_until_complete(wait_for(lambda: done, timeout, "close"))
+
+
+def read_back(bootstrap: str, topic: str, count: int, timeout: float = 60.0) -> list[Any]:
+    """Every record of ``topic`` (at least ``count``), read with confluent-kafka from the start."""
+    consumer = confluent_kafka.Consumer({
+        "bootstrap.servers": bootstrap,
+        "group.id": f"readback-{topic}",
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+        "enable.partition.eof": False,
+    })
+    out: list[Any] = []
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + timeout
+        while len(out) < count and time.monotonic() < deadline:
+            for msg in consumer.consume(READ_BATCH, 1.0):
+                if msg.error() is not None:
+                    raise AssertionError(f"confluent-kafka read error: {msg.error()}")
+                out.append(msg)
+        # anything beyond count (duplicates) arrives within a short grace period
+        end = time.monotonic() + 1.0
+        while time.monotonic() < end:
+            batch = consumer.consume(READ_BATCH, 0.2)
+            out.extend(m for m in batch if m.error() is None)
+    finally:
+        consumer.close()
+    return out

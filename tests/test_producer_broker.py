@@ -1,0 +1,189 @@
+"""The producer against the real broker, read back with confluent-kafka."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import time
+import tracemalloc
+
+import pytest
+import uvloop
+from producer_helpers import Delivery, close, flush, produce_all, read_back, wait_for
+
+import kafkaev
+from kafkaev._proto import murmur2
+from kafkaev.client import Client
+from kafkaev.errors import MSG_TIMED_OUT, TRANSPORT, UNKNOWN_TOPIC_WAIT_TIMEOUT
+from kafkaev.producer import BufferFullError
+
+MILLION = int(os.environ.get("KAFKAEV_PRODUCER_RECORDS", "1000000"))
+
+
+@pytest.fixture
+def uv():
+    loop = uvloop.new_event_loop()
+    asyncio.set_event_loop(loop)
+    yield loop
+    loop.close()
+    asyncio.set_event_loop(None)
+
+
+@pytest.mark.slow
+def test_million_keyed_records_land_where_java_puts_them(kafka, make_topic, uv):
+    topic = make_topic(partitions=12)
+    rng = random.Random(7)
+    records = [(rng.randbytes(rng.randint(1, 24)), b"%d" % i) for i in range(MILLION)]
+    client = Client(kafka.bootstrap, loop=uv, linger_ms=5, batch_size=65536)
+    delivery = Delivery(MILLION)
+    uv.run_until_complete(produce_all(client, topic, records, delivery))
+    flush(client, uv, timeout=120)
+    assert not delivery.errors and not delivery.duplicates and len(delivery.metas) == MILLION
+    for i in range(0, MILLION, 997):
+        assert delivery.metas[i].partition == murmur2(records[i][0]) % 12
+    close(client, uv)
+
+    got = read_back(kafka.bootstrap, topic, MILLION, timeout=180)
+    assert len(got) == MILLION
+    last_index = [-1] * 12
+    seen = set()
+    for msg in got:
+        i = int(msg.value())
+        key = records[i][0]
+        assert msg.key() == key
+        assert msg.partition() == murmur2(key) % 12, "the Java client would have chosen another partition"
+        assert i > last_index[msg.partition()], "per-partition order broken"
+        last_index[msg.partition()] = i
+        meta = delivery.metas[i]
+        assert (meta.partition, meta.offset) == (msg.partition(), msg.offset())
+        seen.add(i)
+    assert len(seen) == MILLION
+
+
+@pytest.mark.parametrize("codec", [None, "gzip", "snappy", "lz4", "zstd"])
+def test_codecs_headers_timestamps_survive(kafka, topic, loop, codec):
+    client = Client(kafka.bootstrap, loop=loop, compression=codec, linger_ms=2)
+    n = 3000
+    base_ts = 1_700_000_000_000
+    delivery = Delivery(n)
+    for i in range(n):
+        headers = [("i", str(i)), ("dup", b"a"), ("dup", None)] if i % 3 == 0 else {"one": b"1"}
+        client.produce(topic, None if i % 5 == 0 else f"k{i}", b"v" * (i % 200) + b"|%d" % i, delivery.cb(i),
+                       headers=headers, timestamp_ms=base_ts + i)
+    loop.run_until_complete(wait_for(lambda: delivery.complete, 30, "acks"))
+    assert not delivery.errors and not delivery.duplicates
+    assert delivery.metas[7].timestamp == base_ts + 7
+    close(client, loop)
+    got = read_back(kafka.bootstrap, topic, n)
+    assert len(got) == n
+    for msg in got:
+        i = int(msg.value().rsplit(b"|", 1)[1])
+        assert msg.value() == b"v" * (i % 200) + b"|%d" % i
+        assert msg.key() == (None if i % 5 == 0 else f"k{i}".encode())
+        assert msg.timestamp() == (1, base_ts + i)  # (CreateTime, ms)
+        expected = [("i", str(i).encode()), ("dup", b"a"), ("dup", None)] if i % 3 == 0 else [("one", b"1")]
+        assert msg.headers() == expected
+        assert msg.offset() == delivery.metas[i].offset
+
+
+@pytest.mark.parametrize("acks", [0, 1, -1])
+def test_acks_modes(kafka, make_topic, loop, acks):
+    topic = make_topic(partitions=3)
+    client = Client(kafka.bootstrap, loop=loop, acks=acks)
+    n = 2000
+    delivery = Delivery(n)
+    loop.run_until_complete(produce_all(client, topic, [(f"k{i}", f"v{i}") for i in range(n)], delivery))
+    loop.run_until_complete(wait_for(lambda: delivery.complete, 30, "callbacks"))
+    assert not delivery.errors and not delivery.duplicates
+    offsets = {m.offset for m in delivery.metas.values()}
+    if acks == 0:
+        assert offsets == {-1}
+    else:
+        by_partition: dict[int, list[int]] = {}
+        for i in range(n):
+            by_partition.setdefault(delivery.metas[i].partition, []).append(delivery.metas[i].offset)
+        for offs in by_partition.values():
+            assert offs == list(range(len(offs)))  # each record's own offset, in order
+    close(client, loop)
+    assert len(read_back(kafka.bootstrap, topic, n)) == n
+
+
+def test_log_append_time_comes_from_the_broker(kafka, make_topic, loop):
+    topic = make_topic(config={"message.timestamp.type": "LogAppendTime"})
+    client = Client(kafka.bootstrap, loop=loop)
+    delivery = Delivery(10)
+    before = int(time.time() * 1000)
+    for i in range(10):
+        client.produce(topic, None, b"x", delivery.cb(i), timestamp_ms=1000 + i)
+    loop.run_until_complete(wait_for(lambda: delivery.complete, 30, "acks"))
+    stamps = {m.timestamp for m in delivery.metas.values()}
+    assert len(stamps) == 1 and before - 1000 <= stamps.pop() <= int(time.time() * 1000) + 1000
+    close(client, loop)
+
+
+def test_unknown_topic_is_created_on_first_produce(kafka, loop):
+    topic = kafka.unique_topic_name("auto-created")
+    client = Client(kafka.bootstrap, loop=loop)
+    delivery = Delivery(5)
+    for i in range(5):
+        client.produce(topic, b"k", b"%d" % i, delivery.cb(i))
+    loop.run_until_complete(wait_for(lambda: delivery.complete, 30, "acks"))
+    assert not delivery.errors
+    assert [delivery.metas[i].offset for i in range(5)] == [0, 1, 2, 3, 4]
+    close(client, loop)
+
+
+def test_topic_that_cannot_exist_fails_clearly(kafka, loop):
+    client = Client(kafka.bootstrap, loop=loop, allow_auto_topic_creation=False, metadata_wait_ms=1500)
+    delivery = Delivery(3)
+    for i in range(3):
+        client.produce("no-such-topic-" + kafka.unique_topic_name(), b"k", b"v", delivery.cb(i))
+    loop.run_until_complete(wait_for(lambda: delivery.complete, 10, "errors"))
+    assert {e.code for e in delivery.errors.values()} == {UNKNOWN_TOPIC_WAIT_TIMEOUT}
+    close(client, loop)
+
+
+def test_unreachable_cluster_fails_every_record_in_time_with_bounded_memory(loop):
+    timeout_ms = 1500
+    client = Client("127.0.0.1:1", loop=loop, delivery_timeout_ms=timeout_ms, buffer_memory=256 * 1024,
+                    batch_size=16384, metadata_wait_max_records=5000, reconnect_backoff_ms=50)
+    delivery = Delivery(0)
+    connected = []
+    client.connect(lambda md, err: connected.append(err))
+    tracemalloc.start()
+    start = time.monotonic()
+    full = 0
+    produced = 0
+
+    async def drive():
+        nonlocal full, produced
+        while time.monotonic() - start < 2.5:
+            try:
+                client.produce("t", b"k", b"v" * 100, delivery.cb(produced))
+                produced += 1
+            except BufferFullError:
+                full += 1
+                await asyncio.sleep(0.005)
+            if produced % 1000 == 0:
+                await asyncio.sleep(0)
+
+    loop.run_until_complete(drive())
+    delivery.expected = produced
+    loop.run_until_complete(wait_for(lambda: delivery.complete, timeout_ms / 1000 + 2, "every callback"))
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert connected and connected[0].code == TRANSPORT
+    assert full > 0, "an unreachable cluster must push back instead of buffering without bound"
+    assert not delivery.metas and not delivery.duplicates
+    assert {e.code for e in delivery.errors.values()} <= {UNKNOWN_TOPIC_WAIT_TIMEOUT, MSG_TIMED_OUT}
+    assert peak < 64 * 1024 * 1024
+    close(client, loop)
+
+
+def test_oversized_record_rejected_at_once(kafka, topic, loop):
+    client = Client(kafka.bootstrap, loop=loop)
+    loop.run_until_complete(wait_for(lambda: True, 1, ""))
+    with pytest.raises(kafkaev.errors.KafkaError, match="max_request_size"):
+        client.produce(topic, None, b"x" * 1_100_000)
+    close(client, loop)
