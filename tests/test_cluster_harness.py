@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from kafkaev.testing import jars
-from kafkaev.testing.admin import KafkaCluster
+from kafkaev.testing.admin import KafkaCluster, UnknownPartition
 from kafkaev.testing.cluster import BrokerStartError, LocalCluster
 from kafkaev.testing.peer import PeerRecord, consume, produce, round_trip
 
@@ -64,7 +65,7 @@ def test_topic_helpers(kafka: KafkaCluster) -> None:
     assert name not in kafka.metadata().topics
     with pytest.raises(ValueError, match="partitions"):
         kafka.create_topic("never-created", partitions=0)
-    with pytest.raises(KeyError, match="no partition"):
+    with pytest.raises(UnknownPartition, match="no partition"):
         kafka.partition_state(name, 0)
 
 
@@ -207,3 +208,39 @@ def _alive(pid: int) -> bool:
             return stat.read().split(")")[-1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_start_retries_on_fresh_ports_when_a_port_was_taken(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kafkaev.testing import cluster as cluster_module
+
+    squatter = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    squatter.bind(("127.0.0.1", 0))
+    squatter.listen()
+    taken = squatter.getsockname()[1]
+    real_free_ports = cluster_module._free_ports
+    handed_out: list[list[int]] = []
+
+    def first_plaintext_port_taken(count: int) -> list[int]:
+        ports = real_free_ports(count)
+        if not handed_out:
+            ports[0] = taken  # NodePorts order: PLAINTEXT first
+        handed_out.append(ports)
+        return ports
+
+    monkeypatch.setattr(cluster_module, "_free_ports", first_plaintext_port_taken)
+    cluster = LocalCluster(nodes=1, directory=tmp_path)
+    try:
+        cluster.start()
+        assert len(handed_out) == 2
+        assert cluster.nodes[1].ports.plaintext == handed_out[1][0] != taken
+        assert kafka_answers(cluster)
+    finally:
+        cluster.stop()
+        squatter.close()
+
+
+def kafka_answers(cluster: LocalCluster) -> bool:
+    return bool(cluster.metadata(timeout=10).brokers)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, NamedTuple, TypeVar
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, ClusterMetadata, NewTopic
 
-from .probe import BrokerApiVersions, api_versions
+from .probe import BrokerApiVersions, ProbeError, api_versions
 
 if TYPE_CHECKING:
     from confluent_kafka.admin import TopicMetadata
@@ -41,6 +41,14 @@ class PartitionState(NamedTuple):
     isr: tuple[int, ...]
 
 
+class UnknownPartition(KeyError):
+    """The metadata asked does not (yet) list the partition."""
+
+
+# What a wait treats as "not yet": the cluster is mid-change (a node just died or was created).
+TRANSIENT_ERRORS = (KafkaException, UnknownPartition, ProbeError, OSError)
+
+
 class ClusterTimeout(AssertionError):
     """A wait on cluster state ran out of time; the message says what was expected and what was seen."""
 
@@ -48,7 +56,7 @@ class ClusterTimeout(AssertionError):
 def wait_until(check: Callable[[], T | None | bool], timeout: float, what: str) -> T:
     """Poll ``check`` until it returns something other than None/False and return it, else ClusterTimeout.
 
-    KafkaException while polling counts as "not yet": the cluster may be mid-change (a node just died).
+    TRANSIENT_ERRORS while polling count as "not yet": the cluster may be mid-change (a node just died).
     """
     deadline = time.monotonic() + timeout
     last_error: Exception | None = None
@@ -57,7 +65,7 @@ def wait_until(check: Callable[[], T | None | bool], timeout: float, what: str) 
             result = check()
             if result is not None and result is not False:
                 return result  # type: ignore[return-value]
-        except KafkaException as exc:
+        except TRANSIENT_ERRORS as exc:
             last_error = exc
         if time.monotonic() >= deadline:
             suffix = f" (last error: {last_error})" if last_error else ""
@@ -151,7 +159,7 @@ class KafkaCluster(abc.ABC):
     def partition_state(self, topic: str, partition: int) -> PartitionState:
         found = self._topic_metadata(topic)
         if found is None or partition not in found.partitions:
-            raise KeyError(f"no partition {topic}[{partition}] in the cluster metadata")
+            raise UnknownPartition(f"no partition {topic}[{partition}] in the cluster metadata")
         meta = found.partitions[partition]
         return PartitionState(meta.leader, tuple(meta.replicas), tuple(meta.isrs))
 
@@ -170,7 +178,7 @@ class KafkaCluster(abc.ABC):
         def check() -> int | None:
             try:
                 leader = self.leader_of(topic, partition)
-            except (KeyError, KafkaException):
+            except TRANSIENT_ERRORS:
                 return None
             if leader == NO_LEADER or leader == not_on:
                 return None

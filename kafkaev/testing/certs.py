@@ -98,7 +98,7 @@ def _leaf(
 def make_tls_files(directory: Path) -> TlsFiles:
     """Write a fresh CA, broker and client certificate with their keys into ``directory``."""
     directory.mkdir(parents=True, exist_ok=True)
-    now = datetime.datetime.now(datetime.UTC)
+    now = datetime.datetime.now(datetime.timezone.utc)
 
     ca_key = _new_key()
     ca_name = _name("kafkaev-test-ca")

@@ -29,11 +29,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient
-
 from . import jars, process
-from .admin import Capability, ClusterTimeout, KafkaCluster, wait_until
+from .admin import (
+    NO_LEADER,
+    Capability,
+    ClusterTimeout,
+    KafkaCluster,
+    PartitionState,
+    UnknownPartition,
+    wait_until,
+)
 from .cds import ClassDataArchive
 from .certs import TlsFiles, make_tls_files
 from .config import (
@@ -44,6 +49,7 @@ from .config import (
     scram_format_arguments,
     write_log4j2_config,
 )
+from .probe import NodeMetadata, ProbeError, node_metadata
 
 START_TIMEOUT_S = 120.0
 STOP_GRACE_S = 15.0
@@ -72,7 +78,13 @@ VERSION_LINE = re.compile(r"Kafka version: (\S+)")
 LISTENERS_PER_NODE = 5
 PORT_CLAIM_ATTEMPTS = 3
 FIRST_NODE_ID = 1
+READINESS_PROBE_TIMEOUT_S = 2.0
 DEFAULT_LOG_TAIL_LINES = 60
+RUN_MARKER_PREFIX = "===== kafkaev.testing: starting node"
+ERROR_LEVELS = ("] ERROR ", "] FATAL ", "Exception in thread")
+# First line of a Java stack trace, or of one of its causes (frames start with a tab).
+EXCEPTION_HEADLINE = re.compile(r"^(Caused by: )?[\w.$]+(Exception|Error)\b")
+MAX_REPORTED_ERRORS = 20
 
 
 class BrokerStartError(RuntimeError):
@@ -123,6 +135,25 @@ class BrokerNode:
     def log_tail(self, lines: int = DEFAULT_LOG_TAIL_LINES) -> str:
         """The last ``lines`` lines of this node's log (every run of the node appends to it)."""
         return tail_file(self.log_path, lines)
+
+    def failure_report(self, lines: int = DEFAULT_LOG_TAIL_LINES) -> str:
+        """ERROR lines of the node's latest run, then the log tail.
+
+        A failing broker spends its last hundred lines shutting down; the cause is logged earlier.
+        """
+        errors: dict[str, None] = {}  # ordered and without repeats
+        for line in _read_lines(self.log_path):
+            if line.startswith(RUN_MARKER_PREFIX):
+                errors.clear()
+            elif len(errors) < MAX_REPORTED_ERRORS and (
+                any(level in line for level in ERROR_LEVELS) or EXCEPTION_HEADLINE.match(line)
+            ):
+                errors[line.rstrip()] = None
+        first = "\n".join(errors) if errors else "(none)"
+        return (
+            f"ERROR lines of this run ({self.log_path}):\n{first}\n"
+            f"last {lines} lines:\n{self.log_tail(lines)}"
+        )
 
 
 def tail_file(path: Path, lines: int) -> str:
@@ -374,7 +405,7 @@ class LocalCluster(KafkaCluster):
             recording=node.cds_recording,
         )
         with open(node.log_path, "ab") as log:
-            log.write(f"\n===== kafkaev.testing: starting node {node.node_id} =====\n".encode())
+            log.write(f"\n{RUN_MARKER_PREFIX} {node.node_id} =====\n".encode())
         node.process = process.spawn(command, node.log_path, node.directory)
         node.state = NodeState.RUNNING
 
@@ -391,14 +422,12 @@ class LocalCluster(KafkaCluster):
             process.forget(node.process)
             node.state = NodeState.STOPPED
             raise BrokerStartError(
-                f"Kafka node {node.node_id} exited with status {code} while starting; "
-                f"last lines of {node.log_path}:\n{node.log_tail()}"
+                f"Kafka node {node.node_id} exited with status {code} while starting. {node.failure_report()}"
             )
 
     def _timeout_error(self, node: BrokerNode, what: str) -> BrokerStartError:
         return BrokerStartError(
-            f"Kafka node {node.node_id} {what} within {self.start_timeout:.0f}s; "
-            f"last lines of {node.log_path}:\n{node.log_tail()}"
+            f"Kafka node {node.node_id} {what} within {self.start_timeout:.0f}s. {node.failure_report()}"
         )
 
     def _wait_port(self, node: BrokerNode, deadline: float) -> None:
@@ -415,14 +444,15 @@ class LocalCluster(KafkaCluster):
 
     def _wait_registered(self, node: BrokerNode, deadline: float) -> None:
         expected = {n.node_id for n in self.nodes.values() if n.state is NodeState.RUNNING}
-        admin = AdminClient({"bootstrap.servers": node.bootstrap, "client.id": "kafkaev-test-readiness"})
         while True:
             self._check_alive(node)
             try:
-                seen = set(admin.list_topics(timeout=2.0).brokers)
+                seen = set(
+                    node_metadata("127.0.0.1", node.ports.plaintext, [], READINESS_PROBE_TIMEOUT_S).brokers
+                )
                 if expected <= seen:
                     return
-            except KafkaException:
+            except (OSError, ProbeError):
                 pass
             if time.monotonic() >= deadline:
                 raise self._timeout_error(node, f"did not see brokers {sorted(expected)} in metadata")
@@ -533,6 +563,33 @@ class LocalCluster(KafkaCluster):
     def live_bootstrap(self) -> str:
         """PLAINTEXT bootstrap of the nodes currently running (not killed, stopped or paused)."""
         return ",".join(self.nodes[node_id].bootstrap for node_id in self.running_nodes())
+
+    def node_metadata(self, node_id: int | None = None, topics: list[str] | None = None) -> NodeMetadata:
+        """The metadata as one node (default: the first running one) serves it right now."""
+        if node_id is None:
+            running = self.running_nodes()
+            if not running:
+                raise RuntimeError("node_metadata: no node is running")
+            node_id = running[0]
+        return node_metadata("127.0.0.1", self.node(node_id).ports.plaintext, topics)
+
+    def partition_state(self, topic: str, partition: int, node_id: int | None = None) -> PartitionState:
+        """Leader, replicas and ISR of a partition as one node (default: the first running) reports them."""
+        view = self.node_metadata(node_id, [topic]).topics.get(topic)
+        if view is None or view.error_code != 0 or partition not in view.partitions:
+            raise UnknownPartition(f"no partition {topic}[{partition}] in the cluster metadata")
+        found = view.partitions[partition]
+        return PartitionState(found.leader, found.replicas, found.isr)
+
+    def _topic_ready(self, name: str, partitions: int, replication: int) -> bool:
+        # Every running node must serve the topic: a client may bootstrap from any of them.
+        for node_id in self.running_nodes():
+            view = self.node_metadata(node_id, [name]).topics.get(name)
+            if view is None or view.error_code != 0 or len(view.partitions) != partitions:
+                return False
+            if any(p.leader == NO_LEADER or len(p.isr) != replication for p in view.partitions.values()):
+                return False
+        return True
 
     def wait_in_sync(
         self, topic: str, partition: int, node_id: int, timeout: float = START_TIMEOUT_S

@@ -1,8 +1,10 @@
-"""A standalone ApiVersions probe over a plain socket: what one broker says it supports.
+"""Standalone probes over a plain socket: what one particular broker says.
 
 The test harness must not lean on kafkaev's own codecs (they are what the tests check), so this is a
-tiny, independent encoder/decoder for exactly one request: ApiVersions v3 (flexible), whose response
-also carries the cluster's finalized features such as ``metadata.version``.
+tiny, independent encoder/decoder for exactly two requests: ApiVersions v3, whose response also carries
+the cluster's finalized features such as ``metadata.version``, and Metadata v12, asked of one chosen
+node (a peer client sends metadata requests to whichever broker it likes, and brokers' views differ
+for a moment after every change).
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from dataclasses import dataclass
 
 API_VERSIONS_KEY = 18
 API_VERSIONS_VERSION = 3
+METADATA_KEY = 3
+METADATA_VERSION = 12
 PROBE_CORRELATION_ID = 0x6B65
 PROBE_CLIENT_ID = b"kafkaev-probe"
 PROBE_SOFTWARE_NAME = b"kafkaev-probe"
@@ -58,18 +62,33 @@ def _uvarint(value: int) -> bytes:
     return bytes(out)
 
 
-def encode_api_versions_request() -> bytes:
-    """The size-prefixed ApiVersions v3 request frame."""
+def _frame(api_key: int, api_version: int, body: bytes) -> bytes:
     # RequestHeader v2: ApiKey int16, ApiVersion int16, CorrelationId int32,
     # ClientId nullable string (int16 length, not compact), TaggedFields.
-    header = struct.pack(
-        ">hhih", API_VERSIONS_KEY, API_VERSIONS_VERSION, PROBE_CORRELATION_ID, len(PROBE_CLIENT_ID)
-    )
-    header += PROBE_CLIENT_ID + _uvarint(0)
+    header = struct.pack(">hhih", api_key, api_version, PROBE_CORRELATION_ID, len(PROBE_CLIENT_ID))
+    payload = header + PROBE_CLIENT_ID + _uvarint(0) + body
+    return struct.pack(">i", len(payload)) + payload
+
+
+def encode_api_versions_request() -> bytes:
+    """The size-prefixed ApiVersions v3 request frame."""
     # ApiVersionsRequest v3: ClientSoftwareName compact string, ClientSoftwareVersion compact string, TaggedFields.
     body = _compact_string(PROBE_SOFTWARE_NAME) + _compact_string(PROBE_SOFTWARE_VERSION) + _uvarint(0)
-    payload = header + body
-    return struct.pack(">i", len(payload)) + payload
+    return _frame(API_VERSIONS_KEY, API_VERSIONS_VERSION, body)
+
+
+def encode_metadata_request(topics: list[str] | None) -> bytes:
+    """The size-prefixed Metadata v12 request frame; ``None`` asks for every topic."""
+    # MetadataRequest v12: Topics nullable compact array of (TopicId uuid, Name compact nullable
+    # string, TaggedFields), AllowAutoTopicCreation bool, IncludeTopicAuthorizedOperations bool, TaggedFields.
+    if topics is None:
+        body = _uvarint(0)
+    else:
+        body = _uvarint(len(topics) + 1)
+        for name in topics:
+            body += bytes(16) + _compact_string(name.encode()) + _uvarint(0)
+    body += b"\x00\x00" + _uvarint(0)  # no auto-creation: a probe must not change the cluster
+    return _frame(METADATA_KEY, METADATA_VERSION, body)
 
 
 class _Reader:
@@ -104,6 +123,9 @@ class _Reader:
     def compact_string(self) -> str:
         length = self.uvarint() - 1
         return self.take(length).decode() if length > 0 else ""
+
+    def int32_array(self) -> tuple[int, ...]:
+        return tuple(self.unpack(">i") for _ in range(self.uvarint() - 1))
 
     def skip_tagged_fields(self) -> None:
         for _ in range(self.uvarint()):
@@ -141,6 +163,73 @@ def decode_api_versions_response(frame: bytes) -> BrokerApiVersions:
     return BrokerApiVersions(apis=apis, finalized_features=finalized)
 
 
+@dataclass(frozen=True, slots=True)
+class PartitionView:
+    error_code: int
+    leader: int
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TopicView:
+    error_code: int
+    partitions: dict[int, PartitionView]
+
+
+@dataclass(frozen=True, slots=True)
+class NodeMetadata:
+    """One node's own view of the cluster."""
+
+    brokers: dict[int, tuple[str, int]]
+    controller_id: int
+    topics: dict[str, TopicView]
+
+
+def decode_metadata_response(frame: bytes) -> NodeMetadata:
+    """Decode a Metadata v12 response frame (without its size prefix)."""
+    reader = _Reader(frame)
+    # ResponseHeader v1: CorrelationId int32, TaggedFields.
+    correlation_id = reader.unpack(">i")
+    if correlation_id != PROBE_CORRELATION_ID:
+        raise ProbeError(f"Metadata correlation id {correlation_id} != {PROBE_CORRELATION_ID}")
+    reader.skip_tagged_fields()
+    reader.unpack(">i")  # ThrottleTimeMs
+    brokers: dict[int, tuple[str, int]] = {}
+    for _ in range(reader.uvarint() - 1):
+        node_id = reader.unpack(">i")
+        host = reader.compact_string()
+        port = reader.unpack(">i")
+        reader.compact_string()  # Rack
+        reader.skip_tagged_fields()
+        brokers[node_id] = (host, port)
+    reader.compact_string()  # ClusterId
+    controller_id = reader.unpack(">i")
+    topics: dict[str, TopicView] = {}
+    for _ in range(reader.uvarint() - 1):
+        topic_error = reader.unpack(">h")
+        name = reader.compact_string()
+        reader.take(16)  # TopicId
+        reader.take(1)  # IsInternal
+        partitions: dict[int, PartitionView] = {}
+        for _ in range(reader.uvarint() - 1):
+            error_code = reader.unpack(">h")
+            index = reader.unpack(">i")
+            leader = reader.unpack(">i")
+            epoch = reader.unpack(">i")
+            replicas = reader.int32_array()
+            isr = reader.int32_array()
+            reader.int32_array()  # OfflineReplicas
+            reader.skip_tagged_fields()
+            partitions[index] = PartitionView(error_code, leader, epoch, replicas, isr)
+        reader.unpack(">i")  # TopicAuthorizedOperations
+        reader.skip_tagged_fields()
+        topics[name] = TopicView(topic_error, partitions)
+    reader.skip_tagged_fields()
+    return NodeMetadata(brokers, controller_id, topics)
+
+
 def _read_exact(sock: socket.socket, size: int) -> bytes:
     chunks = bytearray()
     while len(chunks) < size:
@@ -151,11 +240,22 @@ def _read_exact(sock: socket.socket, size: int) -> bytes:
     return bytes(chunks)
 
 
-def api_versions(host: str, port: int, timeout: float = 5.0) -> BrokerApiVersions:
-    """Ask the broker at ``host:port`` (a PLAINTEXT listener) for its ApiVersions."""
+def _exchange(host: str, port: int, request: bytes, timeout: float) -> bytes:
     with socket.create_connection((host, port), timeout=timeout) as sock:
-        sock.sendall(encode_api_versions_request())
+        sock.sendall(request)
         size = struct.unpack(">i", _read_exact(sock, 4))[0]
         if not 0 < size <= MAX_RESPONSE_BYTES:
-            raise ProbeError(f"ApiVersions response size {size} out of range")
-        return decode_api_versions_response(_read_exact(sock, size))
+            raise ProbeError(f"response size {size} out of range")
+        return _read_exact(sock, size)
+
+
+def api_versions(host: str, port: int, timeout: float = 5.0) -> BrokerApiVersions:
+    """Ask the broker at ``host:port`` (a PLAINTEXT listener) for its ApiVersions."""
+    return decode_api_versions_response(_exchange(host, port, encode_api_versions_request(), timeout))
+
+
+def node_metadata(
+    host: str, port: int, topics: list[str] | None = None, timeout: float = 5.0
+) -> NodeMetadata:
+    """Ask the broker at ``host:port`` (a PLAINTEXT listener) for its own metadata view."""
+    return decode_metadata_response(_exchange(host, port, encode_metadata_request(topics), timeout))
