@@ -61,12 +61,15 @@ class Client:
         """The latest cluster metadata (brokers, topics, partitions, leaders)."""
         return self._metadata.current
 
-    def close(self, cb: Callable[[KafkaError | None], object] | None = None) -> None:
-        """Flush (every buffered record is sent and answered, bounded by delivery_timeout_ms),
-        leave the group, then close every connection; ``cb(None)`` at the end. Records still
-        unsent by then get ``KafkaError(DESTROY)``, never silence."""
+    def close(self, cb: Callable[[KafkaError | None], object] | None = None, *, timeout_ms: int | None = None) -> None:
+        """Flush (every buffered record is sent and answered, bounded by delivery_timeout_ms,
+        or by ``timeout_ms`` when given), leave the group, then close every connection;
+        ``cb(None)`` at the end. Records still unsent by then get ``KafkaError(DESTROY)``."""
         if cb is not None and not callable(cb):
             raise TypeError(f"close: 'cb' must be callable or None, got {type(cb).__name__}")
+        if timeout_ms is not None and (isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int)
+                                       or timeout_ms < 0):
+            raise ValueError(f"close: 'timeout_ms' must be an int >= 0 or None, got {timeout_ms!r}")
         if self._closing:
             if cb is not None:
                 self.loop.call_soon(cb, None)
@@ -74,7 +77,6 @@ class Client:
         self._closing = True
 
         def consumer_closed(err: KafkaError | None) -> None:
-            self._producer.abandon()
             self._metadata.close()
             self._pool.close()
             self.closed = True
@@ -84,7 +86,20 @@ class Client:
                 except Exception as exc:  # noqa: BLE001
                     self._report(exc)
 
-        self._producer.flush(lambda _err: self._consumer.close(consumer_closed))
+        flushed = False
+
+        def after_flush(_err: KafkaError | None = None) -> None:
+            nonlocal flushed
+            if flushed:
+                return
+            flushed = True
+            if timer is not None:
+                timer.cancel()
+            self._producer.abandon()  # anything still unsent gets DESTROY now
+            self._consumer.close(consumer_closed)
+
+        timer = None if timeout_ms is None else self.loop.call_later(timeout_ms / 1000.0, after_flush)
+        self._producer.flush(after_flush)
 
     # --- producer ------------------------------------------------------------------------------
     def produce(self, topic: str, key: Any, value: Any, cb: Callable[[Any, KafkaError | None], object] | None = None,

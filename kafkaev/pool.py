@@ -91,12 +91,14 @@ class ConnectionPool:
     # --- addresses -----------------------------------------------------------------------------
     def set_brokers(self, brokers: dict[int, tuple[str, int]]) -> None:
         """Replace the known broker addresses. A node whose address changed loses its
-        connections (they reconnect to the new address on the next ``get``)."""
+        connections (they reconnect to the new address on the next ``get``). A node missing
+        from this answer keeps its address and connections: a broker that is down for a while
+        drops out of metadata, and its in-flight requests settle on their own."""
         old = self._brokers
-        self._brokers = dict(brokers)
+        self._brokers = {**old, **brokers}
         for (node_id, _role), slot in list(self._slots.items()):
-            if old.get(node_id) != self._brokers.get(node_id) and node_id in old:
-                self._drop(slot, KafkaError(STATE, f"broker {node_id} moved or left the cluster"))
+            if node_id in old and node_id in brokers and old[node_id] != brokers[node_id]:
+                self._drop(slot, KafkaError(STATE, f"broker {node_id} moved to {brokers[node_id]}"))
 
     def address(self, node_id: int) -> tuple[str, int] | None:
         return self._brokers.get(node_id)

@@ -208,6 +208,7 @@ class Producer:
             timestamp_ms = time.time_ns() // 1_000_000  # stamped now, not when the topic appears
         info = self._md.topic(topic)
         if info is not None:
+            self._md.add_topics((topic,), auto_create=True)  # keep its leaders refreshed
             self._add_topic(info)
             self.produce(topic, key, value, cb, partition=partition, headers=headers, timestamp_ms=timestamp_ms)
             return

@@ -45,10 +45,11 @@ def custom_partition(
 class StickyPartition:
     """The sticky partition of one topic for keyless records (KIP-480)."""
 
-    __slots__ = ("current", "_rand")
+    __slots__ = ("current", "_last", "_rand")
 
     def __init__(self) -> None:
         self.current = NO_PARTITION
+        self._last = NO_PARTITION  # the partition just left: the next choice avoids it
         self._rand = random.Random()
 
     def choose(self, num_partitions: int, available: Sequence[int]) -> int:
@@ -59,8 +60,9 @@ class StickyPartition:
         if len(candidates) == 1:
             choice = candidates[0]
         else:
-            choice = self.current
-            while choice == self.current:
+            avoid = self.current if self.current != NO_PARTITION else self._last
+            choice = avoid
+            while choice == avoid:
                 choice = candidates[self._rand.randrange(len(candidates))]
         self.current = choice
         return choice
@@ -68,4 +70,5 @@ class StickyPartition:
     def release(self, partition: int) -> None:
         """The batch of ``partition`` closed: the next keyless record picks a new partition."""
         if partition == self.current:
+            self._last = partition
             self.current = NO_PARTITION

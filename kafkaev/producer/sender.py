@@ -25,6 +25,7 @@ from typing import Any
 
 from ..config import ClientConfig
 from ..errors import (
+    DESTROY,
     DUPLICATE_SEQUENCE_NUMBER,
     FENCED_LEADER_EPOCH,
     LEADER_NOT_AVAILABLE,
@@ -33,6 +34,7 @@ from ..errors import (
     NOT_LEADER_OR_FOLLOWER,
     OUT_OF_ORDER_SEQUENCE_NUMBER,
     PROTOCOL,
+    STATE,
     UNKNOWN_LEADER_EPOCH,
     UNKNOWN_PRODUCER_ID,
     UNKNOWN_TOPIC_OR_PARTITION,
@@ -51,6 +53,8 @@ LEADER_ERRORS = frozenset({
 })
 # Errors meaning the broker does not accept this producer's sequence state (KIP-360).
 SEQUENCE_ERRORS = frozenset({OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID})
+# A connection closed under a request (not by close()): the outcome is unknown, retry.
+CONNECTION_CLOSED = frozenset({DESTROY, STATE})
 # Delivery deadlines are checked this often at most (seconds).
 SWEEP_INTERVAL_MAX_S = 0.1
 
@@ -299,7 +303,7 @@ class Sender:
                 self._bump_needed = True
             self._retry(batch, immediate=True)
             return
-        if not err.retriable:
+        if not err.retriable and not (code in CONNECTION_CLOSED and not self._closed):
             self._fail(batch, err)
             return
         if code in LEADER_ERRORS and not self._use_current_leader(part, answer, endpoints):
@@ -391,7 +395,8 @@ class Sender:
                 # the broker refused the bump (or lost the id): start over with a fresh id
                 identity.producer_id = -1
                 identity.producer_epoch = -1
-            self._report(err)
+            if not err.retriable:
+                self._report(err)  # records keep waiting (bounded by delivery_timeout_ms); say why
             self._wake_at(self._loop.time() + self._config.retry_backoff_ms / 1000.0)
             return
         if self._bump_needed or any(p.next_seq for t in self._acc.topics.values() for p in t.parts):

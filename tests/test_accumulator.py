@@ -1,0 +1,88 @@
+"""Batches, the single linger timer and buffer memory (no broker)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from test_producer_logic import FakeBuilder
+
+from kafkaev.config import ClientConfig
+from kafkaev.producer.accumulator import Accumulator, BufferFullError, TopicState
+
+
+@pytest.fixture
+def loop():
+    loop = asyncio.new_event_loop()
+    yield loop
+    loop.close()
+
+
+def make(loop, **options):
+    ready = []
+    acc = Accumulator(ClientConfig(**options), loop, lambda: ready.append(loop.time()), FakeBuilder)
+    tstate = acc.topics["t"] = TopicState("t")
+    tstate.update([(1, 0)] * 4)
+    return acc, tstate, ready
+
+
+def test_linger_closes_batches_with_one_timer(loop):
+    acc, tstate, ready = make(loop, linger_ms=30)
+    for p in range(4):
+        acc.new_batch(tstate.parts[p], 10).builder.append(0, None, b"v", None)
+    handles = {id(acc._linger_timer)}
+    for p in range(4):
+        assert tstate.parts[p].batch is not None
+    loop.run_until_complete(asyncio.sleep(0.06))
+    assert len(handles) == 1 and len(ready) == 1  # one timer, one wake-up for all four
+    assert all(part.batch is None and len(part.queue) == 1 for part in tstate.parts)
+    assert set(acc.ready) == set(tstate.parts)
+
+
+def test_young_batches_keep_lingering(loop):
+    acc, tstate, ready = make(loop, linger_ms=50)
+    acc.new_batch(tstate.parts[0], 10).builder.append(0, None, b"v", None)
+    loop.run_until_complete(asyncio.sleep(0.03))
+    acc.new_batch(tstate.parts[1], 10).builder.append(0, None, b"v", None)
+    loop.run_until_complete(asyncio.sleep(0.03))
+    assert tstate.parts[0].batch is None and tstate.parts[1].batch is not None
+    loop.run_until_complete(asyncio.sleep(0.04))
+    assert tstate.parts[1].batch is None and len(ready) == 2
+
+
+def test_buffer_memory_reserved_and_released(loop):
+    acc, tstate, _ = make(loop, buffer_memory=40000, batch_size=16384, linger_ms=1000)
+    a = acc.new_batch(tstate.parts[0], 10)
+    b = acc.new_batch(tstate.parts[1], 10)
+    assert acc.buffered == 2 * 16384 and acc.incomplete == 2
+    with pytest.raises(BufferFullError, match="buffer_memory"):
+        acc.new_batch(tstate.parts[2], 10)
+    big = 30000
+    acc.release(a)
+    with pytest.raises(BufferFullError):
+        acc.new_batch(tstate.parts[2], big)  # a large record reserves its own size
+    acc.release(b)
+    c = acc.new_batch(tstate.parts[2], big)
+    assert c.reserved >= big and acc.buffered == c.reserved
+
+
+def test_empty_batch_is_released_not_sent(loop):
+    acc, tstate, _ = make(loop)
+    batch = acc.new_batch(tstate.parts[0], 10)
+    acc.close_batch(batch)
+    assert acc.buffered == 0 and acc.incomplete == 0 and not acc.ready
+
+
+def test_requeue_keeps_sequence_order(loop):
+    acc, tstate, _ = make(loop, linger_ms=1000)
+    part = tstate.parts[0]
+    batches = []
+    for _ in range(4):
+        b = acc.new_batch(part, 10)
+        b.builder.append(0, None, b"v", None)
+        acc.close_batch(b)
+        batches.append(b)
+    part.queue.clear()
+    for b in (batches[2], batches[0], batches[3], batches[1]):
+        acc.requeue(b)
+    assert list(part.queue) == batches
