@@ -151,24 +151,23 @@ class Consumer:
         if state.phase is Phase.FETCHING:
             self.ctx.loop.call_soon(self.ctx.call, cb, state.position, None)
             return
-        # Resolution happens in the position resolver; watch for its outcome.
-        deadline = self.ctx.loop.time() + self.config.request_timeout_ms / 1000.0
-        target = state
+        subscription = self.ctx.subscription
 
-        def check() -> None:
-            if self.ctx.subscription.get(target.tp) is not target:
-                self.ctx.call(cb, None, KafkaError(STATE, f"{target.topic}[{target.partition}] was unassigned"))
+        def settled(target: Any, failure: BaseException | None) -> None:
+            if failure is not None:
+                self.ctx.loop.call_soon(self.ctx.call, cb, None, failure)
+            elif subscription.get(target.tp) is not target:
+                err = KafkaError(STATE, f"{target.topic}[{target.partition}] was unassigned before its position was found")
+                self.ctx.loop.call_soon(self.ctx.call, cb, None, err)
             elif target.phase is Phase.FETCHING:
-                self.ctx.call(cb, target.position, None)
+                self.ctx.loop.call_soon(self.ctx.call, cb, target.position, None)
             elif target.phase is Phase.FAILED:
-                self.ctx.call(cb, None, KafkaError(STATE, f"{target.topic}[{target.partition}]: no position"))
-            elif self.ctx.loop.time() > deadline:
-                self.ctx.call(cb, None, KafkaError(STATE, f"{target.topic}[{target.partition}]: position "
-                                                          "not found within request_timeout_ms"))
+                err = KafkaError(STATE, f"{target.topic}[{target.partition}]: no position (see on_error)")
+                self.ctx.loop.call_soon(self.ctx.call, cb, None, err)
             else:
-                self.ctx.loop.call_later(0.005, check)
+                target.waiters.append(settled)  # validation still to come
 
-        self.ctx.loop.call_soon(check)
+        state.waiters.append(settled)
 
     def pause(self, partitions: Iterable[Any]) -> None:
         for tp in [_partition_of(p, "pause") for p in partitions]:

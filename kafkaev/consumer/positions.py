@@ -206,8 +206,9 @@ class PositionResolver:
     def kick(self) -> None:
         resets: dict[TopicPartition, int] = {}
         validations: dict[TopicPartition, int] = {}
+        now = self.ctx.loop.time()
         for state in self.ctx.subscription:
-            if state.in_flight:
+            if state.in_flight or state.retry_at > now:
                 continue
             if state.phase is Phase.AWAIT_RESET:
                 resets[state.tp] = (
@@ -233,12 +234,14 @@ class PositionResolver:
                 answer = answers.get(tp)
                 if answer is None:
                     err = errors.get(tp) or KafkaError(TIMED_OUT, f"{tp.topic}[{tp.partition}]")
-                    self.ctx.report(KafkaError(err.code, f"resetting the position of {tp.topic}[{tp.partition}]: {err}"))
+                    if err.code != UNKNOWN_TOPIC_OR_PARTITION:  # the fetcher reports missing topics
+                        self.ctx.report(KafkaError(err.code, f"resetting the position of {tp.topic}[{tp.partition}]: {err}"))
+                    self._back_off(state)
+                    state.notify(err)  # a seek() waiting for this learns why
                     retry = True
                 elif answer.offset < 0:
                     # No record at or after the timestamp: continue from the end.
                     state.request_reset(ResetKind.LATEST)
-                    retry = True
                 else:
                     state.seek(answer.offset, answer.leader_epoch if state.reset_kind is ResetKind.LATEST else UNKNOWN_EPOCH)
             if retry:
@@ -262,8 +265,9 @@ class PositionResolver:
                     if err is not None and err.code == UNSUPPORTED_VERSION:
                         self._validated(state)  # nothing to check with: fetch on
                     else:
-                        # Try again on the next kick (metadata was refreshed by the request).
-                        self.ctx.loop.call_later(self.ctx.config.retry_backoff_ms / 1000.0, self.kick)
+                        # Try again after a backoff (metadata was refreshed by the request).
+                        self._back_off(state)
+                        self.ctx.loop.call_later(self.ctx.config.retry_backoff_max_ms / 1000.0, self.kick)
                     continue
                 if 0 <= answer.end_offset < state.position:
                     self.ctx.report(
@@ -281,12 +285,15 @@ class PositionResolver:
 
         offsets_for_leader_epochs(self.ctx, queries, done)
 
+    def _back_off(self, state: PartitionState) -> None:
+        state.retry_at = self.ctx.loop.time() + self.ctx.config.retry_backoff_max_ms / 1000.0
+
     def _validated(self, state: PartitionState) -> None:
         if state.reset_after_validation:
             state.reset_after_validation = False
             self.apply_reset_policy(state)
         else:
-            state.phase = Phase.FETCHING
+            state.resume_fetching()
 
     def apply_reset_policy(self, state: PartitionState) -> None:
         """OFFSET_OUT_OF_RANGE without truncation: auto_offset_reset, or an error."""

@@ -10,8 +10,8 @@ out of order).
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 
 from kafkaev.types import OFFSET_BEGINNING, OFFSET_END, TopicPartition
 
@@ -57,6 +57,20 @@ class PartitionState:
     interrupted: bool = False
     # Validation was started by OFFSET_OUT_OF_RANGE: without truncation, reset next.
     reset_after_validation: bool = False
+    # Loop time before which a failed reset/validation is not tried again (backoff).
+    retry_at: float = 0.0
+    # Called once when the position is next settled (FETCHING), failed, or unassigned.
+    waiters: list[Callable[[PartitionState, BaseException | None], object]] = field(default_factory=list)
+
+    def notify(self, err: BaseException | None = None) -> None:
+        waiters, self.waiters = self.waiters, []
+        for waiter in waiters:
+            waiter(self, err)
+
+    def resume_fetching(self) -> None:
+        """The position checked out (validation): fetch from it."""
+        self.phase = Phase.FETCHING
+        self.notify()
 
     @property
     def fetchable(self) -> bool:
@@ -66,13 +80,16 @@ class PartitionState:
         """Set an absolute position (>= 0)."""
         self.position = offset
         self.position_epoch = epoch
+        self.retry_at = 0.0
         self.phase = Phase.FETCHING
         self.generation += 1
         self.interrupted = True
+        self.notify()
 
     def request_reset(self, kind: ResetKind, timestamp: int = 0) -> None:
         self.reset_kind = kind
         self.reset_timestamp = timestamp
+        self.retry_at = 0.0
         self.phase = Phase.AWAIT_RESET
         self.generation += 1
         self.interrupted = True
@@ -90,6 +107,7 @@ class PartitionState:
     def fail(self) -> None:
         self.phase = Phase.FAILED
         self.generation += 1
+        self.notify()
 
 
 class SubscriptionState:
@@ -134,6 +152,7 @@ class SubscriptionState:
                 state.generation += 1
                 state.interrupted = True
                 removed.append(state)
+                state.notify()
         return removed
 
     def clear(self) -> list[PartitionState]:
