@@ -101,3 +101,20 @@ cdef class ReadBuffer:
 cdef uint32_t crc32c_update(uint32_t crc, const char *data, Py_ssize_t n) noexcept nogil
 # Java's Utils.toPositive(Utils.murmur2(data)): the partitioner hash.
 cdef int32_t murmur2_positive(const char *data, Py_ssize_t n) noexcept nogil
+
+
+# --- compression (_codecs/compression.pxi) ---
+# Codec numbers of RecordBatch attributes bits 0-2.
+cdef enum CompressionCodec:
+    COMPRESSION_NONE = 0
+    COMPRESSION_GZIP = 1
+    COMPRESSION_SNAPPY = 2
+    COMPRESSION_LZ4 = 3
+    COMPRESSION_ZSTD = 4
+
+# Compress a batch's records section as the Java client writes it (codec default level).
+cdef bytes compress_payload(int codec, object data)
+# Same at a given level; -1 selects the codec's default.
+cdef bytes compress_payload_level(int codec, object data, int level)
+# Decompress; ProtocolError naming the codec if corrupt or larger than max_size bytes.
+cdef bytes decompress_payload(int codec, object data, Py_ssize_t max_size)

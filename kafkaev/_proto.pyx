@@ -7,3 +7,5 @@ from kafkaev.errors import KafkaError, ProtocolError
 
 include "_codecs/buffers.pxi"
 include "_codecs/hashing.pxi"
+include "_codecs/compression.pxi"
+include "_codecs/record_reader.pxi"
