@@ -49,7 +49,7 @@ from .config import (
     scram_format_arguments,
     write_log4j2_config,
 )
-from .probe import NodeMetadata, ProbeError, node_metadata
+from .probe import NodeMetadata, ProbeError, node_metadata, quorum_leader
 
 START_TIMEOUT_S = 120.0
 STOP_GRACE_S = 15.0
@@ -572,6 +572,17 @@ class LocalCluster(KafkaCluster):
                 raise RuntimeError("node_metadata: no node is running")
             node_id = running[0]
         return node_metadata("127.0.0.1", self.node(node_id).ports.plaintext, topics)
+
+    def active_controller(self) -> int:
+        """Node id of the active KRaft controller (DescribeQuorum, forwarded by a running node).
+
+        Pausing that node stalls everything that needs the controller (creating topics, producer ids
+        for idempotent producers) until the quorum elects another, which takes seconds to tens of seconds.
+        """
+        running = self.running_nodes()
+        if not running:
+            raise RuntimeError("active_controller: no node is running")
+        return quorum_leader("127.0.0.1", self.node(running[0]).ports.plaintext)
 
     def partition_state(self, topic: str, partition: int, node_id: int | None = None) -> PartitionState:
         """Leader, replicas and ISR of a partition as one node (default: the first running) reports them."""

@@ -17,6 +17,10 @@ API_VERSIONS_KEY = 18
 API_VERSIONS_VERSION = 3
 METADATA_KEY = 3
 METADATA_VERSION = 12
+DESCRIBE_QUORUM_KEY = 55
+DESCRIBE_QUORUM_VERSION = 0
+METADATA_LOG_TOPIC = "__cluster_metadata"
+METADATA_LOG_PARTITION = 0
 PROBE_CORRELATION_ID = 0x6B65
 PROBE_CLIENT_ID = b"kafkaev-probe"
 PROBE_SOFTWARE_NAME = b"kafkaev-probe"
@@ -230,6 +234,40 @@ def decode_metadata_response(frame: bytes) -> NodeMetadata:
     return NodeMetadata(brokers, controller_id, topics)
 
 
+def encode_describe_quorum_request() -> bytes:
+    """The size-prefixed DescribeQuorum v0 request for the metadata log's single partition."""
+    # DescribeQuorumRequest v0 (flexible): Topics compact array of (TopicName compact string,
+    # Partitions compact array of (PartitionIndex int32, TaggedFields), TaggedFields), TaggedFields.
+    body = _uvarint(2) + _compact_string(METADATA_LOG_TOPIC.encode())
+    body += _uvarint(2) + struct.pack(">i", METADATA_LOG_PARTITION) + _uvarint(0)
+    body += _uvarint(0) + _uvarint(0)
+    return _frame(DESCRIBE_QUORUM_KEY, DESCRIBE_QUORUM_VERSION, body)
+
+
+def decode_quorum_leader(frame: bytes) -> int:
+    """The LeaderId of a DescribeQuorum v0 response frame: the active controller."""
+    reader = _Reader(frame)
+    # ResponseHeader v1: CorrelationId int32, TaggedFields.
+    correlation_id = reader.unpack(">i")
+    if correlation_id != PROBE_CORRELATION_ID:
+        raise ProbeError(f"DescribeQuorum correlation id {correlation_id} != {PROBE_CORRELATION_ID}")
+    reader.skip_tagged_fields()
+    error_code = reader.unpack(">h")
+    if error_code != NO_ERROR:
+        raise ProbeError(f"DescribeQuorum failed with error code {error_code}")
+    if reader.uvarint() - 1 != 1:
+        raise ProbeError("DescribeQuorum answered for other than one topic")
+    reader.compact_string()  # TopicName
+    if reader.uvarint() - 1 != 1:
+        raise ProbeError("DescribeQuorum answered for other than one partition")
+    reader.unpack(">i")  # PartitionIndex
+    partition_error = reader.unpack(">h")
+    if partition_error != NO_ERROR:
+        raise ProbeError(f"DescribeQuorum partition failed with error code {partition_error}")
+    # Only LeaderId is needed; the voter and observer states that follow are left unread.
+    return reader.unpack(">i")
+
+
 def _read_exact(sock: socket.socket, size: int) -> bytes:
     chunks = bytearray()
     while len(chunks) < size:
@@ -252,6 +290,11 @@ def _exchange(host: str, port: int, request: bytes, timeout: float) -> bytes:
 def api_versions(host: str, port: int, timeout: float = 5.0) -> BrokerApiVersions:
     """Ask the broker at ``host:port`` (a PLAINTEXT listener) for its ApiVersions."""
     return decode_api_versions_response(_exchange(host, port, encode_api_versions_request(), timeout))
+
+
+def quorum_leader(host: str, port: int, timeout: float = 5.0) -> int:
+    """The node id of the active KRaft controller, asked through the broker at ``host:port``."""
+    return decode_quorum_leader(_exchange(host, port, encode_describe_quorum_request(), timeout))
 
 
 def node_metadata(
