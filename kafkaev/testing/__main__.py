@@ -1,6 +1,6 @@
 """Command line for the local test cluster.
 
-    python -m kafkaev.testing start [--nodes 1|3] [--dir D]   # run until Ctrl-C / SIGTERM
+    python -m kafkaev.testing start [--nodes 1|3] [--dir D] [--jvm fast-start|throughput] [--heap 512m]
     python -m kafkaev.testing jars                           # only resolve the Kafka jars
 
 ``start`` prints the addresses as KEY=VALUE lines (PLAINTEXT first, as BOOTSTRAP=...), then READY, so a
@@ -16,7 +16,9 @@ import threading
 from pathlib import Path
 
 from . import jars
-from .cluster import LocalCluster
+from .cluster import FAST_START_JVM_OPTIONS, HEAP, THROUGHPUT_JVM_OPTIONS, LocalCluster
+
+JVM_PROFILES = {"fast-start": FAST_START_JVM_OPTIONS, "throughput": THROUGHPUT_JVM_OPTIONS}
 
 
 def _print_addresses(cluster: LocalCluster) -> None:
@@ -44,7 +46,9 @@ def _start(args: argparse.Namespace) -> int:
         print(f"--nodes: must be >= 1, got {args.nodes}", file=sys.stderr)
         return 2
     stop_requested = threading.Event()
-    cluster = LocalCluster(nodes=args.nodes, directory=args.dir)
+    cluster = LocalCluster(
+        nodes=args.nodes, directory=args.dir, heap=args.heap, jvm_options=JVM_PROFILES[args.jvm]
+    )
     print(f"kafkaev.testing: starting {args.nodes} Kafka node(s) in {cluster.directory}", file=sys.stderr)
     try:
         cluster.start()
@@ -76,6 +80,13 @@ def main(argv: list[str] | None = None) -> int:
     start = commands.add_parser("start", help="start a local KRaft cluster and keep it running")
     start.add_argument("--nodes", type=int, default=1, help="number of combined broker+controller nodes")
     start.add_argument("--dir", type=Path, default=None, help="data/log directory (default: a temp dir)")
+    start.add_argument(
+        "--jvm",
+        choices=sorted(JVM_PROFILES),
+        default="fast-start",
+        help="JVM flags: quick start for tests, or C2 and G1 for long benchmark runs",
+    )
+    start.add_argument("--heap", default=HEAP, help="broker -Xmx (default %(default)s)")
     start.set_defaults(run=_start)
     resolve = commands.add_parser("jars", help="resolve the Apache Kafka jars into the cache")
     resolve.add_argument("--version", default=jars.KAFKA_VERSION)

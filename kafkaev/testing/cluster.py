@@ -57,8 +57,9 @@ STOP_GRACE_S = 15.0
 RECORDING_STOP_GRACE_S = 120.0
 FORMAT_TIMEOUT_S = 120.0
 HEAP = "512m"
-# Measured on 2 cores: serial GC and C1-only compilation cut start-up by roughly a third, and a
-# test broker never runs long enough for C2 to pay off. Benchmarks pass THROUGHPUT_JVM_OPTIONS.
+# Measured on 2 busy cores (format + start to ready): JVM defaults 31s, serial GC only 28s, serial GC
+# and C1-only 17-21s, plus the class-data archive (cds.py) 7-13s. A test broker never runs long enough
+# for C2 to pay off; benchmarks pass THROUGHPUT_JVM_OPTIONS.
 FAST_START_JVM_OPTIONS = (
     "-XX:+UseSerialGC",
     "-XX:TieredStopAtLevel=1",
