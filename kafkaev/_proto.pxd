@@ -118,3 +118,30 @@ cdef bytes compress_payload(int codec, object data)
 cdef bytes compress_payload_level(int codec, object data, int level)
 # Decompress; ProtocolError naming the codec if corrupt or larger than max_size bytes.
 cdef bytes decompress_payload(int codec, object data, Py_ssize_t max_size)
+
+
+# --- RecordBatch v2 encoder (_codecs/record_builder.pxi) ---
+cdef class RecordBatchBuilder:
+    cdef:
+        char *_records              # the uncompressed Records section
+        Py_ssize_t _records_len
+        Py_ssize_t _capacity
+        int32_t _record_count
+        int64_t _base_timestamp
+        int64_t _max_timestamp
+        int _codec                  # CompressionCodec
+        int _compression_level      # -1: the codec's default
+        Py_ssize_t _max_batch_size
+        object _payload             # cached compressed Records, None when stale
+
+    cdef int _grow(self, Py_ssize_t extra) except -1
+    # The producer's hot path: key/value as pointer + length (-1 and NULL for null),
+    # headers a sequence of (str, bytes-like | str | None) or None.
+    # Returns the record's offset delta, or -1 when the batch is full.
+    cdef int append_raw(self, int64_t timestamp_ms, const char *key, Py_ssize_t key_len,
+                        const char *value, Py_ssize_t value_len, object headers) except -2
+    cdef object _compressed_payload(self)
+    cpdef bytes build(self, int64_t base_offset=*, int32_t partition_leader_epoch=*,
+                      int64_t producer_id=*, int16_t producer_epoch=*, int32_t base_sequence=*,
+                      bint transactional=*, bint is_control=*)
+    cpdef void reset(self)

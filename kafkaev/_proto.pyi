@@ -1,7 +1,9 @@
 # Typing stubs for kafkaev._proto (the Cython codec module).
-from collections.abc import Buffer
+from collections.abc import Sequence
 from typing import Literal
 from uuid import UUID
+
+_BytesLike = bytes | bytearray | memoryview
 
 # --- buffers (_codecs/buffers.pxi) ---
 
@@ -16,7 +18,7 @@ class WriteBuffer:
     def __buffer__(self, flags: int, /) -> memoryview: ...
 
 class ReadBuffer:
-    def __init__(self, data: Buffer, api: str | None = None) -> None: ...
+    def __init__(self, data: _BytesLike, api: str | None = None) -> None: ...
     @property
     def position(self) -> int: ...
     @property
@@ -24,3 +26,46 @@ class ReadBuffer:
     def read(
         self, kind: str, field: str | None = None
     ) -> int | float | bool | str | bytes | memoryview | UUID | dict[int, bytes] | ReadBuffer | None: ...
+
+# --- hashing (_codecs/hashing.pxi) ---
+
+def crc32c(data: _BytesLike, crc: int = 0) -> int: ...
+def murmur2(key: _BytesLike | str) -> int: ...
+def _crc32c_implementation() -> Literal["sse4.2", "table"]: ...
+def _crc32c_table(data: _BytesLike, crc: int = 0) -> int: ...
+
+# --- RecordBatch v2 encoder (_codecs/record_builder.pxi) ---
+
+class RecordBatchBuilder:
+    def __init__(self, codec: int = 0, max_batch_size: int = 1048576, compression_level: int = -1) -> None: ...
+    def append(
+        self,
+        timestamp_ms: int | None,
+        key: _BytesLike | str | None,
+        value: _BytesLike | str | None,
+        headers: Sequence[tuple[str, _BytesLike | str | None]] | None = None,
+    ) -> int: ...
+    def build(
+        self,
+        base_offset: int = 0,
+        partition_leader_epoch: int = -1,
+        producer_id: int = -1,
+        producer_epoch: int = -1,
+        base_sequence: int = -1,
+        transactional: bool = False,
+        is_control: bool = False,
+    ) -> bytes: ...
+    def reset(self) -> None: ...
+    @property
+    def record_count(self) -> int: ...
+    @property
+    def estimated_size(self) -> int: ...
+    @property
+    def max_batch_size(self) -> int: ...
+    @property
+    def codec(self) -> int: ...
+    @property
+    def base_timestamp(self) -> int: ...
+    @property
+    def max_timestamp(self) -> int: ...
+    def __len__(self) -> int: ...

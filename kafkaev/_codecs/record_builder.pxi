@@ -1,0 +1,390 @@
+# RecordBatchBuilder: the RecordBatch v2 encoder (implementation.html,
+# "Record Batch" and "Record").
+#
+# RecordBatch =>
+#   BaseOffset => Int64                    0
+#   BatchLength => Int32                   8   bytes after this field
+#   PartitionLeaderEpoch => Int32         12
+#   Magic => Int8 (2)                     16
+#   CRC => Uint32                         17   CRC-32C of Attributes..end
+#   Attributes => Int16                   21
+#   LastOffsetDelta => Int32              23
+#   BaseTimestamp => Int64                27
+#   MaxTimestamp => Int64                 35
+#   ProducerId => Int64                   43
+#   ProducerEpoch => Int16                51
+#   BaseSequence => Int32                 53
+#   RecordCount => Int32                  57
+#   Records => [Record]                   61   compressed as one block when a codec is set
+#
+# Record =>
+#   Length => Varint                      bytes after this field
+#   Attributes => Int8 (unused, 0)
+#   TimestampDelta => Varlong             from BaseTimestamp
+#   OffsetDelta => Varint                 from BaseOffset
+#   KeyLength => Varint (-1 for null), Key => Bytes
+#   ValueLength => Varint (-1 for null), Value => Bytes
+#   HeaderCount => Varint
+#   [HeaderKeyLength => Varint, HeaderKey => String (UTF-8),
+#    HeaderValueLength => Varint (-1 for null), HeaderValue => Bytes]
+#
+# Records are appended one at a time into the builder's own growing buffer,
+# with no per-record Python objects. The uncompressed records are kept, so a
+# batch can be built again with a new producer epoch or base sequence (an
+# idempotent retry after an epoch bump) by re-stamping the header and
+# re-computing the CRC; the compressed payload is cached between builds.
+
+from cpython.long cimport PyLong_CheckExact
+from libc.time cimport time_t
+
+cdef extern from "<time.h>" nogil:
+    ctypedef int clockid_t
+    cdef struct timespec:
+        time_t tv_sec
+        long tv_nsec
+    int clock_gettime(clockid_t clk, timespec *ts)
+    clockid_t CLOCK_REALTIME
+
+
+cdef enum:
+    BATCH_HEADER_SIZE = 61
+    RECORD_BATCH_MAGIC = 2
+    # Byte offsets of the header fields (see the layout above).
+    OFFSET_BASE_OFFSET = 0
+    OFFSET_BATCH_LENGTH = 8
+    OFFSET_LEADER_EPOCH = 12
+    OFFSET_MAGIC = 16
+    OFFSET_CRC = 17
+    OFFSET_ATTRIBUTES = 21
+    OFFSET_LAST_OFFSET_DELTA = 23
+    OFFSET_BASE_TIMESTAMP = 27
+    OFFSET_MAX_TIMESTAMP = 35
+    OFFSET_PRODUCER_ID = 43
+    OFFSET_PRODUCER_EPOCH = 51
+    OFFSET_BASE_SEQUENCE = 53
+    OFFSET_RECORD_COUNT = 57
+    # BatchLength counts from PartitionLeaderEpoch: it excludes BaseOffset and itself.
+    BATCH_LENGTH_EXCLUDED = 12
+    # Attributes bits.
+    ATTR_COMPRESSION_MASK = 0x07
+    ATTR_TIMESTAMP_LOG_APPEND = 0x08
+    ATTR_TRANSACTIONAL = 0x10
+    ATTR_CONTROL = 0x20
+    # A record's worst-case framing besides key/value/headers:
+    # length (5) + attributes (1) + timestamp delta (10) + offset delta (5)
+    # + key/value lengths (5 + 5) + header count (5).
+    RECORD_OVERHEAD_MAX = 36
+    INITIAL_RECORDS_CAPACITY = 4096
+    DEFAULT_MAX_BATCH_SIZE = 1048576   # the broker's default max.message.bytes, rounded
+
+# Java's RecordBatch.NO_TIMESTAMP: base/max timestamp of a batch with no records.
+cdef int64_t NO_TIMESTAMP = -1
+
+
+cdef inline int _varint_size(int64_t v) noexcept nogil:
+    return _uvarint_size(_zigzag64(v))
+
+
+cdef inline int64_t _now_ms() noexcept nogil:
+    cdef timespec ts
+    clock_gettime(CLOCK_REALTIME, &ts)
+    return <int64_t>ts.tv_sec * 1000 + ts.tv_nsec // 1000000
+
+
+# A key, value or header value as a pointer and length (-1 for null),
+# borrowed from a bytes/str or pinned through the buffer protocol.
+cdef struct _Bytes:
+    const char *ptr
+    Py_ssize_t len
+    bint has_view
+
+
+cdef int _get_bytes(object obj, _Bytes *out, Py_buffer *view, const char *what) except -1:
+    out.has_view = False
+    if obj is None:
+        out.ptr = NULL
+        out.len = -1
+    elif PyBytes_CheckExact(obj):
+        out.ptr = PyBytes_AS_STRING(obj)
+        out.len = PyBytes_GET_SIZE(obj)
+    elif isinstance(obj, str):
+        out.ptr = PyUnicode_AsUTF8AndSize(obj, &out.len)
+    else:
+        try:
+            PyObject_GetBuffer(obj, view, PyBUF_SIMPLE)
+        except TypeError:
+            raise TypeError(
+                f"{what.decode()} must be bytes-like, str or None, got {type(obj).__name__}") from None
+        out.ptr = <const char *>view.buf
+        out.len = view.len
+        out.has_view = True
+    return 0
+
+
+cdef inline void _release_bytes(_Bytes *b, Py_buffer *view) noexcept:
+    if b.has_view:
+        PyBuffer_Release(view)
+        b.has_view = False
+
+
+cdef int _header_parts(object header, _Bytes *key, _Bytes *value, Py_buffer *value_view) except -1:
+    cdef Py_ssize_t n
+    if not isinstance(header, (tuple, list)) or len(header) != 2:
+        raise TypeError(f"headers: each header must be a (str, bytes | None) pair, got {header!r}")
+    name = header[0]
+    if not isinstance(name, str):
+        raise TypeError(f"headers: a header key must be str, got {type(name).__name__}")
+    key.ptr = PyUnicode_AsUTF8AndSize(name, &n)
+    key.len = n
+    key.has_view = False
+    _get_bytes(header[1], value, value_view, b"headers: a header value")
+    return 0
+
+
+cdef inline char *_put_varint(char *p, int64_t v) noexcept nogil:
+    return p + _encode_uvarint(p, _zigzag64(v))
+
+
+cdef inline char *_put_bytes_with_length(char *p, const char *data, Py_ssize_t n) noexcept nogil:
+    if n < 0:
+        return _put_varint(p, -1)
+    p = _put_varint(p, n)
+    memcpy(p, data, n)
+    return p + n
+
+
+cdef class RecordBatchBuilder:
+    """Builds one RecordBatch v2, appending records one at a time.
+
+    ``RecordBatchBuilder(codec=0, max_batch_size=1048576, compression_level=-1)``:
+    ``codec`` is the attributes' compression number (0 none, 1 gzip, 2 snappy,
+    3 lz4, 4 zstd). ``append`` returns the record's offset delta, or -1 when the
+    record would take the batch past ``max_batch_size`` (counted uncompressed,
+    so a compressed batch stays under it too); the first record is always
+    accepted, however large, as in Kafka.
+    """
+
+    def __cinit__(self):
+        self._records = NULL
+        self._records_len = 0
+        self._capacity = 0
+        self._record_count = 0
+        self._base_timestamp = NO_TIMESTAMP
+        self._max_timestamp = NO_TIMESTAMP
+        self._payload = None
+
+    def __init__(self, int codec=COMPRESSION_NONE, Py_ssize_t max_batch_size=DEFAULT_MAX_BATCH_SIZE,
+                 int compression_level=-1):
+        if codec < COMPRESSION_NONE or codec > COMPRESSION_ZSTD:
+            raise ValueError(f"RecordBatchBuilder: 'codec' must be 0..4 (none, gzip, snappy, lz4, zstd), got {codec}")
+        if max_batch_size < BATCH_HEADER_SIZE:
+            raise ValueError(
+                f"RecordBatchBuilder: 'max_batch_size' must be at least {BATCH_HEADER_SIZE}, got {max_batch_size}")
+        self._codec = codec
+        self._compression_level = compression_level
+        self._max_batch_size = max_batch_size
+
+    def __dealloc__(self):
+        PyMem_Free(self._records)
+        self._records = NULL
+
+    cdef int _grow(self, Py_ssize_t extra) except -1:
+        cdef Py_ssize_t needed = self._records_len + extra
+        cdef Py_ssize_t new_capacity = self._capacity * 2 if self._capacity else INITIAL_RECORDS_CAPACITY
+        cdef char *new_records
+        while new_capacity < needed:
+            new_capacity *= 2
+        new_records = <char *>PyMem_Realloc(self._records, new_capacity)
+        if new_records is NULL:
+            raise MemoryError()
+        self._records = new_records
+        self._capacity = new_capacity
+        return 0
+
+    cdef int append_raw(self, int64_t timestamp_ms, const char *key, Py_ssize_t key_len,
+                        const char *value, Py_ssize_t value_len, object headers) except -2:
+        cdef int64_t timestamp_delta
+        cdef int32_t offset_delta = self._record_count
+        cdef Py_ssize_t header_count = 0
+        cdef Py_ssize_t headers_size = 0
+        cdef Py_ssize_t body_size, total_size, i
+        cdef _Bytes hkey, hvalue
+        cdef Py_buffer hvalue_view
+        cdef char *p
+
+        if headers is not None:
+            if not isinstance(headers, (list, tuple)):
+                headers = list(headers)
+            header_count = len(headers)
+            # First pass: validate and size the headers, so the record's length
+            # prefix is known before anything is written.
+            for i in range(header_count):
+                _header_parts(headers[i], &hkey, &hvalue, &hvalue_view)
+                headers_size += (_varint_size(hkey.len) + hkey.len
+                                 + _varint_size(hvalue.len) + (hvalue.len if hvalue.len > 0 else 0))
+                _release_bytes(&hvalue, &hvalue_view)
+
+        if self._record_count == 0:
+            self._base_timestamp = timestamp_ms
+            self._max_timestamp = timestamp_ms
+        timestamp_delta = timestamp_ms - self._base_timestamp
+
+        body_size = (1 + _varint_size(timestamp_delta) + _varint_size(offset_delta)
+                     + _varint_size(key_len) + (key_len if key_len > 0 else 0)
+                     + _varint_size(value_len) + (value_len if value_len > 0 else 0)
+                     + _varint_size(header_count) + headers_size)
+        total_size = _varint_size(body_size) + body_size
+        if self._record_count > 0 and (
+                BATCH_HEADER_SIZE + self._records_len + total_size > self._max_batch_size):
+            return -1
+        if self._records_len + total_size > self._capacity:
+            self._grow(total_size)
+
+        p = self._records + self._records_len
+        p = _put_varint(p, body_size)
+        p[0] = 0                                  # Attributes => Int8 (unused)
+        p += 1
+        p = _put_varint(p, timestamp_delta)
+        p = _put_varint(p, offset_delta)
+        p = _put_bytes_with_length(p, key, key_len)
+        p = _put_bytes_with_length(p, value, value_len)
+        p = _put_varint(p, header_count)
+        for i in range(header_count):
+            _header_parts(headers[i], &hkey, &hvalue, &hvalue_view)
+            p = _put_bytes_with_length(p, hkey.ptr, hkey.len)
+            p = _put_bytes_with_length(p, hvalue.ptr, hvalue.len)
+            _release_bytes(&hvalue, &hvalue_view)
+
+        self._records_len += total_size
+        self._record_count += 1
+        if timestamp_ms > self._max_timestamp:
+            self._max_timestamp = timestamp_ms
+        self._payload = None
+        return offset_delta
+
+    def append(self, timestamp_ms, key, value, headers=None):
+        """Appends one record; returns its offset delta, or -1 when the batch is full.
+
+        ``timestamp_ms``: int (CreateTime, ms since the epoch) or None for now.
+        ``key``/``value``: bytes-like, str (encoded UTF-8) or None.
+        ``headers``: a sequence of ``(str, bytes | str | None)`` pairs, or None.
+        """
+        cdef _Bytes k, v
+        cdef Py_buffer key_view, value_view
+        cdef int64_t ts
+        if PyLong_CheckExact(timestamp_ms):
+            ts = timestamp_ms
+        elif timestamp_ms is None:
+            ts = _now_ms()
+        elif isinstance(timestamp_ms, int):
+            ts = timestamp_ms
+        else:
+            raise TypeError(f"append: 'timestamp_ms' must be an int or None, got {type(timestamp_ms).__name__}")
+        # The common case, bytes key and value, borrows their storage directly.
+        if PyBytes_CheckExact(value) and (key is None or PyBytes_CheckExact(key)):
+            if key is None:
+                return self.append_raw(ts, NULL, -1, PyBytes_AS_STRING(value), PyBytes_GET_SIZE(value), headers)
+            return self.append_raw(ts, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key),
+                                   PyBytes_AS_STRING(value), PyBytes_GET_SIZE(value), headers)
+        _get_bytes(key, &k, &key_view, b"append: 'key'")
+        try:
+            _get_bytes(value, &v, &value_view, b"append: 'value'")
+            try:
+                return self.append_raw(ts, k.ptr, k.len, v.ptr, v.len, headers)
+            finally:
+                _release_bytes(&v, &value_view)
+        finally:
+            _release_bytes(&k, &key_view)
+
+    cdef object _compressed_payload(self):
+        if self._payload is None:
+            records = PyBytes_FromStringAndSize(self._records, self._records_len)
+            if self._codec == COMPRESSION_NONE:
+                self._payload = records
+            else:
+                self._payload = compress_payload_level(self._codec, records, self._compression_level)
+        return self._payload
+
+    cpdef bytes build(self, int64_t base_offset=0, int32_t partition_leader_epoch=-1,
+                      int64_t producer_id=-1, int16_t producer_epoch=-1, int32_t base_sequence=-1,
+                      bint transactional=False, bint is_control=False):
+        """The finished batch as bytes. Can be called again (e.g. with a new
+        producer epoch and base sequence): only the header is re-stamped."""
+        cdef const char *payload
+        cdef Py_ssize_t payload_len, total
+        cdef int16_t attributes = <int16_t>(self._codec & ATTR_COMPRESSION_MASK)
+        cdef bytes batch
+        cdef char *out
+        cdef uint32_t crc
+        if self._codec == COMPRESSION_NONE:
+            # No intermediate copy: the records go straight into the batch.
+            payload = self._records
+            payload_len = self._records_len
+        else:
+            compressed = self._compressed_payload()
+            payload = PyBytes_AS_STRING(compressed)
+            payload_len = PyBytes_GET_SIZE(compressed)
+        total = BATCH_HEADER_SIZE + payload_len
+        if total - BATCH_LENGTH_EXCLUDED > INT32_MAX_LENGTH:
+            raise ValueError(f"RecordBatchBuilder.build: batch of {total} bytes exceeds the Int32 length")
+        if transactional:
+            attributes |= ATTR_TRANSACTIONAL
+        if is_control:
+            attributes |= ATTR_CONTROL
+        batch = PyBytes_FromStringAndSize(NULL, total)
+        out = PyBytes_AS_STRING(batch)
+        _pack_int64(out + OFFSET_BASE_OFFSET, base_offset)
+        _pack_int32(out + OFFSET_BATCH_LENGTH, <int32_t>(total - BATCH_LENGTH_EXCLUDED))
+        _pack_int32(out + OFFSET_LEADER_EPOCH, partition_leader_epoch)
+        out[OFFSET_MAGIC] = RECORD_BATCH_MAGIC
+        _pack_int16(out + OFFSET_ATTRIBUTES, attributes)
+        _pack_int32(out + OFFSET_LAST_OFFSET_DELTA, <int32_t>(self._record_count - 1))
+        _pack_int64(out + OFFSET_BASE_TIMESTAMP, self._base_timestamp)
+        _pack_int64(out + OFFSET_MAX_TIMESTAMP, self._max_timestamp)
+        _pack_int64(out + OFFSET_PRODUCER_ID, producer_id)
+        _pack_int16(out + OFFSET_PRODUCER_EPOCH, producer_epoch)
+        _pack_int32(out + OFFSET_BASE_SEQUENCE, base_sequence)
+        _pack_int32(out + OFFSET_RECORD_COUNT, <int32_t>self._record_count)
+        if payload_len:
+            memcpy(out + BATCH_HEADER_SIZE, payload, payload_len)
+        with nogil:
+            crc = crc32c_update(0, out + OFFSET_ATTRIBUTES, total - OFFSET_ATTRIBUTES)
+        _pack_int32(out + OFFSET_CRC, <int32_t>crc)
+        return batch
+
+    cpdef void reset(self):
+        """Empties the builder for the next batch, keeping its memory."""
+        self._records_len = 0
+        self._record_count = 0
+        self._base_timestamp = NO_TIMESTAMP
+        self._max_timestamp = NO_TIMESTAMP
+        self._payload = None
+
+    @property
+    def record_count(self):
+        return self._record_count
+
+    @property
+    def estimated_size(self):
+        """Header plus records so far, uncompressed: O(1), an upper bound of the built size
+        for uncompressed batches and the limit ``append`` checks."""
+        return BATCH_HEADER_SIZE + self._records_len
+
+    @property
+    def max_batch_size(self):
+        return self._max_batch_size
+
+    @property
+    def codec(self):
+        return self._codec
+
+    @property
+    def base_timestamp(self):
+        return self._base_timestamp
+
+    @property
+    def max_timestamp(self):
+        return self._max_timestamp
+
+    def __len__(self):
+        return self._record_count
