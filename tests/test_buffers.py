@@ -2,19 +2,22 @@
 the protocol says (checked against aiokafka's independent varint codec), and
 every malformed input fails with a ProtocolError naming the api and field."""
 
+import os
 import struct
 import uuid
 
 import pytest
 from aiokafka.record.util import encode_varint as aiokafka_encode_varint
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
-from kafkaev._proto import ReadBuffer, WriteBuffer
 
+from kafkaev._proto import ReadBuffer, WriteBuffer
 from kafkaev.errors import PROTOCOL, ProtocolError
 
 INT32 = st.integers(-(2**31), 2**31 - 1)
 INT64 = st.integers(-(2**63), 2**63 - 1)
+# KAFKAEV_FUZZ_EXAMPLES=100000 turns the random-frame test into a long fuzz run.
+FUZZ_EXAMPLES = int(os.environ.get("KAFKAEV_FUZZ_EXAMPLES", "300"))
 
 
 def encode(kind, value):
@@ -238,6 +241,7 @@ def test_error_without_api_or_field_still_explains():
     assert info.value.message == "frame: runs past the end of the frame (needs 4 bytes, 0 left)"
 
 
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None)
 @given(
     st.binary(max_size=64),
     st.sampled_from(
