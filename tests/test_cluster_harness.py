@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import textwrap
@@ -15,13 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from kafkaev.testing import jars
+from kafkaev.testing import jars, probe
 from kafkaev.testing.admin import KafkaCluster, UnknownPartition
 from kafkaev.testing.cluster import BrokerStartError, LocalCluster
 from kafkaev.testing.peer import PeerRecord, consume, produce, round_trip
 
 # Kafka's MetadataVersion feature levels: 4.0-IV0 is 22 (3.9-IV0 was 21).
 METADATA_VERSION_4_0_IV0 = 22
+UNKNOWN_TOPIC_OR_PARTITION = 3
 FAILOVER_TIMEOUT_S = 45.0
 PROCESS_EXIT_TIMEOUT_S = 15.0
 
@@ -247,3 +249,17 @@ def test_start_retries_on_fresh_ports_when_a_port_was_taken(
 
 def kafka_answers(cluster: LocalCluster) -> bool:
     return bool(cluster.metadata(timeout=10).brokers)
+
+
+def test_probe_rejects_truncated_or_foreign_answers(kafka: KafkaCluster) -> None:
+    host, port = kafka.bootstrap.split(",")[0].rsplit(":", 1)
+    frame = probe._exchange(host, int(port), probe.encode_api_versions_request(), 5.0)
+    assert probe.decode_api_versions_response(frame).apis[probe.API_VERSIONS_KEY].max_version >= 3
+    with pytest.raises(probe.ProbeError, match="truncated"):
+        probe.decode_api_versions_response(frame[: len(frame) // 2])
+    foreign = struct.pack(">i", probe.PROBE_CORRELATION_ID + 1) + frame[4:]
+    with pytest.raises(probe.ProbeError, match="correlation id"):
+        probe.decode_api_versions_response(foreign)
+    # A v12 Metadata answer for a topic that does not exist carries the error, not an exception.
+    view = probe.node_metadata(host, int(port), ["kafkaev-no-such-topic"])
+    assert view.topics["kafkaev-no-such-topic"].error_code == UNKNOWN_TOPIC_OR_PARTITION

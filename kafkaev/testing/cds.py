@@ -2,7 +2,7 @@
 
 The first broker run that finds no archive records one with ``-XX:ArchiveClassesAtExit`` (the JVM writes
 it during a clean exit); later runs map it with ``-XX:SharedArchiveFile``. The archive is keyed by the
-jar set, the Java runtime and the JVM options, since CDS rejects an archive made under a different
+jar set (and when it was written), the Java runtime and the JVM options, since CDS rejects an archive made under a different
 class path or runtime. A run that is SIGKILLed never publishes its (possibly partial) archive.
 """
 
@@ -22,10 +22,13 @@ CDS_ENV = "KAFKAEV_BROKER_CDS"  # "0" turns the archive off
 class ClassDataArchive:
     def __init__(self, version: str, java: str, jvm_options: Sequence[str]) -> None:
         self.enabled = os.environ.get(CDS_ENV, "1") != "0"
-        marker = jars.libs_dir(version) / jars.MARKER_NAME
+        libs = jars.libs_dir(version)
+        marker = libs / jars.MARKER_NAME
         key = "\0".join(
             [
                 marker.read_text() if marker.exists() else "",
+                # A re-resolved jar set has new file times, which CDS checks: record anew.
+                str(libs.stat().st_mtime_ns) if libs.exists() else "",
                 os.path.realpath(shutil.which(java) or java),
                 *jvm_options,
             ]
