@@ -44,6 +44,15 @@ FLUSH_THRESHOLD: int  # coalesced writes go out at once past this many bytes
 class Connection:
     # Settable by the cluster layer; informational for the connection itself.
     node_id: int
+    # Counters over the object's life (across reconnects).
+    @property
+    def requests_sent(self) -> int: ...
+    @property
+    def responses_received(self) -> int: ...
+    @property
+    def writes(self) -> int: ...  # socket writes: requests of one loop iteration share one
+    @property
+    def bytes_sent(self) -> int: ...
     # Handlers (None to clear).
     on_connect: Callable[[], object] | None  # ready: socket open, ApiVersions negotiated, SASL done
     on_error: Callable[[BaseException], object] | None  # KafkaError, or an exception a user callback raised

@@ -72,3 +72,7 @@ def ssl_context(tls: TLSConfig | ssl.SSLContext | None) -> ssl.SSLContext | None
     if isinstance(tls, TLSConfig):
         return tls.context()
     raise TypeError(f"tls must be a TLSConfig, an ssl.SSLContext or None, not {type(tls).__name__}")
+
+
+class InsecureCredentialsWarning(UserWarning):
+    """SASL credentials are about to cross a connection without TLS."""

@@ -1,0 +1,38 @@
+# Constants about the APIs the connection speaks; the API_* keys themselves come from _proto.pxd.
+
+cdef enum:
+    API_KEY_LIMIT = 128
+
+# Fetch v13+ names topics by id only; requests carrying names stay at v12.
+cdef int FETCH_LAST_VERSION_WITH_NAMES = 12
+# AddPartitionsToTxn v4+ is the broker-to-broker batched form; clients speak v3 and below.
+cdef int ADD_PARTITIONS_TO_TXN_CLIENT_MAX = 3
+# OffsetForLeaderEpoch replica_id for a consumer (not a follower, not debugging).
+cdef int CONSUMER_REPLICA_ID = -2
+# ListOffsets/Fetch replica_id for a client.
+cdef int CLIENT_REPLICA_ID = -1
+# DescribeCluster endpoint type: brokers (2 would be controllers).
+cdef int ENDPOINT_TYPE_BROKERS = 1
+
+
+# Topic id meaning "none": requests that name topics leave it all zero.
+ZERO_UUID = _proto.ZERO_UUID
+
+cdef dict _API_NAMES = dict(_proto.API_NAMES)
+cdef dict _RESPONSE_LABELS = {}
+
+
+cdef str api_name(int key):
+    """The schema name of an API ("Metadata")."""
+    name = _API_NAMES.get(key)
+    return name if name is not None else f"ApiKey{key}"
+
+
+cdef bytes response_label(int16_t key, int16_t version):
+    """b"Fetch v12 response", for ProtocolError messages; cached, built once per (key, version)."""
+    cdef int slot = (<int>key << 16) | <int>version
+    label = _RESPONSE_LABELS.get(slot)
+    if label is None:
+        label = f"{api_name(key)} v{version} response".encode()
+        _RESPONSE_LABELS[slot] = label
+    return label

@@ -1,0 +1,604 @@
+# Connection: BaseConnection plus one typed helper per Kafka request the cluster client needs.
+# Each helper checks its arguments (TypeError/ValueError at once, naming the argument), builds
+# the generated request object and sends it at the negotiated version; cb(response, err).
+# Included from _conn.pyx.
+
+
+cdef class Connection(BaseConnection):
+    """One pipelined connection to one Kafka broker; see kafkaev/_conn.pyi for the contract."""
+
+    # --- cluster metadata -------------------------------------------------------------------
+
+    def api_versions_request(self, cb):
+        _check_cb(cb)
+        cdef int v = self._version_or_fail(API_API_VERSIONS, cb)
+        if v >= 0:
+            body = P.ApiVersionsRequest(client_software_name=CLIENT_SOFTWARE_NAME,
+                                        client_software_version=_proto_version())
+            self._send(API_API_VERSIONS, v, body, cb, self._request_timeout, True)
+
+    def metadata(self, topics, cb, *, allow_auto_topic_creation=True):
+        cdef P.MetadataRequest req
+        cdef P.MetadataRequestTopic entry
+        cdef list entries = None
+        _check_cb(cb)
+        if topics is not None:
+            if isinstance(topics, str):
+                raise TypeError("topics must be an iterable of str or None, not a str")
+            entries = []
+            for name in topics:
+                _check_str("topics entry", name)
+                entry = P.MetadataRequestTopic.__new__(P.MetadataRequestTopic)
+                entry.name = name
+                entry.topic_id = ZERO_UUID
+                entries.append(entry)
+        cdef int v = self._version_or_fail(API_METADATA, cb)
+        if v < 0:
+            return
+        req = P.MetadataRequest.__new__(P.MetadataRequest)
+        req.topics = entries
+        req.allow_auto_topic_creation = bool(allow_auto_topic_creation)
+        req.include_cluster_authorized_operations = False
+        req.include_topic_authorized_operations = False
+        self._send(API_METADATA, v, req, cb, self._request_timeout, True)
+
+    def describe_cluster(self, cb):
+        _check_cb(cb)
+        cdef int v = self._version_or_fail(API_DESCRIBE_CLUSTER, cb)
+        if v >= 0:
+            body = P.DescribeClusterRequest(include_cluster_authorized_operations=False,
+                                            endpoint_type=ENDPOINT_TYPE_BROKERS)
+            self._send(API_DESCRIBE_CLUSTER, v, body, cb, self._request_timeout, True)
+
+    # --- produce ----------------------------------------------------------------------------
+
+    def produce(self, topic, partition, records, cb, *, acks=-1, timeout_ms=30000, transactional_id=None):
+        _check_str("topic", topic)
+        cdef int32_t p = _partition("partition", partition)
+        _check_records(records)
+        _check_cb(cb)
+        self._produce(((topic, p, records),), cb, acks, timeout_ms, transactional_id, False)
+
+    def produce_batch(self, batches, cb, *, acks=-1, timeout_ms=30000, transactional_id=None):
+        _check_cb(cb)
+        self._produce(batches, cb, acks, timeout_ms, transactional_id, True)
+
+    cdef int _produce(self, object batches, object cb, object acks, object timeout_ms,
+                      object transactional_id, bint check) except -1:
+        cdef P.ProduceRequest req
+        cdef P.TopicProduceData topic_data
+        cdef P.PartitionProduceData part
+        cdef dict by_topic = {}
+        cdef int16_t ack = <int16_t>_check_int("acks", acks, -1, 1)
+        cdef int32_t timeout = <int32_t>_check_int("timeout_ms", timeout_ms, 0, INT32_MAX)
+        _check_opt_str("transactional_id", transactional_id)
+        for batch in batches:
+            if check:
+                if not isinstance(batch, tuple) or len(batch) != 3:
+                    raise TypeError("batches entries must be (topic, partition, records) tuples")
+                _check_str("batches topic", batch[0])
+                _partition("batches partition", batch[1])
+                _check_records(batch[2])
+            topic = batch[0]
+            topic_data = by_topic.get(topic)
+            if topic_data is None:
+                topic_data = P.TopicProduceData.__new__(P.TopicProduceData)
+                topic_data.name = topic
+                topic_data.partition_data = []
+                by_topic[topic] = topic_data
+            part = P.PartitionProduceData.__new__(P.PartitionProduceData)
+            part.index = batch[1]
+            part.records = batch[2]
+            topic_data.partition_data.append(part)
+        if not by_topic:
+            raise ValueError("batches must not be empty")
+        cdef int v = self._version_or_fail(API_PRODUCE, cb)
+        if v < 0:
+            return 0
+        req = P.ProduceRequest.__new__(P.ProduceRequest)
+        req.transactional_id = transactional_id
+        req.acks = ack
+        req.timeout_ms = timeout
+        req.topic_data = list(by_topic.values())
+        # The broker may hold the response for up to timeout_ms waiting for replicas.
+        self._send(API_PRODUCE, v, req, cb, self._request_timeout + timeout / 1000.0, ack != 0)
+        return 0
+
+    # --- fetch ------------------------------------------------------------------------------
+
+    def fetch(self, topic, partition, offset, cb, *, max_wait_ms=500, min_bytes=1, max_bytes=52428800,
+              partition_max_bytes=1048576, isolation_level=0, current_leader_epoch=-1):
+        _check_str("topic", topic)
+        self.fetch_multi(((topic, partition, offset, partition_max_bytes, current_leader_epoch),), cb,
+                         max_wait_ms=max_wait_ms, min_bytes=min_bytes, max_bytes=max_bytes,
+                         isolation_level=isolation_level)
+
+    def fetch_multi(self, partitions, cb, *, max_wait_ms=500, min_bytes=1, max_bytes=52428800,
+                    isolation_level=0, session_id=0, session_epoch=-1, forgotten=()):
+        cdef P.FetchRequest req
+        cdef P.FetchTopic fetch_topic
+        cdef P.FetchPartition part
+        cdef P.ForgottenTopic gone
+        cdef dict by_topic = {}
+        cdef bint all_ids = True
+        _check_cb(cb)
+        cdef int32_t wait_ms = <int32_t>_check_int("max_wait_ms", max_wait_ms, 0, INT32_MAX)
+        cdef int32_t min_b = _int32("min_bytes", min_bytes)
+        cdef int32_t max_b = _int32("max_bytes", max_bytes)
+        cdef int8_t isolation = <int8_t>_check_int("isolation_level", isolation_level, 0, 1)
+        cdef int32_t sess_id = _int32("session_id", session_id)
+        cdef int32_t sess_epoch = _int32("session_epoch", session_epoch)
+        for item in partitions:
+            if not isinstance(item, tuple) or not 5 <= len(item) <= 6:
+                raise TypeError("partitions entries must be (topic, partition, offset, partition_max_bytes, "
+                                "current_leader_epoch[, topic_id]) tuples")
+            topic = item[0]
+            _check_str("partitions topic", topic)
+            topic_id = item[5] if len(item) == 6 else None
+            if topic_id is None:
+                all_ids = False
+            fetch_topic = by_topic.get(topic)
+            if fetch_topic is None:
+                fetch_topic = P.FetchTopic.__new__(P.FetchTopic)
+                fetch_topic.topic = topic
+                fetch_topic.topic_id = topic_id if topic_id is not None else ZERO_UUID
+                fetch_topic.partitions = []
+                by_topic[topic] = fetch_topic
+            part = P.FetchPartition.__new__(P.FetchPartition)
+            part.partition = _partition("partitions partition", item[1])
+            part.fetch_offset = _int64("partitions offset", item[2])
+            part.partition_max_bytes = _int32("partitions partition_max_bytes", item[3])
+            part.current_leader_epoch = _int32("partitions current_leader_epoch", item[4])
+            part.last_fetched_epoch = -1
+            part.log_start_offset = -1
+            part.replica_directory_id = ZERO_UUID
+            fetch_topic.partitions.append(part)
+        forgotten_list = []
+        for item in forgotten:
+            if not isinstance(item, tuple) or not 2 <= len(item) <= 3:
+                raise TypeError("forgotten entries must be (topic, [partitions][, topic_id]) tuples")
+            _check_str("forgotten topic", item[0])
+            topic_id = item[2] if len(item) == 3 else None
+            if topic_id is None:
+                all_ids = False
+            gone = P.ForgottenTopic.__new__(P.ForgottenTopic)
+            gone.topic = item[0]
+            gone.topic_id = topic_id if topic_id is not None else ZERO_UUID
+            gone.partitions = [_partition("forgotten partition", p) for p in item[1]]
+            forgotten_list.append(gone)
+        cdef int v = self._version_or_fail(API_FETCH, cb)
+        if v < 0:
+            return
+        if not all_ids and v > FETCH_LAST_VERSION_WITH_NAMES:
+            v = FETCH_LAST_VERSION_WITH_NAMES
+            if self._api_versions[API_FETCH][0] > v:
+                self._loop.call_soon(self._invoke_soon, cb, KafkaError(errors.UNSUPPORTED_VERSION, (
+                    f"Fetch: {self._host}:{self._port} requires topic ids (v13+); pass topic_id")))
+                return
+        req = P.FetchRequest.__new__(P.FetchRequest)
+        req.cluster_id = None
+        req.replica_id = CLIENT_REPLICA_ID
+        req.replica_state = None
+        req.max_wait_ms = wait_ms
+        req.min_bytes = min_b
+        req.max_bytes = max_b
+        req.isolation_level = isolation
+        req.session_id = sess_id
+        req.session_epoch = sess_epoch
+        req.topics = list(by_topic.values())
+        req.forgotten_topics_data = forgotten_list
+        req.rack_id = ""
+        # The broker legitimately holds a fetch for max_wait_ms before answering.
+        self._send(API_FETCH, v, req, cb, self._request_timeout + wait_ms / 1000.0, True)
+
+    def list_offsets(self, partitions, cb, *, isolation_level=0):
+        _check_cb(cb)
+        cdef int8_t isolation = <int8_t>_check_int("isolation_level", isolation_level, 0, 1)
+        topics = []
+        for topic, items in _group_by_topic(partitions, "partitions").items():
+            parts = []
+            for item in items:
+                if len(item) != 4:
+                    raise TypeError("partitions entries must be (topic, partition, timestamp, current_leader_epoch)")
+                parts.append(P.ListOffsetsPartition(
+                    partition_index=_partition("partitions partition", item[1]),
+                    timestamp=_int64("partitions timestamp", item[2]),
+                    current_leader_epoch=_int32("partitions current_leader_epoch", item[3]),
+                    max_num_offsets=1))
+            topics.append(P.ListOffsetsTopic(name=topic, partitions=parts))
+        cdef int v = self._version_or_fail(API_LIST_OFFSETS, cb)
+        if v >= 0:
+            body = P.ListOffsetsRequest(replica_id=CLIENT_REPLICA_ID, isolation_level=isolation, topics=topics,
+                                        timeout_ms=int(self._request_timeout * 1000))
+            self._send(API_LIST_OFFSETS, v, body, cb, self._request_timeout, True)
+
+    def offset_for_leader_epoch(self, partitions, cb):
+        _check_cb(cb)
+        topics = []
+        for topic, items in _group_by_topic(partitions, "partitions").items():
+            parts = []
+            for item in items:
+                if len(item) != 4:
+                    raise TypeError("partitions entries must be (topic, partition, current_leader_epoch, leader_epoch)")
+                parts.append(P.OffsetForLeaderPartition(
+                    partition=_partition("partitions partition", item[1]),
+                    current_leader_epoch=_int32("partitions current_leader_epoch", item[2]),
+                    leader_epoch=_int32("partitions leader_epoch", item[3])))
+            topics.append(P.OffsetForLeaderTopic(topic=topic, partitions=parts))
+        cdef int v = self._version_or_fail(API_OFFSET_FOR_LEADER_EPOCH, cb)
+        if v >= 0:
+            body = P.OffsetForLeaderEpochRequest(replica_id=CONSUMER_REPLICA_ID, topics=topics)
+            self._send(API_OFFSET_FOR_LEADER_EPOCH, v, body, cb, self._request_timeout, True)
+
+    # --- groups -----------------------------------------------------------------------------
+
+    def find_coordinator(self, key, cb, *, key_type=0):
+        _check_str("key", key)
+        _check_cb(cb)
+        cdef int8_t kind = <int8_t>_check_int("key_type", key_type, 0, 1)
+        cdef int v = self._version_or_fail(API_FIND_COORDINATOR, cb)
+        if v >= 0:
+            # v0-3 carry one key, v4+ a list: fill both, the encoder writes what the version has.
+            body = P.FindCoordinatorRequest(key=key, key_type=kind, coordinator_keys=[key])
+            self._send(API_FIND_COORDINATOR, v, body, cb, self._request_timeout, True)
+
+    def join_group(self, group_id, member_id, protocol_type, protocols, cb, *, session_timeout_ms=45000,
+                   rebalance_timeout_ms=300000, group_instance_id=None, reason=None):
+        _check_str("group_id", group_id)
+        _check_str("member_id", member_id)
+        _check_str("protocol_type", protocol_type)
+        _check_cb(cb)
+        cdef int32_t session = <int32_t>_check_int("session_timeout_ms", session_timeout_ms, 1, INT32_MAX)
+        cdef int32_t rebalance = <int32_t>_check_int("rebalance_timeout_ms", rebalance_timeout_ms, 1, INT32_MAX)
+        _check_opt_str("group_instance_id", group_instance_id)
+        _check_opt_str("reason", reason)
+        protos = []
+        for item in protocols:
+            if not isinstance(item, tuple) or len(item) != 2:
+                raise TypeError("protocols entries must be (name, metadata_bytes) tuples")
+            _check_str("protocols name", item[0])
+            protos.append(P.JoinGroupRequestProtocol(name=item[0], metadata=item[1]))
+        cdef int v = self._version_or_fail(API_JOIN_GROUP, cb)
+        if v >= 0:
+            body = P.JoinGroupRequest(group_id=group_id, session_timeout_ms=session,
+                                      rebalance_timeout_ms=rebalance, member_id=member_id,
+                                      group_instance_id=group_instance_id, protocol_type=protocol_type,
+                                      protocols=protos, reason=reason)
+            # The coordinator answers only when the rebalance completes.
+            self._send(API_JOIN_GROUP, v, body, cb, self._request_timeout + rebalance / 1000.0, True)
+
+    def sync_group(self, group_id, generation_id, member_id, assignments, cb, *, group_instance_id=None,
+                   protocol_type=None, protocol_name=None):
+        _check_str("group_id", group_id)
+        cdef int32_t generation = _int32("generation_id", generation_id)
+        _check_str("member_id", member_id)
+        _check_cb(cb)
+        _check_opt_str("group_instance_id", group_instance_id)
+        _check_opt_str("protocol_type", protocol_type)
+        _check_opt_str("protocol_name", protocol_name)
+        assigned = []
+        for item in assignments:
+            if not isinstance(item, tuple) or len(item) != 2:
+                raise TypeError("assignments entries must be (member_id, assignment_bytes) tuples")
+            _check_str("assignments member_id", item[0])
+            assigned.append(P.SyncGroupRequestAssignment(member_id=item[0], assignment=item[1]))
+        cdef int v = self._version_or_fail(API_SYNC_GROUP, cb)
+        if v >= 0:
+            body = P.SyncGroupRequest(group_id=group_id, generation_id=generation, member_id=member_id,
+                                      group_instance_id=group_instance_id, protocol_type=protocol_type,
+                                      protocol_name=protocol_name, assignments=assigned)
+            self._send(API_SYNC_GROUP, v, body, cb, self._request_timeout, True)
+
+    def heartbeat(self, group_id, generation_id, member_id, cb, *, group_instance_id=None):
+        _check_str("group_id", group_id)
+        cdef int32_t generation = _int32("generation_id", generation_id)
+        _check_str("member_id", member_id)
+        _check_cb(cb)
+        _check_opt_str("group_instance_id", group_instance_id)
+        cdef int v = self._version_or_fail(API_HEARTBEAT, cb)
+        if v >= 0:
+            body = P.HeartbeatRequest(group_id=group_id, generation_id=generation, member_id=member_id,
+                                      group_instance_id=group_instance_id)
+            self._send(API_HEARTBEAT, v, body, cb, self._request_timeout, True)
+
+    def leave_group(self, group_id, members, cb):
+        _check_str("group_id", group_id)
+        _check_cb(cb)
+        identities = []
+        for item in members:
+            if not isinstance(item, tuple) or len(item) != 2:
+                raise TypeError("members entries must be (member_id, group_instance_id) tuples")
+            _check_str("members member_id", item[0])
+            _check_opt_str("members group_instance_id", item[1])
+            identities.append(P.MemberIdentity(member_id=item[0], group_instance_id=item[1]))
+        if not identities:
+            raise ValueError("members must not be empty")
+        cdef int v = self._version_or_fail(API_LEAVE_GROUP, cb)
+        if v >= 0:
+            # v0-2 leave one member by id; v3+ take the list.
+            body = P.LeaveGroupRequest(group_id=group_id, member_id=identities[0].member_id,
+                                       members=identities)
+            self._send(API_LEAVE_GROUP, v, body, cb, self._request_timeout, True)
+
+    def offset_commit(self, group_id, generation_id, member_id, offsets, cb, *, group_instance_id=None):
+        _check_str("group_id", group_id)
+        cdef int32_t generation = _int32("generation_id", generation_id)
+        _check_str("member_id", member_id)
+        _check_cb(cb)
+        _check_opt_str("group_instance_id", group_instance_id)
+        topics = []
+        for topic, items in _group_by_topic(offsets, "offsets").items():
+            parts = []
+            for item in items:
+                if len(item) != 5:
+                    raise TypeError("offsets entries must be (topic, partition, offset, leader_epoch, metadata)")
+                _check_opt_str("offsets metadata", item[4])
+                parts.append(P.OffsetCommitRequestPartition(
+                    partition_index=_partition("offsets partition", item[1]),
+                    committed_offset=_int64("offsets offset", item[2]),
+                    committed_leader_epoch=_int32("offsets leader_epoch", item[3]),
+                    committed_metadata=item[4]))
+            topics.append(P.OffsetCommitRequestTopic(name=topic, partitions=parts))
+        cdef int v = self._version_or_fail(API_OFFSET_COMMIT, cb)
+        if v >= 0:
+            body = P.OffsetCommitRequest(group_id=group_id, generation_id_or_member_epoch=generation,
+                                         member_id=member_id, group_instance_id=group_instance_id,
+                                         retention_time_ms=-1, topics=topics)
+            self._send(API_OFFSET_COMMIT, v, body, cb, self._request_timeout, True)
+
+    def offset_fetch(self, group_id, partitions, cb, *, require_stable=False):
+        _check_str("group_id", group_id)
+        _check_cb(cb)
+        old_topics = None
+        new_topics = None
+        if partitions is not None:
+            old_topics = []
+            new_topics = []
+            for topic, items in _group_by_topic(partitions, "partitions").items():
+                indexes = [_partition("partitions partition", item[1]) for item in items]
+                old_topics.append(P.OffsetFetchRequestTopic(name=topic, partition_indexes=indexes))
+                new_topics.append(P.OffsetFetchRequestTopics(name=topic, partition_indexes=list(indexes)))
+        cdef int v = self._version_or_fail(API_OFFSET_FETCH, cb)
+        if v >= 0:
+            # v0-7 name one group at top level, v8+ take a list of groups: fill both.
+            group = P.OffsetFetchRequestGroup(group_id=group_id, member_id=None, member_epoch=-1,
+                                              topics=new_topics)
+            body = P.OffsetFetchRequest(group_id=group_id, topics=old_topics, groups=[group],
+                                        require_stable=bool(require_stable))
+            self._send(API_OFFSET_FETCH, v, body, cb, self._request_timeout, True)
+
+    def describe_groups(self, group_ids, cb):
+        _check_cb(cb)
+        if isinstance(group_ids, str):
+            raise TypeError("group_ids must be an iterable of str, not a str")
+        groups = list(group_ids)
+        for g in groups:
+            _check_str("group_ids entry", g)
+        cdef int v = self._version_or_fail(API_DESCRIBE_GROUPS, cb)
+        if v >= 0:
+            body = P.DescribeGroupsRequest(groups=groups, include_authorized_operations=False)
+            self._send(API_DESCRIBE_GROUPS, v, body, cb, self._request_timeout, True)
+
+    def list_groups(self, cb, *, states=(), types=()):
+        _check_cb(cb)
+        states_filter = list(states)
+        types_filter = list(types)
+        for s in states_filter:
+            _check_str("states entry", s)
+        for t in types_filter:
+            _check_str("types entry", t)
+        cdef int v = self._version_or_fail(API_LIST_GROUPS, cb)
+        if v >= 0:
+            body = P.ListGroupsRequest(states_filter=states_filter, types_filter=types_filter)
+            self._send(API_LIST_GROUPS, v, body, cb, self._request_timeout, True)
+
+    def consumer_group_heartbeat(self, group_id, member_id, member_epoch, cb, *, instance_id=None,
+                                 rack_id=None, rebalance_timeout_ms=-1, subscribed_topic_names=None,
+                                 subscribed_topic_regex=None, server_assignor=None, topic_partitions=None):
+        _check_str("group_id", group_id)
+        _check_str("member_id", member_id)
+        cdef int32_t epoch = _int32("member_epoch", member_epoch)
+        _check_cb(cb)
+        _check_opt_str("instance_id", instance_id)
+        _check_opt_str("rack_id", rack_id)
+        cdef int32_t rebalance = _int32("rebalance_timeout_ms", rebalance_timeout_ms)
+        _check_opt_str("subscribed_topic_regex", subscribed_topic_regex)
+        _check_opt_str("server_assignor", server_assignor)
+        names = None
+        if subscribed_topic_names is not None:
+            if isinstance(subscribed_topic_names, str):
+                raise TypeError("subscribed_topic_names must be a sequence of str, not a str")
+            names = list(subscribed_topic_names)
+            for n in names:
+                _check_str("subscribed_topic_names entry", n)
+        owned = None
+        if topic_partitions is not None:
+            owned = []
+            for item in topic_partitions:
+                if not isinstance(item, tuple) or len(item) != 2:
+                    raise TypeError("topic_partitions entries must be (topic_id, [partitions]) tuples")
+                owned.append(P.ConsumerGroupHeartbeatRequestTopicPartitions(
+                    topic_id=item[0], partitions=[_partition("topic_partitions partition", p) for p in item[1]]))
+        cdef int v = self._version_or_fail(API_CONSUMER_GROUP_HEARTBEAT, cb)
+        if v >= 0:
+            body = P.ConsumerGroupHeartbeatRequest(
+                group_id=group_id, member_id=member_id, member_epoch=epoch, instance_id=instance_id,
+                rack_id=rack_id, rebalance_timeout_ms=rebalance, subscribed_topic_names=names,
+                subscribed_topic_regex=subscribed_topic_regex, server_assignor=server_assignor,
+                topic_partitions=owned)
+            self._send(API_CONSUMER_GROUP_HEARTBEAT, v, body, cb, self._request_timeout, True)
+
+    # --- transactions -----------------------------------------------------------------------
+
+    def init_producer_id(self, cb, *, transactional_id=None, transaction_timeout_ms=60000, producer_id=-1,
+                         producer_epoch=-1):
+        _check_cb(cb)
+        _check_opt_str("transactional_id", transactional_id)
+        cdef int32_t txn_timeout = <int32_t>_check_int("transaction_timeout_ms", transaction_timeout_ms, 0, INT32_MAX)
+        cdef int64_t pid = _int64("producer_id", producer_id)
+        cdef int16_t epoch = <int16_t>_check_int("producer_epoch", producer_epoch, -1, 0x7FFF)
+        cdef int v = self._version_or_fail(API_INIT_PRODUCER_ID, cb)
+        if v >= 0:
+            body = P.InitProducerIdRequest(transactional_id=transactional_id,
+                                           transaction_timeout_ms=txn_timeout, producer_id=pid,
+                                           producer_epoch=epoch)
+            self._send(API_INIT_PRODUCER_ID, v, body, cb, self._request_timeout, True)
+
+    def add_partitions_to_txn(self, transactional_id, producer_id, producer_epoch, partitions, cb):
+        _check_str("transactional_id", transactional_id)
+        cdef int64_t pid = _int64("producer_id", producer_id)
+        cdef int16_t epoch = <int16_t>_check_int("producer_epoch", producer_epoch, 0, 0x7FFF)
+        _check_cb(cb)
+        topics = []
+        for topic, items in _group_by_topic(partitions, "partitions").items():
+            topics.append(P.AddPartitionsToTxnTopic(
+                name=topic, partitions=[_partition("partitions partition", item[1]) for item in items]))
+        cdef int v = self._version_or_fail(API_ADD_PARTITIONS_TO_TXN, cb)
+        if v < 0:
+            return
+        if v > ADD_PARTITIONS_TO_TXN_CLIENT_MAX:
+            v = ADD_PARTITIONS_TO_TXN_CLIENT_MAX
+        body = P.AddPartitionsToTxnRequest(v3_and_below_transactional_id=transactional_id,
+                                           v3_and_below_producer_id=pid, v3_and_below_producer_epoch=epoch,
+                                           v3_and_below_topics=topics)
+        self._send(API_ADD_PARTITIONS_TO_TXN, v, body, cb, self._request_timeout, True)
+
+    def add_offsets_to_txn(self, transactional_id, producer_id, producer_epoch, group_id, cb):
+        _check_str("transactional_id", transactional_id)
+        cdef int64_t pid = _int64("producer_id", producer_id)
+        cdef int16_t epoch = <int16_t>_check_int("producer_epoch", producer_epoch, 0, 0x7FFF)
+        _check_str("group_id", group_id)
+        _check_cb(cb)
+        cdef int v = self._version_or_fail(API_ADD_OFFSETS_TO_TXN, cb)
+        if v >= 0:
+            body = P.AddOffsetsToTxnRequest(transactional_id=transactional_id, producer_id=pid,
+                                            producer_epoch=epoch, group_id=group_id)
+            self._send(API_ADD_OFFSETS_TO_TXN, v, body, cb, self._request_timeout, True)
+
+    def end_txn(self, transactional_id, producer_id, producer_epoch, commit, cb):
+        _check_str("transactional_id", transactional_id)
+        cdef int64_t pid = _int64("producer_id", producer_id)
+        cdef int16_t epoch = <int16_t>_check_int("producer_epoch", producer_epoch, 0, 0x7FFF)
+        if not isinstance(commit, bool):
+            raise TypeError(f"commit must be a bool, not {type(commit).__name__}")
+        _check_cb(cb)
+        cdef int v = self._version_or_fail(API_END_TXN, cb)
+        if v >= 0:
+            body = P.EndTxnRequest(transactional_id=transactional_id, producer_id=pid, producer_epoch=epoch,
+                                   committed=commit)
+            self._send(API_END_TXN, v, body, cb, self._request_timeout, True)
+
+    def txn_offset_commit(self, transactional_id, group_id, producer_id, producer_epoch, offsets, cb, *,
+                          generation_id=-1, member_id="", group_instance_id=None):
+        _check_str("transactional_id", transactional_id)
+        _check_str("group_id", group_id)
+        cdef int64_t pid = _int64("producer_id", producer_id)
+        cdef int16_t epoch = <int16_t>_check_int("producer_epoch", producer_epoch, 0, 0x7FFF)
+        _check_cb(cb)
+        cdef int32_t generation = _int32("generation_id", generation_id)
+        _check_str("member_id", member_id)
+        _check_opt_str("group_instance_id", group_instance_id)
+        topics = []
+        for topic, items in _group_by_topic(offsets, "offsets").items():
+            parts = []
+            for item in items:
+                if len(item) != 5:
+                    raise TypeError("offsets entries must be (topic, partition, offset, leader_epoch, metadata)")
+                _check_opt_str("offsets metadata", item[4])
+                parts.append(P.TxnOffsetCommitRequestPartition(
+                    partition_index=_partition("offsets partition", item[1]),
+                    committed_offset=_int64("offsets offset", item[2]),
+                    committed_leader_epoch=_int32("offsets leader_epoch", item[3]),
+                    committed_metadata=item[4]))
+            topics.append(P.TxnOffsetCommitRequestTopic(name=topic, partitions=parts))
+        cdef int v = self._version_or_fail(API_TXN_OFFSET_COMMIT, cb)
+        if v >= 0:
+            body = P.TxnOffsetCommitRequest(transactional_id=transactional_id, group_id=group_id,
+                                            producer_id=pid, producer_epoch=epoch, generation_id=generation,
+                                            member_id=member_id, group_instance_id=group_instance_id,
+                                            topics=topics)
+            self._send(API_TXN_OFFSET_COMMIT, v, body, cb, self._request_timeout, True)
+
+    # --- admin ------------------------------------------------------------------------------
+
+    def create_topics(self, topics, cb, *, timeout_ms=30000, validate_only=False):
+        _check_cb(cb)
+        cdef int32_t timeout = <int32_t>_check_int("timeout_ms", timeout_ms, 0, INT32_MAX)
+        creatable = []
+        for item in topics:
+            if not isinstance(item, tuple) or len(item) != 4:
+                raise TypeError("topics entries must be (name, num_partitions, replication_factor, {config: value})")
+            _check_str("topics name", item[0])
+            configs = [P.CreatableTopicConfig(name=k, value=val) for k, val in dict(item[3]).items()]
+            creatable.append(P.CreatableTopic(
+                name=item[0], num_partitions=_check_int("topics num_partitions", item[1], -1, INT32_MAX),
+                replication_factor=_check_int("topics replication_factor", item[2], -1, 0x7FFF),
+                assignments=[], configs=configs))
+        cdef int v = self._version_or_fail(API_CREATE_TOPICS, cb)
+        if v >= 0:
+            body = P.CreateTopicsRequest(topics=creatable, timeout_ms=timeout, validate_only=bool(validate_only))
+            self._send(API_CREATE_TOPICS, v, body, cb, self._request_timeout + timeout / 1000.0, True)
+
+    def delete_topics(self, names, cb, *, timeout_ms=30000):
+        _check_cb(cb)
+        cdef int32_t timeout = <int32_t>_check_int("timeout_ms", timeout_ms, 0, INT32_MAX)
+        if isinstance(names, str):
+            raise TypeError("names must be an iterable of str, not a str")
+        topic_names = list(names)
+        for n in topic_names:
+            _check_str("names entry", n)
+        cdef int v = self._version_or_fail(API_DELETE_TOPICS, cb)
+        if v >= 0:
+            # v0-5 list names, v6+ name-or-id states: fill both.
+            body = P.DeleteTopicsRequest(topics=[P.DeleteTopicState(name=n) for n in topic_names],
+                                         topic_names=topic_names, timeout_ms=timeout)
+            self._send(API_DELETE_TOPICS, v, body, cb, self._request_timeout + timeout / 1000.0, True)
+
+    def create_partitions(self, topics, cb, *, timeout_ms=30000, validate_only=False):
+        _check_cb(cb)
+        cdef int32_t timeout = <int32_t>_check_int("timeout_ms", timeout_ms, 0, INT32_MAX)
+        entries = []
+        for item in topics:
+            if not isinstance(item, tuple) or len(item) != 2:
+                raise TypeError("topics entries must be (topic, new_total_count) tuples")
+            _check_str("topics topic", item[0])
+            entries.append(P.CreatePartitionsTopic(
+                name=item[0], count=_check_int("topics count", item[1], 1, INT32_MAX), assignments=None))
+        cdef int v = self._version_or_fail(API_CREATE_PARTITIONS, cb)
+        if v >= 0:
+            body = P.CreatePartitionsRequest(topics=entries, timeout_ms=timeout, validate_only=bool(validate_only))
+            self._send(API_CREATE_PARTITIONS, v, body, cb, self._request_timeout + timeout / 1000.0, True)
+
+    def delete_records(self, partitions, cb, *, timeout_ms=30000):
+        _check_cb(cb)
+        cdef int32_t timeout = <int32_t>_check_int("timeout_ms", timeout_ms, 0, INT32_MAX)
+        topics = []
+        for topic, items in _group_by_topic(partitions, "partitions").items():
+            parts = []
+            for item in items:
+                if len(item) != 3:
+                    raise TypeError("partitions entries must be (topic, partition, before_offset)")
+                parts.append(P.DeleteRecordsPartition(partition_index=_partition("partitions partition", item[1]),
+                                                      offset=_int64("partitions before_offset", item[2])))
+            topics.append(P.DeleteRecordsTopic(name=topic, partitions=parts))
+        cdef int v = self._version_or_fail(API_DELETE_RECORDS, cb)
+        if v >= 0:
+            body = P.DeleteRecordsRequest(topics=topics, timeout_ms=timeout)
+            self._send(API_DELETE_RECORDS, v, body, cb, self._request_timeout + timeout / 1000.0, True)
+
+    def describe_configs(self, resources, cb, *, include_synonyms=False, include_documentation=False):
+        _check_cb(cb)
+        entries = []
+        for item in resources:
+            if not isinstance(item, tuple) or len(item) != 3:
+                raise TypeError("resources entries must be (resource_type, name, keys or None) tuples")
+            _check_str("resources name", item[1])
+            keys = None if item[2] is None else list(item[2])
+            entries.append(P.DescribeConfigsResource(
+                resource_type=_check_int("resources resource_type", item[0], 0, 127),
+                resource_name=item[1], configuration_keys=keys))
+        cdef int v = self._version_or_fail(API_DESCRIBE_CONFIGS, cb)
+        if v >= 0:
+            body = P.DescribeConfigsRequest(resources=entries, include_synonyms=bool(include_synonyms),
+                                            include_documentation=bool(include_documentation))
+            self._send(API_DESCRIBE_CONFIGS, v, body, cb, self._request_timeout, True)
