@@ -211,9 +211,39 @@ cdef bytes _snappy_decompress(object data, Py_ssize_t max_size):
     return b"".join(chunks)
 
 
+# An LZ4 sequence of n bytes yields at most ~255 n bytes; with the input that small
+# against the limit, whole frames are decoded in one call each (the fast path).
+cdef Py_ssize_t _LZ4_MAX_EXPANSION = 256
+
+
+cdef object _lz4_decompress_whole(object mv):
+    """All frames at once, or None when a frame declares a content size (the library would
+    allocate whatever it claims, so such payloads take the bounded path)."""
+    cdef Py_ssize_t pos = 0, n = len(mv), used
+    chunks = []
+    while pos < n:
+        if n - pos >= 5 and mv[pos + 4] & _LZ4_FLG_CONTENT_SIZE:
+            return None
+        chunk, used = _lz4_frame.decompress(mv[pos:], return_bytes_read=True)
+        if used <= 0:
+            raise _corrupt(COMPRESSION_LZ4, "frame made no progress")
+        chunks.append(chunk)
+        pos += used
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
 cdef bytes _lz4_decompress(object data, Py_ssize_t max_size):
-    # A payload may hold several frames back to back; each is decoded in bounded chunks.
+    # A payload may hold several frames back to back.
     cdef Py_ssize_t produced = 0
+    mv = memoryview(data).cast("B")
+    if len(mv) == 0:
+        raise _corrupt(COMPRESSION_LZ4, "empty payload")
+    if len(mv) <= max_size // _LZ4_MAX_EXPANSION:
+        # The input cannot expand past the limit: decode whole frames.
+        whole = _lz4_decompress_whole(mv)
+        if whole is not None:
+            return whole
+    # Otherwise decode in bounded chunks, stopping at the limit.
     chunks = []
     pending = data
     while True:
