@@ -189,7 +189,10 @@ def main() -> None:
         record_sets = make_record_sets(records, CODECS[name])
         ours = best_rate(decode_kafkaev, args.repeat, record_sets)
         theirs = best_rate(decode_aiokafka, args.repeat, record_sets)
-        print(f"{'decode ' + name:<16}{ours:>15,.0f}{theirs:>16,.0f}{ours / theirs:>7.2f}x")
+        print(
+            f"{'decode ' + name:<16}{ours:>15,.0f}{theirs:>16,.0f}{ours / theirs:>7.2f}x"
+            f"{1e9 / ours:>12.0f}{1e9 / theirs:>13.0f}"
+        )
 
 
 if __name__ == "__main__":

@@ -69,3 +69,114 @@ class RecordBatchBuilder:
     @property
     def max_timestamp(self) -> int: ...
     def __len__(self) -> int: ...
+
+# --- compression (_codecs/compression.pxi) ---
+COMPRESSION_LEVEL_DEFAULT: int
+DEFAULT_MAX_UNCOMPRESSED_SIZE: int
+def codec_name(codec: int) -> str: ...
+def compress(codec: int, data: _BytesLike, level: int = -1) -> bytes: ...
+def decompress(codec: int, data: _BytesLike, max_size: int = ...) -> bytes: ...
+def xxh32(data: _BytesLike, seed: int = 0) -> int: ...
+
+# --- record-set reader (_codecs/record_reader.pxi) ---
+TIMESTAMP_NOT_AVAILABLE: int
+TIMESTAMP_CREATE_TIME: int
+TIMESTAMP_LOG_APPEND_TIME: int
+CONTROL_ABORT: int
+CONTROL_COMMIT: int
+
+class Message:
+    @property
+    def topic(self) -> str: ...
+    @property
+    def partition(self) -> int: ...
+    @property
+    def offset(self) -> int: ...
+    @property
+    def timestamp(self) -> int: ...
+    @property
+    def timestamp_type(self) -> int: ...
+    @property
+    def key(self) -> bytes | None: ...
+    @property
+    def value(self) -> bytes | None: ...
+    @property
+    def headers(self) -> list[tuple[str, bytes | None]]: ...
+    @property
+    def leader_epoch(self) -> int: ...
+    def __init__(
+        self, topic: str, partition: int, offset: int, key: bytes | None = None, value: bytes | None = None, *,
+        timestamp: int = -1, timestamp_type: int = -1, headers: list[tuple[str, bytes | None]] | None = None,
+        leader_epoch: int = -1,
+    ) -> None: ...
+
+class ControlRecord:
+    @property
+    def offset(self) -> int: ...
+    @property
+    def producer_id(self) -> int: ...
+    @property
+    def producer_epoch(self) -> int: ...
+    @property
+    def type(self) -> int: ...
+    def __init__(self, offset: int, producer_id: int, producer_epoch: int, type: int) -> None: ...
+
+class FetchedRecords:
+    @property
+    def messages(self) -> list[Message]: ...
+    @property
+    def control(self) -> list[ControlRecord]: ...
+    @property
+    def next_offset(self) -> int: ...
+    @property
+    def truncated(self) -> bool: ...
+    @property
+    def batch_count(self) -> int: ...
+    @property
+    def last_leader_epoch(self) -> int: ...
+    @property
+    def bytes_read(self) -> int: ...
+    @property
+    def aborted_count(self) -> int: ...
+
+def read_records(
+    topic: str, partition: int, records: _BytesLike | None, fetch_offset: int = 0, *,
+    check_crcs: bool = True, read_committed: bool = False,
+    aborted_transactions: Sequence[object] | None = None, max_uncompressed_size: int = ...,
+) -> FetchedRecords: ...
+
+class DecodedRecord:
+    attributes: int
+    timestamp_delta: int
+    offset_delta: int
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes | None]]
+
+class DecodedBatch:
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    compression: int
+    timestamp_type: int
+    is_transactional: bool
+    is_control: bool
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records_count: int
+    records: list[DecodedRecord]
+    @property
+    def next_offset(self) -> int: ...
+
+def decode_record_batches(
+    data: _BytesLike, check_crcs: bool = True, *, allow_truncated: bool = False, max_uncompressed_size: int = ...,
+) -> list[DecodedBatch]: ...
