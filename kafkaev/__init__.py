@@ -10,7 +10,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "OFFSET_BEGINNING", "OFFSET_END", "BufferFullError", "Client", "KafkaError", "ProtocolError", "RecordMetadata",
-    "TopicPartition", "crc32c", "error_name", "errors", "murmur2", "run", "stop",
+    "Message", "TopicPartition", "crc32c", "error_name", "errors", "murmur2", "run", "stop",
 ]
 
 # Client-layer names that need the compiled extensions, imported on first use like the codec names.
@@ -23,7 +23,7 @@ _CLIENT_NAMES = {
 
 # Names served by the compiled codec module, imported on first use so that
 # `import kafkaev` (and the CLI's usage errors) work before the extension is built.
-_PROTO_NAMES = frozenset({"crc32c", "murmur2"})
+_PROTO_NAMES = frozenset({"Message", "crc32c", "murmur2"})
 
 
 def __getattr__(name: str) -> Any:
