@@ -1,0 +1,151 @@
+# C-level interface of kafkaev._proto, cimported by kafkaev._conn.
+# The buffers follow asyncpg's pgproto: a growable write buffer that frames
+# requests, and a bounds-checked read cursor over one complete frame.
+
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
+
+
+cdef class WriteBuffer:
+    cdef:
+        char *_buf
+        Py_ssize_t _size          # allocated bytes
+        Py_ssize_t _length        # bytes written
+        Py_ssize_t _frame_start   # offset of the open frame's size prefix, or -1
+        char _small[512]          # inline storage: most requests never allocate
+        int _view_count           # exported buffers; growing while > 0 is refused
+
+    cdef inline int _ensure(self, Py_ssize_t extra) except -1
+    cdef int start_frame(self) except -1          # reserve the Int32 size prefix
+    cdef int end_frame(self) except -1            # fill it in with the frame's length
+    cdef int reset(self) except -1                # forget the contents, keep the memory
+
+    cdef int write_int8(self, int8_t v) except -1
+    cdef int write_int16(self, int16_t v) except -1
+    cdef int write_int32(self, int32_t v) except -1
+    cdef int write_int64(self, int64_t v) except -1
+    cdef int write_uint32(self, uint32_t v) except -1
+    cdef int write_float64(self, double v) except -1
+    cdef int write_bool(self, bint v) except -1
+    cdef int write_uvarint(self, uint64_t v) except -1     # unsigned LEB128
+    cdef int write_varint(self, int32_t v) except -1       # zig-zag
+    cdef int write_varlong(self, int64_t v) except -1      # zig-zag
+    cdef int write_raw(self, const char *data, Py_ssize_t n) except -1
+    cdef int write_pybuffer(self, object data) except -1   # any bytes-like, no prefix
+
+    # Classic encodings: Int16/Int32 length prefix, -1 for null.
+    cdef int write_string(self, object s) except -1            # str; None not allowed
+    cdef int write_nullable_string(self, object s) except -1
+    cdef int write_bytes(self, object b) except -1
+    cdef int write_nullable_bytes(self, object b) except -1
+    cdef int write_array_length(self, Py_ssize_t n) except -1  # Int32; -1 for null
+    # Compact encodings (flexible versions): unsigned varint of length + 1, 0 for null.
+    cdef int write_compact_string(self, object s) except -1
+    cdef int write_compact_nullable_string(self, object s) except -1
+    cdef int write_compact_bytes(self, object b) except -1
+    cdef int write_compact_nullable_bytes(self, object b) except -1
+    cdef int write_compact_array_length(self, Py_ssize_t n) except -1  # -1 for null
+    cdef int write_uuid(self, object u) except -1             # 16 bytes; None = all zero
+    cdef int write_empty_tagged_fields(self) except -1
+
+    cdef int _write_utf8(self, object s, bint compact, const char *what) except -1
+    cdef int _write_buffer_with_length(self, object b, bint compact, const char *what) except -1
+    cpdef bytes to_bytes(self)
+
+
+cdef class ReadBuffer:
+    cdef:
+        object _owner             # keeps the underlying bytes-like alive
+        const char *_data
+        Py_ssize_t _pos
+        Py_ssize_t _end
+        const char *api           # for error messages: "Fetch v12 response"
+        const char *field         # the field being read, set by the decoders
+        object _api_owner         # keeps a Python-supplied api name alive
+
+    cdef int _short(self, Py_ssize_t need) except -1       # raises ProtocolError
+    cdef int _fail(self, str problem) except -1            # raises ProtocolError naming api+field
+    cdef Py_ssize_t _read_length(self, bint compact, bint nullable) except -2  # string/bytes length
+    cdef uint64_t _read_uvarint_max(self, int max_bytes) except? 0xFFFFFFFFFFFFFFFF
+    cdef object _decode_utf8(self, Py_ssize_t n)
+    cdef inline Py_ssize_t remaining(self)
+    cdef int8_t read_int8(self) except? -1
+    cdef int16_t read_int16(self) except? -1
+    cdef int32_t read_int32(self) except? -1
+    cdef int64_t read_int64(self) except? -1
+    cdef uint32_t read_uint32(self) except? 0xFFFFFFFF
+    cdef double read_float64(self) except? -1
+    cdef bint read_bool(self) except? -1
+    cdef uint64_t read_uvarint(self) except? 0xFFFFFFFFFFFFFFFF
+    cdef int32_t read_varint(self) except? -1
+    cdef int64_t read_varlong(self) except? -1
+    cdef const char *read_raw(self, Py_ssize_t n) except NULL   # pointer into the frame
+    cdef object read_string(self)                 # str
+    cdef object read_nullable_string(self)        # str or None
+    cdef object read_bytes(self)                  # bytes
+    cdef object read_nullable_bytes(self)
+    cdef Py_ssize_t read_array_length(self) except -2          # -1 for null
+    cdef object read_compact_string(self)
+    cdef object read_compact_nullable_string(self)
+    cdef object read_compact_bytes(self)
+    cdef object read_compact_nullable_bytes(self)
+    cdef Py_ssize_t read_compact_array_length(self) except -2  # -1 for null
+    cdef object read_records(self, bint compact)  # memoryview slice of the frame, or None
+    cdef object read_uuid(self)                   # uuid.UUID
+    cdef object read_tagged_fields(self)          # dict {tag: bytes} or None when empty
+    cdef int skip_tagged_fields(self) except -1
+    cdef ReadBuffer sub(self, Py_ssize_t n)       # a bounded cursor over the next n bytes
+
+
+# --- hashing (_codecs/hashing.pxi) ---
+# CRC-32C continuing from `crc` (0 to start), SSE4.2 when available.
+cdef uint32_t crc32c_update(uint32_t crc, const char *data, Py_ssize_t n) noexcept nogil
+# Java's Utils.toPositive(Utils.murmur2(data)): the partitioner hash.
+cdef int32_t murmur2_positive(const char *data, Py_ssize_t n) noexcept nogil
+
+
+# --- compression (_codecs/compression.pxi) ---
+# Codec numbers of RecordBatch attributes bits 0-2.
+cdef enum CompressionCodec:
+    COMPRESSION_NONE = 0
+    COMPRESSION_GZIP = 1
+    COMPRESSION_SNAPPY = 2
+    COMPRESSION_LZ4 = 3
+    COMPRESSION_ZSTD = 4
+
+# Compress a batch's records section as the Java client writes it (codec default level).
+cdef bytes compress_payload(int codec, object data)
+# Same at a given level; -1 selects the codec's default.
+cdef bytes compress_payload_level(int codec, object data, int level)
+# Decompress; ProtocolError naming the codec if corrupt or larger than max_size bytes.
+cdef bytes decompress_payload(int codec, object data, Py_ssize_t max_size)
+
+
+# --- RecordBatch v2 encoder (_codecs/record_builder.pxi) ---
+cdef class RecordBatchBuilder:
+    cdef:
+        char *_records              # the uncompressed Records section
+        Py_ssize_t _records_len
+        Py_ssize_t _capacity
+        int32_t _record_count
+        int64_t _base_timestamp
+        int64_t _max_timestamp
+        int _codec                  # CompressionCodec
+        int _compression_level      # -1: the codec's default
+        Py_ssize_t _max_batch_size
+        object _payload             # cached compressed Records, None when stale
+
+    cdef int _grow(self, Py_ssize_t extra) except -1
+    # The producer's hot path: key/value as pointer + length (-1 and NULL for null),
+    # headers a sequence of (str, bytes-like | str | None) or None.
+    # Returns the record's offset delta, or -1 when the batch is full.
+    cdef int append_raw(self, int64_t timestamp_ms, const char *key, Py_ssize_t key_len,
+                        const char *value, Py_ssize_t value_len, object headers) except -2
+    cdef object _compressed_payload(self)
+    cpdef bytes build(self, int64_t base_offset=*, int32_t partition_leader_epoch=*,
+                      int64_t producer_id=*, int16_t producer_epoch=*, int32_t base_sequence=*,
+                      bint transactional=*, bint is_control=*)
+    cpdef void reset(self)
+
+
+# ---- request/response codecs (generated by tools/gen_messages.py) ----
+include "_codecs/messages_decl.pxi"
