@@ -69,6 +69,7 @@ cdef class Connection(BaseConnection):
         cdef P.TopicProduceData topic_data
         cdef P.PartitionProduceData part
         cdef dict by_topic = {}
+        cdef set seen = set()
         cdef int16_t ack = <int16_t>_check_int("acks", acks, -1, 1)
         cdef int32_t timeout = <int32_t>_check_int("timeout_ms", timeout_ms, 0, INT32_MAX)
         _check_opt_str("transactional_id", transactional_id)
@@ -80,6 +81,11 @@ cdef class Connection(BaseConnection):
                 _partition("batches partition", batch[1])
                 _check_records(batch[2])
             topic = batch[0]
+            key = (topic, batch[1])
+            if key in seen:
+                # The broker keeps one batch per partition and request: a second would be lost.
+                raise ValueError(f"batches: {topic}[{batch[1]}] appears twice; send one batch per partition")
+            seen.add(key)
             topic_data = by_topic.get(topic)
             if topic_data is None:
                 topic_data = P.TopicProduceData.__new__(P.TopicProduceData)
