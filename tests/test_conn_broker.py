@@ -7,12 +7,11 @@ import asyncio
 import time
 
 import pytest
+from conn_support import Recorder, call, connect
 
 from kafkaev import _proto, errors
 from kafkaev._conn import Connection
 from kafkaev.errors import KafkaError
-
-from conn_support import Recorder, call, connect
 
 API_METADATA = 3
 API_FETCH = 1

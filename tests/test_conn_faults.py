@@ -12,10 +12,6 @@ import struct
 import tracemalloc
 
 import pytest
-
-from kafkaev import _proto, errors
-from kafkaev._conn import Connection
-
 from conn_support import Recorder, call, connect
 from fake_broker import (
     API_API_VERSIONS,
@@ -28,6 +24,9 @@ from fake_broker import (
     reply_frame,
     unsupported_api_versions_v0,
 )
+
+from kafkaev import _proto, errors
+from kafkaev._conn import Connection
 
 PENDING = 20
 # Memory the connection may allocate while a fault is handled; a 2 GB size prefix honoured would

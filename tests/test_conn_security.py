@@ -7,13 +7,12 @@ import time
 import warnings
 
 import pytest
+from conn_support import call, connect
 
 from kafkaev import errors
 from kafkaev._conn import Connection
 from kafkaev.security import InsecureCredentialsWarning, SASLConfig, TLSConfig
 from kafkaev.testing.certs import make_tls_files
-
-from conn_support import call, connect
 
 
 def run(loop, coro):
