@@ -4,6 +4,7 @@ from typing import Any
 
 from kafkaev import errors
 from kafkaev.errors import KafkaError, ProtocolError, error_name
+from kafkaev.security import SASLConfig, TLSConfig
 from kafkaev.types import OFFSET_BEGINNING, OFFSET_END, RecordMetadata, TopicPartition
 
 __version__ = "0.1.0"
@@ -11,6 +12,7 @@ __version__ = "0.1.0"
 __all__ = [
     "OFFSET_BEGINNING", "OFFSET_END", "BufferFullError", "Client", "KafkaError", "ProtocolError", "RecordMetadata",
     "Message", "TopicPartition", "crc32c", "error_name", "errors", "murmur2", "run", "stop",
+    "Connection", "SASLConfig", "TLSConfig",
 ]
 
 # Client-layer names that need the compiled extensions, imported on first use like the codec names.
@@ -19,6 +21,7 @@ _CLIENT_NAMES = {
     "BufferFullError": "kafkaev.producer",
     "run": "kafkaev.runner",
     "stop": "kafkaev.runner",
+    "Connection": "kafkaev._conn",
 }
 
 # Names served by the compiled codec module, imported on first use so that
