@@ -7,6 +7,8 @@ KAFKAEV_FUZZ_EXAMPLES=20000 pytest tests/test_records_fuzz.py for a long run."""
 
 from __future__ import annotations
 
+import ctypes
+import mmap
 import os
 import struct
 import tracemalloc
@@ -23,6 +25,7 @@ from kafkaev.errors import ProtocolError
 EXAMPLES = int(os.environ.get("KAFKAEV_FUZZ_EXAMPLES", "150"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 LIMIT = 1 << 20  # max_uncompressed_size while fuzzing: keeps every case fast
+PROT_NONE = 0  # mprotect: no access
 TS = 1_700_000_000_000
 
 
@@ -53,9 +56,35 @@ CORPUS = {
 }
 
 
+class GuardedRegion:
+    """Bytes placed right before an inaccessible page: a decoder reading one byte past
+    the end of its input crashes the test instead of reading neighbouring memory."""
+
+    SIZE = 1 << 16
+
+    def __init__(self) -> None:
+        page = mmap.PAGESIZE
+        self._map = mmap.mmap(-1, self.SIZE + page)
+        self._anchor = (ctypes.c_char * (self.SIZE + page)).from_buffer(self._map)
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        if libc.mprotect(ctypes.addressof(self._anchor) + self.SIZE, page, PROT_NONE) != 0:
+            raise OSError(ctypes.get_errno(), "mprotect")
+
+    def place(self, data: bytes) -> memoryview:
+        assert len(data) <= self.SIZE
+        start = self.SIZE - len(data)
+        self._map[start:self.SIZE] = data
+        return memoryview(self._map)[start:self.SIZE]
+
+
+GUARD = GuardedRegion()
+
+
 def decode_everything(data: bytes | bytearray) -> None:
-    """Run every decoder path over `data`; only ProtocolError may come out."""
-    data = bytes(data)
+    """Run every decoder path over `data` (placed against a guard page); only
+    ProtocolError may come out."""
+    data = GUARD.place(bytes(data))
     for committed in (False, True):
         try:
             read_records("fuzz", 0, data, 2, check_crcs=False, read_committed=committed,
@@ -79,7 +108,7 @@ def test_truncation_at_every_offset_is_never_an_error(name: str) -> None:
     data = CORPUS[name]
     full = read_records("fuzz", 0, data, 0)
     for cut in range(len(data)):
-        fetched = read_records("fuzz", 0, data[:cut], 0)
+        fetched = read_records("fuzz", 0, GUARD.place(data[:cut]), 0)
         assert fetched.bytes_read <= cut
         assert fetched.truncated == (fetched.bytes_read != cut)
         assert [m.offset for m in fetched.messages] == [m.offset for m in full.messages][:len(fetched.messages)]
@@ -93,6 +122,16 @@ def test_every_single_byte_flip(name: str) -> None:
             mutated = bytearray(data)
             mutated[pos] ^= mask
             decode_everything(mutated)
+
+
+def test_v2_entry_shorter_than_its_header_at_the_end_of_the_buffer() -> None:
+    batch = v2_batch(0, 0, 1)
+    for length in range(14, 49):
+        entry = batch[:8] + struct.pack(">i", length) + batch[12:12 + length]
+        with pytest.raises(ProtocolError, match="shorter than the v2 header"):
+            read_records("fuzz", 0, GUARD.place(entry), 0, check_crcs=False)
+        with pytest.raises(ProtocolError, match="shorter than the v2 header"):
+            decode_record_batches(GUARD.place(entry), check_crcs=False)
 
 
 def test_huge_and_negative_header_fields() -> None:

@@ -413,6 +413,13 @@ cdef object _rr_error(_BatchHeader *h, str detail):
     return ProtocolError(f"record batch (magic {h.magic}) at offset {h.base_offset}: {detail}")
 
 
+cdef object _rr_short_v2_header(const uint8_t *entry):
+    # Only the first 17 bytes (up to the magic) are known to be inside the entry here.
+    return ProtocolError(
+        f"record batch (magic 2) at offset {_rr_be64(entry)}: batch length {_rr_be32(entry + 8)} "
+        f"is shorter than the v2 header ({_RR_V2_HEADER_SIZE - _RR_LOG_OVERHEAD})")
+
+
 cdef object _rr_record_error(_BatchHeader *h, Py_ssize_t index, _RecordFault fault):
     if fault == _RF_SIZE_MISMATCH:
         detail = "its fields do not add up to its length"
@@ -509,9 +516,9 @@ cdef class _RecordSetReader:
         cdef str topic = self.topic
         cdef int64_t fetch_offset = self.fetch_offset
 
-        _rr_read_v2_header(entry, &h)
         if entry_size < _RR_V2_HEADER_SIZE:
-            raise _rr_error(&h, f"batch length {h.batch_length} is shorter than the v2 header")
+            raise _rr_short_v2_header(entry)
+        _rr_read_v2_header(entry, &h)
         if self.check_crcs:
             _rr_check_v2_crc(&h, entry)
         if h.records_count < 0:
@@ -889,9 +896,9 @@ cdef DecodedBatch _rr_decode_v2_batch(_RecordSetReader reader, const uint8_t *en
     cdef const uint8_t *end
     cdef bytes plain
     cdef Py_ssize_t i
-    _rr_read_v2_header(entry, &h)
     if entry_size < _RR_V2_HEADER_SIZE:
-        raise _rr_error(&h, f"batch length {h.batch_length} is shorter than the v2 header")
+        raise _rr_short_v2_header(entry)
+    _rr_read_v2_header(entry, &h)
     if reader.check_crcs:
         _rr_check_v2_crc(&h, entry)
     if h.records_count < 0:
