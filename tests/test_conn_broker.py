@@ -30,11 +30,11 @@ def record_batch(*values: bytes) -> bytes:
     return builder.build()
 
 
-async def wait_until_fetchable(conn: Connection, topic: str) -> None:
-    """A new topic's partition may answer NOT_LEADER for a moment; long polls need it settled."""
+async def wait_until_fetchable(conn: Connection, topic: str, partition: int = 0) -> None:
+    """A new topic's partition may answer NOT_LEADER for a moment after creation: wait it out."""
     deadline = time.monotonic() + 20
     while True:
-        response, err = await call(conn.fetch, topic, 0, 0, max_wait_ms=0)
+        response, err = await call(conn.fetch, topic, partition, 0, max_wait_ms=0)
         assert err is None
         if response.responses[0].partitions[0].error_code == errors.NONE:
             return
@@ -92,6 +92,8 @@ def test_produce_fetch_and_acks0(kafka, make_topic, loop):
     async def main():
         conn = Connection(loop)
         assert await connect(conn, kafka.bootstrap) is None
+        await wait_until_fetchable(conn, topic, 0)
+        await wait_until_fetchable(conn, topic, 1)
         response, err = await call(conn.produce, topic, 0, record_batch(b"a", b"b"), acks=-1)
         assert err is None
         part = response.responses[0].partition_responses[0]
