@@ -56,7 +56,6 @@ from kafkaev._proto cimport (
     encode_request,
 )
 
-from kafkaev cimport _proto as P
 from kafkaev import _proto
 from kafkaev import errors
 from kafkaev.errors import KafkaError, ProtocolError
