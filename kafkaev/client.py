@@ -7,6 +7,7 @@ Everything runs on one event loop and reports through callbacks.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -18,6 +19,8 @@ from .pool import ConnectionPool, Role
 from .producer import Producer
 from .runner import default_loop
 from .types import TopicPartition
+
+logger = logging.getLogger("kafkaev")
 
 
 class Client:
@@ -192,4 +195,10 @@ class Client:
                 return
             except Exception as inner:  # noqa: BLE001 - fall through to the loop's handler
                 exc = inner
-        self.loop.call_exception_handler({"message": "kafkaev: unhandled error", "exception": exc})
+        if isinstance(exc, KafkaError):
+            # the client's own (retried or already reported) condition, e.g. a broker refusing
+            # connections: logged, like librdkafka does without an error callback
+            logger.warning("kafkaev: %s", exc)
+            return
+        # an exception raised by user code must never vanish
+        self.loop.call_exception_handler({"message": "kafkaev: exception in a callback", "exception": exc})

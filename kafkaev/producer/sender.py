@@ -438,8 +438,8 @@ class Sender:
                 acc.ready.pop(part, None)
         if acc.incomplete and not self._closed:
             self._sweep_timer = self._loop.call_later(self._sweep_s, self._sweep)
-        if self._bump_needed:
-            self.send_ready()
+        if acc.ready:
+            self.send_ready()  # also the periodic kick for partitions waiting for a leader
 
     def close(self) -> None:
         self._closed = True
