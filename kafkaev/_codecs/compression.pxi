@@ -13,6 +13,7 @@
 # payload can neither allocate more than it produces nor exhaust memory; every failure is
 # a ProtocolError naming the codec.
 
+import struct as _struct
 import threading
 import zlib
 
@@ -37,6 +38,7 @@ cdef bytes _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 cdef Py_ssize_t _XERIAL_HEADER_SIZE = 16   # magic (8) + version (4) + compat (4)
 cdef Py_ssize_t _XERIAL_BLOCK_SIZE = 32 * 1024   # SnappyOutputStream's default block
 cdef bytes _XERIAL_HEADER = _XERIAL_MAGIC + (1).to_bytes(4, "big") + (1).to_bytes(4, "big")
+_XERIAL_BLOCK_LENGTH = _struct.Struct(">I")
 # A snappy element of n input bytes yields at most ~21 n output bytes (3-byte copy of 64);
 # a declared length beyond this bound cannot be honest and is refused before allocating.
 cdef Py_ssize_t _SNAPPY_MAX_EXPANSION = 32
@@ -91,16 +93,17 @@ cdef object _zstd_decompressor():
 # ---------------------------------------------------------------------------- compress
 
 cdef bytes _snappy_xerial_compress(object data):
+    # One join, no intermediate buffer: most batches fit in a single 32 KiB block.
     mv = memoryview(data).cast("B")
     cdef Py_ssize_t n = len(mv), pos = 0, end
-    out = bytearray(_XERIAL_HEADER)
+    parts = [_XERIAL_HEADER]
     while pos < n:
         end = min(pos + _XERIAL_BLOCK_SIZE, n)
-        block = _snappy.compress(mv[pos:end])
-        out += len(block).to_bytes(4, "big")
-        out += block
+        block = _snappy.compress(mv[pos:end] if pos or end < n else data)
+        parts.append(_XERIAL_BLOCK_LENGTH.pack(len(block)))
+        parts.append(block)
         pos = end
-    return bytes(out)
+    return b"".join(parts)
 
 
 cdef bytes compress_payload_level(int codec, object data, int level):
