@@ -10,10 +10,46 @@
 #   - "nullableVersions" allow null (-1 length, 0 compact length, Int8 -1 for structs).
 
 from cpython.buffer cimport PyObject_CheckBuffer
+from cpython.object cimport PyObject, PyTypeObject
+from cpython.ref cimport Py_DECREF, Py_INCREF, Py_XDECREF
 import enum as _enum
 import uuid as _uuid
 
 ZERO_UUID = _uuid.UUID(int=0)
+
+
+cdef extern from "structmember.h":
+    ctypedef struct PyMemberDef:
+        Py_ssize_t offset
+
+cdef extern from "Python.h":
+    ctypedef struct PyMemberDescrObject:
+        PyMemberDef *d_member
+    PyObject *PyType_GenericAlloc(PyTypeObject *type, Py_ssize_t nitems) except NULL
+
+
+# Message fields are __slots__; the codec reads and writes them at their offsets, as the
+# slot descriptors do, without a getattr/setattr lookup per field (the Fetch/Produce paths).
+cdef Py_ssize_t _slot_offset(type cls, str name) except -1:
+    descr = cls.__dict__.get(name) if name in cls.__dict__ else None
+    if descr is None or type(descr).__name__ != "member_descriptor":
+        raise TypeError(f"{cls.__name__}.{name} is not a slot")
+    return (<PyMemberDescrObject *><PyObject *>descr).d_member.offset
+
+
+cdef inline object _slot_get(object o, Py_ssize_t offset, str name):
+    cdef PyObject *value = (<PyObject **>((<char *><PyObject *>o) + offset))[0]
+    if value == NULL:
+        raise AttributeError(f"{type(o).__name__}.{name} is not set")
+    return <object>value
+
+
+cdef inline void _slot_set(object o, Py_ssize_t offset, object value):
+    cdef PyObject **slot = <PyObject **>((<char *><PyObject *>o) + offset)
+    cdef PyObject *old = slot[0]
+    Py_INCREF(value)
+    slot[0] = <PyObject *>value
+    Py_XDECREF(old)
 
 
 cdef enum FieldKind:
@@ -66,6 +102,7 @@ cdef class _FieldSpec:
     cdef readonly _StructSpec struct
     cdef readonly object default    # a value, or a factory when `fresh`
     cdef readonly bint fresh        # lists and structs are built anew per message
+    cdef Py_ssize_t offset          # of the slot in the message class
 
     cdef inline bint present(self, int16_t v):
         return self.vmin <= v <= self.vmax
@@ -97,6 +134,7 @@ cdef class _StructSpec:
     cdef readonly list tagged       # tagged fields, ascending tag
     cdef readonly list all_fields   # schema order (constructor keywords)
     cdef dict by_tag
+    cdef PyTypeObject *type         # cls, for allocating decoded messages
 
 
 cdef tuple _parse_versions(object spec):
@@ -144,6 +182,9 @@ def _struct(cls, str versions, str flexible, list fields):
     s.fields = [f for f in fields if f.tag < 0]
     s.tagged = sorted([f for f in fields if f.tag >= 0], key=_tag_key)
     s.by_tag = {f.tag: f for f in s.tagged}
+    s.type = <PyTypeObject *>cls
+    for f in fields:
+        f.offset = _slot_offset(cls, f.name)
     cls._spec = s
     cls._fields = tuple(f.name for f in fields)
     return s
@@ -186,6 +227,9 @@ class MessageStruct:
     def to_dict(self):
         """The fields as a dict, nested structs and lists converted too (for logs and tools)."""
         return {name: _plain(getattr(self, name)) for name in type(self)._fields}
+
+
+cdef Py_ssize_t _UNKNOWN_TAGS_OFFSET = _slot_offset(MessageStruct, "unknown_tagged_fields")
 
 
 def _plain(value):
@@ -273,12 +317,12 @@ cdef int _encode_struct(WriteBuffer buf, _StructSpec spec, object o, int16_t v) 
     try:
         for f in spec.fields:
             if f.present(v):
-                _write_field(buf, spec, f, getattr(o, f.name), v, flex and not f.classic)
+                _write_field(buf, spec, f, _slot_get(o, f.offset, f.name), v, flex and not f.classic)
         if flex:
             for f in spec.tagged:
                 if not (f.tmin <= v <= f.tmax):
                     continue
-                value = getattr(o, f.name)
+                value = _slot_get(o, f.offset, f.name)
                 # A tagged field at its default is left out, as the Java client does.
                 if value is None or (not value if f.fresh else value == f.default):
                     continue
@@ -288,7 +332,7 @@ cdef int _encode_struct(WriteBuffer buf, _StructSpec spec, object o, int16_t v) 
                     tags = []
                 tags.append((f.tag, tb.to_bytes()))
             f = None
-            _write_tagged_fields(buf, tags, o.unknown_tagged_fields)
+            _write_tagged_fields(buf, tags, _slot_get(o, _UNKNOWN_TAGS_OFFSET, "unknown_tagged_fields"))
     except (TypeError, OverflowError) as exc:
         if f is None or str(exc).startswith(spec.name + "."):
             raise
@@ -393,18 +437,20 @@ def _first(pair):
 cdef object _decode_struct(ReadBuffer r, _StructSpec spec, int16_t v):
     cdef bint flex = v >= spec.flex_min
     cdef _FieldSpec f
-    cdef object o = spec.cls.__new__(spec.cls)
+    # Allocated without __init__: every slot is filled below.
+    cdef object o = <object>PyType_GenericAlloc(spec.type, 0)
     cdef uint64_t ntags, i, tag, size
     cdef object unknown = None
     cdef ReadBuffer sub
+    Py_DECREF(o)  # <object> took a second reference to the new object
     for f in spec.fields:
         if f.present(v):
             r.field = <const char *>f.cname
-            setattr(o, f.name, _read_field(r, f, v, flex and not f.classic))
+            _slot_set(o, f.offset, _read_field(r, f, v, flex and not f.classic))
         else:
-            setattr(o, f.name, f.make_default())
+            _slot_set(o, f.offset, f.make_default())
     for f in spec.tagged:
-        setattr(o, f.name, f.make_default())
+        _slot_set(o, f.offset, f.make_default())
     if flex:
         r.field = b"tagged fields"
         ntags = r.read_uvarint()
@@ -418,12 +464,12 @@ cdef object _decode_struct(ReadBuffer r, _StructSpec spec, int16_t v):
                 # A bounded cursor: a tagged value never reads into what follows it.
                 sub = r.sub(<Py_ssize_t>size)
                 sub.field = <const char *>f.cname
-                setattr(o, f.name, _read_field(sub, f, v, True))
+                _slot_set(o, f.offset, _read_field(sub, f, v, True))
             else:
                 if unknown is None:
                     unknown = {}
                 unknown[tag] = r.read_raw(<Py_ssize_t>size)[:<Py_ssize_t>size]
-    o.unknown_tagged_fields = unknown
+    _slot_set(o, _UNKNOWN_TAGS_OFFSET, unknown)
     return o
 
 
