@@ -2,9 +2,12 @@
 # The buffers follow asyncpg's pgproto: a growable write buffer that frames
 # requests, and a bounds-checked read cursor over one complete frame.
 
+cimport cython
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
 
+# final: no subclasses, so method calls bind directly instead of through the vtable.
+@cython.final
 cdef class WriteBuffer:
     cdef:
         char *_buf
@@ -52,10 +55,12 @@ cdef class WriteBuffer:
     cpdef bytes to_bytes(self)
 
 
+# final: no subclasses, so method calls bind directly instead of through the vtable.
+@cython.final
 cdef class ReadBuffer:
     cdef:
         object _owner             # keeps the underlying bytes-like alive
-        const char *_data
+        const char *_data         # start of _owner's buffer: read_records slices _owner at _pos
         Py_ssize_t _pos
         Py_ssize_t _end
         const char *api           # for error messages: "Fetch v12 response"
@@ -121,6 +126,8 @@ cdef bytes decompress_payload(int codec, object data, Py_ssize_t max_size)
 
 
 # --- RecordBatch v2 encoder (_codecs/record_builder.pxi) ---
+# final: no subclasses, so method calls bind directly instead of through the vtable.
+@cython.final
 cdef class RecordBatchBuilder:
     cdef:
         char *_records              # the uncompressed Records section

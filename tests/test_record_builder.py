@@ -222,6 +222,13 @@ def test_bad_arguments_are_named():
         builder.append(1, None, b"v", [("k", 3)])
     assert builder.record_count == 0  # rejected records leave no trace
     assert builder.append(1, None, b"v", (("k", b"v"),)) == 0
+    assert builder.append(1, None, b"v", {"a": b"1", "b": None}) == 1
+    assert builder.append(1, None, b"v", (h for h in [("g", b"en")])) == 2
+    assert [r.headers for r in DefaultRecordBatch(builder.build())] == [
+        [("k", b"v")],
+        [("a", b"1"), ("b", None)],
+        [("g", b"en")],
+    ]
 
 
 # --- interop through the real broker ---

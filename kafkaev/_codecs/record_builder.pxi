@@ -213,7 +213,9 @@ cdef class RecordBatchBuilder:
         cdef char *p
 
         if headers is not None:
-            if not isinstance(headers, (list, tuple)):
+            if isinstance(headers, dict):
+                headers = list((<dict>headers).items())
+            elif not isinstance(headers, (list, tuple)):
                 headers = list(headers)
             header_count = len(headers)
             # First pass: validate and size the headers, so the record's length
@@ -267,7 +269,8 @@ cdef class RecordBatchBuilder:
 
         ``timestamp_ms``: int (CreateTime, ms since the epoch) or None for now.
         ``key``/``value``: bytes-like, str (encoded UTF-8) or None.
-        ``headers``: a sequence of ``(str, bytes | str | None)`` pairs, or None.
+        ``headers``: a sequence of ``(str, bytes | str | None)`` pairs (repeated keys
+        allowed), a dict of them, or None.
         """
         cdef _Bytes k, v
         cdef Py_buffer key_view, value_view
