@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import sys
 
 from kafkaev.cli.common import CliError
@@ -20,6 +21,8 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="kafkaev", description="kafkaev: a fast Apache Kafka client, on the command line")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="log the client's retried conditions (broker connection failures) to stderr")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
                                        parser_class=_Parser)
     for name in COMMANDS:
@@ -27,8 +30,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _configure_logging(verbose: bool) -> None:
+    # The client logs conditions it retries on its own (a broker refusing connections); the
+    # command line reports only the final outcome as one line, unless asked for the details.
+    logger = logging.getLogger("kafkaev")
+    if verbose:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.DEBUG)
+    else:
+        logger.addHandler(logging.NullHandler())
+        logger.propagate = False
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    _configure_logging(args.verbose)
     module = importlib.import_module(f"kafkaev.cli.{args.command}")
     try:
         return module.run(args)

@@ -15,6 +15,7 @@ operation finishes, for scripts and the command line.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -24,6 +25,8 @@ from .errors import NONE, TRANSPORT, UNKNOWN_TOPIC_OR_PARTITION, KafkaError, err
 from .metadata import ClusterMetadata, Metadata, TopicInfo, topic_from_response
 from .pool import ConnectionPool, Role
 from .types import TopicPartition
+
+logger = logging.getLogger("kafkaev")
 
 Callback = Callable[[Any, KafkaError | None], object]
 
@@ -128,8 +131,12 @@ class Admin:
 
     # --- plumbing -------------------------------------------------------------------------------
     def _report(self, exc: BaseException) -> None:
+        """Errors with no callback of their own: connection failures the pool retries (logged,
+        like the Client does) and exceptions raised by user callbacks (never silently lost)."""
         if self._on_error is not None:
             self._on_error(exc)
+        elif isinstance(exc, KafkaError):
+            logger.warning("kafkaev.Admin: %s", exc)
         else:
             self.loop.call_exception_handler({"message": "kafkaev.Admin callback failed", "exception": exc})
 
@@ -236,7 +243,10 @@ class Admin:
             if err is not None or md is None:
                 done(None, err)
                 return
-            gather = _Gather(len(md.brokers), done)
+            def flatten(per_broker: list[list[GroupListing]], err: KafkaError | None) -> None:
+                done(None if err is not None else [g for listing in per_broker for g in listing], err)
+
+            gather = _Gather(len(md.brokers), flatten)
             for node_id in md.brokers:
                 self._pool.get(node_id, Role.ADMIN, lambda conn, e, n=node_id: self._list_on(n, conn, e, gather))
 
@@ -437,7 +447,7 @@ class _Gather:
         if self.finished:
             return
         self.finished = True
-        self.done([], err or KafkaError(TRANSPORT, "request failed"))
+        self.done(None, err or KafkaError(TRANSPORT, "request failed"))
 
 
 def _list(name: str, values: Iterable[Any]) -> list[Any]:

@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from kafkaev.errors import KafkaError
+from kafkaev.errors import NONE, KafkaError, error_name
 
 BROKERS_ENV = "KAFKAEV_BROKERS"
 DEFAULT_BROKERS = "127.0.0.1:9092"
@@ -52,3 +52,16 @@ def wait(loop: Any, start: Callable[[Callable[[Any, KafkaError | None], None]], 
 
     loop.call_soon(start, done)
     return loop.run_until_complete(future)
+
+
+def require_topic(client: Any, topic: str) -> None:
+    """Fail at once on a topic the cluster does not have (the consumer itself would wait for it)."""
+    from kafkaev.admin import Admin
+
+    admin = Admin(client)
+    try:
+        info = wait(client.loop, lambda done: admin.describe_topics([topic], done), f"describe {topic}")[topic]
+    finally:
+        admin.close()
+    if info.error_code != NONE:
+        raise CliError(f"{topic}: {error_name(info.error_code)}")

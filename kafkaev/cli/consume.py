@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from kafkaev.client import Client
 
-from kafkaev.cli.common import CliError, add_brokers, new_client, wait
+from kafkaev.cli.common import CliError, add_brokers, new_client, require_topic, wait
 from kafkaev.errors import KafkaError
 from kafkaev.types import OFFSET_BEGINNING, OFFSET_END
 
@@ -116,6 +116,7 @@ def run(args: argparse.Namespace) -> int:
     loop = client.loop
     try:
         wait(loop, client.connect, "connect")
+        require_topic(client, args.topic)
         ends = wait(loop, lambda done: client.offsets_for(args.topic, done), f"offsets of {args.topic}")
         partitions = sorted(ends)
         if args.partition:

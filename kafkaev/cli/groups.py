@@ -8,6 +8,8 @@ from kafkaev.admin import Admin
 from kafkaev.cli.common import CliError, add_brokers
 from kafkaev.errors import KafkaError
 
+DEAD_STATE = "Dead"
+
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("groups", help="list and describe consumer groups, show their lag")
@@ -31,6 +33,9 @@ def run(args: argparse.Namespace) -> int:
             for group_id, d in admin.run(admin.describe_groups, args.group_ids).items():
                 if d.error is not None:
                     raise CliError(f"describe {group_id}: {d.error}")
+                if d.state == DEAD_STATE and not d.members and not d.protocol_type:
+                    # how brokers before KIP-1043 answer for a group they never heard of
+                    raise CliError(f"describe {group_id}: no such group")
                 print(f"group {group_id} state {d.state} protocol {d.protocol_type}/{d.protocol or '-'} "
                       f"coordinator {d.coordinator} members {len(d.members)}")
                 for m in d.members:
@@ -38,6 +43,8 @@ def run(args: argparse.Namespace) -> int:
                     print(f"  {m.member_id} client {m.client_id} host {m.client_host} assigned {parts or '-'}")
         else:
             rows = admin.run(admin.group_lag, args.group_id)
+            if not rows:
+                raise CliError(f"group {args.group_id} has no committed offsets (no such group?)")
             print("TOPIC\tPARTITION\tCOMMITTED\tEND\tLAG")
             for r in rows:
                 print(f"{r.topic}\t{r.partition}\t{r.committed}\t{r.end_offset}\t{r.lag}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import struct
 import time
@@ -11,14 +12,15 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from kafkaev.client import Client
 
-from kafkaev.cli.common import CliError, add_brokers, new_client, wait
+from kafkaev.cli.common import CliError, add_brokers, new_client, require_topic, wait
 from kafkaev.errors import KafkaError
-from kafkaev.types import OFFSET_BEGINNING, OFFSET_END
+from kafkaev.types import OFFSET_BEGINNING
 
 SEND_TIME = struct.Struct(">q")  # e2e payloads start with the send time (ns)
 PERCENTILES = (50.0, 90.0, 99.0, 99.9)
 HISTOGRAM_FIRST_US = 16
 HISTOGRAM_BUCKETS = 16
+E2E_DRAIN_TIMEOUT_S = 30.0  # how long e2e waits for the last records after producing them
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -68,8 +70,6 @@ def _pace(loop: Any, rate: int, started: float, sent: int) -> None:
 
 
 async def _sleep(loop: Any, seconds: float) -> None:
-    import asyncio
-
     await asyncio.sleep(seconds)
 
 
@@ -137,6 +137,7 @@ def _consume(args: argparse.Namespace) -> int:
     client = new_client(args.brokers, on_batch=on_batch)
     loop = client.loop
     wait(loop, client.connect, "connect")
+    require_topic(client, args.topic)
     ends = wait(loop, lambda done: client.offsets_for(args.topic, done), f"offsets of {args.topic}")
     available = sum(latest - earliest for earliest, latest in ends.values())
     if available < args.count:
@@ -159,18 +160,23 @@ def _consume(args: argparse.Namespace) -> int:
 def _e2e(args: argparse.Namespace) -> int:
     latencies: list[float] = []
     client: Client
+    all_received: Any = None  # a future, set once every record came back
 
     def on_message(msg: Any) -> None:
         latencies.append((time.perf_counter_ns() - SEND_TIME.unpack_from(msg.value)[0]) / 1000)
-        if len(latencies) >= args.count:
-            client.loop.stop()
+        if len(latencies) >= args.count and not all_received.done():
+            all_received.set_result(None)
 
     client = new_client(args.brokers, acks=args.acks, compression=args.compression, linger_ms=args.linger_ms,
                     on_message=on_message, fetch_max_wait_ms=100)
     loop = client.loop
+    all_received = loop.create_future()
     wait(loop, client.connect, "connect")
+    require_topic(client, args.topic)
     ends = wait(loop, lambda done: client.offsets_for(args.topic, done), f"offsets of {args.topic}")
-    client.assign([(args.topic, p, OFFSET_END) for p in ends])
+    # the end offsets as of now, not OFFSET_END: records produced before the consumer's own
+    # position lookup answers must be read too
+    client.assign([(args.topic, p, latest) for p, (_earliest, latest) in ends.items()])
     client.start()
     rate = args.rate or 10000
     padding = os.urandom(args.size - SEND_TIME.size)
@@ -179,9 +185,10 @@ def _e2e(args: argparse.Namespace) -> int:
         client.produce(args.topic, None, SEND_TIME.pack(time.perf_counter_ns()) + padding)
         _pace(loop, rate, started, i + 1)
     _flush(client)
-    if len(latencies) < args.count:
-        loop.call_later(30, loop.stop)
-        loop.run_forever()
+    try:
+        loop.run_until_complete(asyncio.wait_for(asyncio.shield(all_received), E2E_DRAIN_TIMEOUT_S))
+    except asyncio.TimeoutError:
+        pass  # reported below as "n of count records consumed"
     client.stop()
     wait(loop, lambda done: client.close(lambda err: done(None, None)), "close")
     print(f"{len(latencies)} of {args.count} records consumed at {rate} msg/s offered")
