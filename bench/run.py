@@ -24,7 +24,18 @@ from bench import report
 from bench.broker import ExistingCluster, landed_records, prefill, start_embedded
 from bench.machine import describe, machine_info
 from bench.scenarios import Entry, Scenario, all_scenarios
-from bench.spec import KIND_CONSUME, KIND_E2E, KIND_PRODUCE, KIND_ROUNDTRIP, RESULT_PREFIX, RunResult, RunSpec
+from bench.spec import (
+    KIND_CONN,
+    KIND_CONSUME,
+    KIND_DECODE,
+    KIND_E2E,
+    KIND_ENCODE,
+    KIND_PRODUCE,
+    KIND_ROUNDTRIP,
+    RESULT_PREFIX,
+    RunResult,
+    RunSpec,
+)
 
 RESULTS_DIR = Path(__file__).with_name("results")
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -43,10 +54,14 @@ class Plan:
     roundtrips: int
     e2e_seconds: float
     consume_records: int
+    codec_records: int
+    conn_requests: int
 
 
-QUICK = Plan(reps=1, duration_s=1.0, warmup_s=0.3, roundtrips=1000, e2e_seconds=2.0, consume_records=300_000)
-FULL = Plan(reps=3, duration_s=2.5, warmup_s=0.7, roundtrips=5000, e2e_seconds=4.0, consume_records=1_500_000)
+QUICK = Plan(reps=1, duration_s=1.0, warmup_s=0.3, roundtrips=1000, e2e_seconds=2.0, consume_records=300_000,
+             codec_records=50_000, conn_requests=1000)
+FULL = Plan(reps=3, duration_s=2.5, warmup_s=0.7, roundtrips=5000, e2e_seconds=4.0, consume_records=1_500_000,
+            codec_records=200_000, conn_requests=5000)
 
 
 @dataclass(slots=True)
@@ -69,8 +84,13 @@ def derive(kind: str, result: RunResult, landed: int | None) -> dict[str, float]
             delivered = landed - result.warmup_records
             figures["delivered"] = delivered
             figures["delivered_per_s"] = delivered / result.elapsed_s
-    if kind in (KIND_ROUNDTRIP, KIND_E2E):
+    if kind in (KIND_ROUNDTRIP, KIND_E2E, KIND_CONN):
         figures.update({k: v for k, v in result.latency_us.items()})
+    if kind in (KIND_ENCODE, KIND_DECODE) and result.cpu_s > 0 and result.records > 0:
+        figures["records_per_s"] = result.records / result.cpu_s
+        figures["ns_per_record"] = result.cpu_s * 1e9 / result.records
+    if kind == KIND_CONN and result.elapsed_s > 0:
+        figures["requests_per_s"] = result.records / result.elapsed_s
     return figures
 
 
@@ -105,8 +125,14 @@ class Runner:
             spec.count = plan.consume_records
             spec.partitions = PRODUCE_PARTITIONS
             spec.duration_s = plan.duration_s * 3  # time cap for slow clients
+        elif scenario.kind in (KIND_ENCODE, KIND_DECODE):
+            spec.count = plan.codec_records
+        elif scenario.kind == KIND_CONN:
+            spec.count = plan.conn_requests
         spec = replace(spec, **entry.overrides)
-        if scenario.kind == KIND_CONSUME:
+        if scenario.kind in (KIND_ENCODE, KIND_DECODE):
+            spec.topic = ""  # no broker involved
+        elif scenario.kind == KIND_CONSUME:
             spec.topic = self.prefilled_topic()
         else:
             safe_label = entry.label.replace("[", "-").replace("]", "")

@@ -8,8 +8,11 @@ from typing import Any
 from bench.spec import (
     CONSUME_BATCH,
     CONSUME_PER_MESSAGE,
+    KIND_CONN,
     KIND_CONSUME,
+    KIND_DECODE,
     KIND_E2E,
+    KIND_ENCODE,
     KIND_PRODUCE,
     KIND_ROUNDTRIP,
 )
@@ -33,6 +36,9 @@ MB_PER_S = Metric("mb_per_s", "MB/s", True)
 CPU_US_PER_RECORD = Metric("cpu_us_per_record", "us CPU/record", False)
 CALL_RATE = Metric("call_rate", "calls/s", True)
 DELIVERED_PER_S = Metric("delivered_per_s", "delivered msg/s", True)
+RECORDS_PER_S = Metric("records_per_s", "records/s CPU", True)
+NS_PER_RECORD = Metric("ns_per_record", "ns CPU/record", False)
+REQUESTS_PER_S = Metric("requests_per_s", "pipelined req/s", True)
 LATENCY_METRICS = tuple(Metric(name, "us", False) for name in ("p50", "p90", "p99", "p99.9"))
 
 
@@ -92,6 +98,16 @@ def all_scenarios(*, quick: bool) -> list[Scenario]:
                   *_entries(*PEERS, "java")),
                  produce_metrics, {"value_size": 100}),
     ]
+    micro_codecs = ("none", "lz4") if quick else ("none", *CODECS)
+    for codec in micro_codecs:
+        for kind, verb in ((KIND_ENCODE, "Encode"), (KIND_DECODE, "Decode")):
+            scenarios.append(Scenario(
+                f"{kind}_{codec}", f"{verb} RecordBatch v2, 100-byte values, {codec} (codec only, CPU time)", kind,
+                _entries(SUBJECT, "aiokafka"), (RECORDS_PER_S, NS_PER_RECORD), {"compression": codec},
+                group="micro"))
+    scenarios.append(Scenario(
+        "conn_metadata", "One connection: sequential Metadata round trip, then 1000 pipelined", KIND_CONN,
+        _entries(SUBJECT, "raw-socket"), (*LATENCY_METRICS[:3], REQUESTS_PER_S), {}, group="micro"))
     for size in VALUE_SIZES:
         if size != 100:
             scenarios.append(Scenario(

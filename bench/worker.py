@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-from bench.spec import RESULT_PREFIX, RunSpec
+from bench.spec import MICRO_KINDS, RESULT_PREFIX, RunSpec
 
 # client name -> module in bench/clients implementing produce/roundtrip/e2e/consume(spec) -> RunResult
 CLIENT_MODULES = {
@@ -22,8 +22,12 @@ CLIENT_MODULES = {
 }
 
 
+# the micro-benchmarks keep both sides in one module (they share their set-up code)
+MICRO_MODULE = "bench.micro_runs"
+
+
 def run(spec: RunSpec):
-    module = importlib.import_module(CLIENT_MODULES[spec.client])
+    module = importlib.import_module(MICRO_MODULE if spec.kind in MICRO_KINDS else CLIENT_MODULES[spec.client])
     scenario = getattr(module, spec.kind, None)
     if scenario is None:
         raise SystemExit(f"{spec.client} has no '{spec.kind}' scenario")

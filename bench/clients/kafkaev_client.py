@@ -6,15 +6,25 @@ import time
 from typing import Any
 
 import kafkaev
-from bench.measure import Section, histogram, latency_us_of, make_value, stamp, summarize_latencies
+from bench.measure import (
+    Section,
+    cpu_seconds,
+    histogram,
+    latency_us_of,
+    make_value,
+    stamp,
+    summarize_latencies,
+)
 from bench.spec import CONSUME_PER_MESSAGE, RunResult, RunSpec
 from kafkaev.client import Client
 from kafkaev.producer import BufferFullError
+from kafkaev.runner import default_loop
 from kafkaev.types import OFFSET_BEGINNING
 
 CALLS_PER_TICK = 1000  # produce() calls between two turns of the loop
 BATCH_SIZE = 1024 * 1024
 BUFFER_MEMORY = 256 * 1024 * 1024
+STALL_MARGIN_S = 10.0  # consume: seconds past the time cap before a silent run counts as stalled
 
 
 class Deliveries:
@@ -208,36 +218,76 @@ async def _sleep(seconds: float) -> None:
     await asyncio.sleep(seconds)
 
 
-def consume(spec: RunSpec) -> RunResult:
-    state = {"records": 0, "bytes": 0, "started": 0.0}
-    client: Client
+class _ConsumeCounter:
+    """Counts delivered records; the clock starts at the first delivery, as for every peer
+    (connection set-up and the first fetch's round trip are not counted), and stops at
+    ``count`` records or ``duration_s`` after the first delivery, whichever comes first."""
 
-    def on_message(msg: Any) -> None:
-        state["records"] += 1
-        state["bytes"] += len(msg.value)
-        if state["records"] >= spec.count:
-            client.loop.stop()
+    __slots__ = ("spec", "loop", "records", "bytes", "started", "cpu_started", "elapsed", "cpu", "done")
 
-    def on_batch(messages: list[Any]) -> None:
-        state["records"] += len(messages)
+    def __init__(self, spec: RunSpec, loop: Any) -> None:
+        self.spec = spec
+        self.loop = loop
+        self.records = 0
+        self.bytes = 0
+        self.started = 0.0
+        self.cpu_started = 0.0
+        self.elapsed = 0.0
+        self.cpu = 0.0
+        self.done = False
+
+    def first(self) -> None:
+        self.started = time.perf_counter()
+        self.cpu_started = cpu_seconds()
+
+    def check(self) -> None:
+        if self.records >= self.spec.count or time.perf_counter() - self.started >= self.spec.duration_s:
+            self.elapsed = time.perf_counter() - self.started
+            self.cpu = cpu_seconds() - self.cpu_started
+            self.done = True
+            self.loop.stop()
+
+    def on_message(self, msg: Any) -> None:
+        if self.done:
+            return
+        if not self.started:
+            self.first()
+            return  # the first delivery opens the measured section, like the peers' first batch
+        self.records += 1
+        self.bytes += len(msg.value)
+        if self.records & 1023 == 0 or self.records >= self.spec.count:
+            self.check()
+
+    def on_batch(self, messages: list[Any]) -> None:
+        if self.done:
+            return
+        if not self.started:
+            self.first()
+            return
+        self.records += len(messages)
         for msg in messages:
-            state["bytes"] += len(msg.value)
-        if state["records"] >= spec.count:
-            client.loop.stop()
+            self.bytes += len(msg.value)
+        self.check()
 
-    handler = {"on_message": on_message} if spec.mode == CONSUME_PER_MESSAGE else {"on_batch": on_batch}
+
+def consume(spec: RunSpec) -> RunResult:
+    per_message = spec.mode == CONSUME_PER_MESSAGE
     settings = {"fetch_max_bytes": 52_428_800, "max_partition_fetch_bytes": 1_048_576}
-    client = Client(spec.bootstrap, **handler, **settings)
+    loop = default_loop()
+    counter = _ConsumeCounter(spec, loop)
+    handler = {"on_message": counter.on_message} if per_message else {"on_batch": counter.on_batch}
+    client = Client(spec.bootstrap, loop=loop, **handler, **settings)
     _connect(client)
-    loop = client.loop
     client.assign([(spec.topic, p, OFFSET_BEGINNING) for p in range(spec.partitions)])
-    loop.call_later(spec.duration_s + 10, loop.stop)  # time cap for a run that stalls
-    with Section() as section:
-        client.start()
-        loop.run_forever()
+    stall = loop.call_later(spec.duration_s + STALL_MARGIN_S, loop.stop)  # a run that never delivers
+    client.start()
+    loop.run_forever()
+    stall.cancel()
     client.stop()
     _close(client)
-    records = state["records"]
-    return RunResult(records=records, elapsed_s=section.elapsed, cpu_s=section.cpu, bytes=state["bytes"],
+    if not counter.done:
+        raise RuntimeError(f"kafkaev delivered {counter.records} records and then stalled")
+    return RunResult(records=counter.records, elapsed_s=counter.elapsed, cpu_s=counter.cpu, bytes=counter.bytes,
                      settings={**settings, "api": next(iter(handler)), **_version()},
-                     note="" if records >= spec.count else f"stopped at {records}/{spec.count}")
+                     note="" if counter.records >= spec.count else
+                     f"stopped at {counter.records}/{spec.count} (time cap)")
