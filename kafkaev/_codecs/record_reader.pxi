@@ -187,7 +187,9 @@ cdef _RecordFault _rr_parse_record(const uint8_t *p, const uint8_t *end,
         return _RF_KEY_LENGTH
     if n > end - p:
         return _RF_KEY
-    r.key = NULL if n < 0 else p
+    r.key = p
+    if n < 0:
+        r.key = NULL
     r.key_len = n
     if n > 0:
         p += n
@@ -195,7 +197,9 @@ cdef _RecordFault _rr_parse_record(const uint8_t *p, const uint8_t *end,
         return _RF_VALUE_LENGTH
     if n > end - p:
         return _RF_VALUE
-    r.value = NULL if n < 0 else p
+    r.value = p
+    if n < 0:
+        r.value = NULL
     r.value_len = n
     if n > 0:
         p += n
@@ -681,7 +685,9 @@ cdef int _rr_parse_legacy(const uint8_t *entry, Py_ssize_t entry_size, bint chec
     p += 4
     if n < -1 or n > end - p:
         raise _rr_legacy_error(entry, f"field 'key' length {n} is out of range ({end - p} bytes left)")
-    m.key = NULL if n < 0 else p
+    m.key = p
+    if n < 0:
+        m.key = NULL
     m.key_len = n
     if n > 0:
         p += n
@@ -691,7 +697,9 @@ cdef int _rr_parse_legacy(const uint8_t *entry, Py_ssize_t entry_size, bint chec
     p += 4
     if n < -1 or n > end - p:
         raise _rr_legacy_error(entry, f"field 'value' length {n} is out of range ({end - p} bytes left)")
-    m.value = NULL if n < 0 else p
+    m.value = p
+    if n < 0:
+        m.value = NULL
     m.value_len = n
     if n > 0:
         p += n
