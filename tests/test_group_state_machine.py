@@ -15,7 +15,12 @@ from kafkaev.config import ClientConfig
 from kafkaev.consumer.assignors import CooperativeStickyAssignor
 from kafkaev.consumer.context import ConsumerContext
 from kafkaev.consumer.group import GroupMember, GroupOptions, GroupState
-from kafkaev.consumer.protocol import decode_assignment, decode_subscription, encode_assignment, encode_subscription
+from kafkaev.consumer.protocol import (
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+    encode_subscription,
+)
 from kafkaev.consumer.subscription import Phase, SubscriptionState
 from kafkaev.errors import (
     FENCED_INSTANCE_ID,

@@ -37,7 +37,7 @@ from .fetcher import Fetcher
 from .group import GroupMember, GroupOptions, GroupState
 from .offsets import CommitOffset
 from .positions import list_offsets
-from .subscription import Phase, ResetKind, SubscriptionState
+from .subscription import PartitionState, Phase, ResetKind, SubscriptionState
 
 ResultCallback = Callable[[Any, KafkaError | None], object]
 _UNSET: Any = object()
@@ -153,7 +153,7 @@ class Consumer:
             return
         subscription = self.ctx.subscription
 
-        def settled(target: Any, failure: BaseException | None) -> None:
+        def settled(target: PartitionState, failure: BaseException | None) -> None:
             if failure is not None:
                 self.ctx.loop.call_soon(self.ctx.call, cb, None, failure)
             elif subscription.get(target.tp) is not target:

@@ -89,7 +89,10 @@ class _LeaderRequest:
             return
         self.outstanding = len(by_leader)
         for leader, rows in by_leader.items():
-            self.ctx.pool.get(leader, Role.ADMIN, lambda conn, err, rows=rows: self._on_conn(conn, err, rows))
+            self.ctx.pool.get(leader, Role.ADMIN, self._conn_callback(rows))
+
+    def _conn_callback(self, rows: list[tuple[TopicPartition, Any]]) -> Callable[[Any, KafkaError | None], None]:
+        return lambda conn, err: self._on_conn(conn, err, rows)
 
     def _on_conn(self, conn: Any, err: KafkaError | None, rows: list[tuple[TopicPartition, Any]]) -> None:
         if err is not None:
