@@ -35,6 +35,8 @@
 # re-computing the CRC; the compressed payload is cached between builds.
 
 from cpython.long cimport PyLong_CheckExact
+from cpython.memoryview cimport PyMemoryView_FromMemory
+from cpython.buffer cimport PyBUF_READ
 from libc.time cimport time_t
 
 cdef extern from "<time.h>" nogil:
@@ -301,11 +303,14 @@ cdef class RecordBatchBuilder:
 
     cdef object _compressed_payload(self):
         if self._payload is None:
-            records = PyBytes_FromStringAndSize(self._records, self._records_len)
-            if self._codec == COMPRESSION_NONE:
-                self._payload = records
-            else:
+            # The compressors read the records in place through a borrowed view,
+            # released right after so it can never outlive this call.
+            records = PyMemoryView_FromMemory(self._records if self._records is not NULL else _EMPTY,
+                                              self._records_len, PyBUF_READ)
+            try:
                 self._payload = compress_payload_level(self._codec, records, self._compression_level)
+            finally:
+                records.release()
         return self._payload
 
     cpdef bytes build(self, int64_t base_offset=0, int32_t partition_leader_epoch=-1,
