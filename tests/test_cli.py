@@ -79,3 +79,67 @@ def test_unreachable_broker_is_one_line():
     result = kafkaev("topics", "list", brokers="127.0.0.1:1")
     assert result.returncode == 1
     assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+
+
+def test_groups_list_describe_lag_after_a_group_consume(kafka, topic):
+    assert kafkaev("produce", topic, stdin="1\n2\n3\n4\n5\n", brokers=kafka.bootstrap).returncode == 0
+    group = f"cli-group-{uuid.uuid4().hex[:8]}"
+    consumed = kafkaev("consume", topic, "-G", group, "-o", "beginning", "-c", "3", brokers=kafka.bootstrap)
+    assert consumed.returncode == 0, consumed.stderr
+    assert consumed.stdout.splitlines() == ["1", "2", "3"]
+    listed = kafkaev("groups", "list", brokers=kafka.bootstrap)
+    assert listed.returncode == 0, listed.stderr
+    assert group in [line.split("\t")[0] for line in listed.stdout.splitlines()]
+    described = kafkaev("groups", "describe", group, brokers=kafka.bootstrap)
+    assert described.returncode == 0, described.stderr
+    assert described.stdout.startswith(f"group {group} state Empty")
+    lag = kafkaev("groups", "lag", group, brokers=kafka.bootstrap)
+    assert lag.returncode == 0, lag.stderr
+    # the group committed what it printed, at least the 3 records (auto-commit on close)
+    [row] = [line.split("\t") for line in lag.stdout.splitlines() if line.startswith(topic)]
+    committed, end, behind = int(row[2]), int(row[3]), int(row[4])
+    assert end == 5 and 3 <= committed <= 5 and behind == end - committed
+
+
+def test_unknown_group_and_unknown_topic_are_one_line_errors(kafka):
+    missing = f"cli-missing-{uuid.uuid4().hex[:8]}"
+    for args in (("groups", "describe", missing), ("groups", "lag", missing), ("consume", missing, "-e"),
+                 ("perf", "consume", missing, "-n", "10")):
+        result = kafkaev(*args, brokers=kafka.bootstrap)
+        assert result.returncode == 1, (args, result.stderr)
+        [line] = result.stderr.strip().splitlines()
+        assert line.startswith(f"kafkaev {args[0]}: ") and missing in line and "Traceback" not in result.stderr
+
+
+def test_perf_produce_then_consume_report_rates_and_a_histogram(kafka, topic):
+    produced = kafkaev("perf", "produce", topic, "-n", "2000", "-s", "50", brokers=kafka.bootstrap)
+    assert produced.returncode == 0, produced.stderr
+    assert produced.stdout.startswith("2000 records acked in ") and "msg/s" in produced.stdout
+    assert "latency us: p50 " in produced.stdout and " us " in produced.stdout.splitlines()[2]
+    consumed = kafkaev("perf", "consume", topic, "-n", "2000", brokers=kafka.bootstrap)
+    assert consumed.returncode == 0, consumed.stderr
+    assert consumed.stdout.startswith("2000 records in ")
+    too_many = kafkaev("perf", "consume", topic, "-n", "5000", brokers=kafka.bootstrap)
+    assert too_many.returncode == 1 and "holds 2000 records, fewer than --count 5000" in too_many.stderr
+
+
+def test_perf_e2e_receives_every_record(kafka, topic):
+    result = kafkaev("perf", "e2e", topic, "-n", "500", "-r", "2000", brokers=kafka.bootstrap)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("500 of 500 records consumed at 2000 msg/s offered")
+
+
+def test_produce_files_one_record_each_to_a_partition(kafka, make_topic, tmp_path):
+    topic = make_topic(partitions=2)
+    paths = []
+    for i in range(3):
+        path = tmp_path / f"f{i}.txt"
+        path.write_bytes(f"file {i}\nsecond line".encode())
+        paths.append(str(path))
+    produced = kafkaev("produce", topic, *paths, "-p", "1", "-z", "zstd", brokers=kafka.bootstrap)
+    assert produced.returncode == 0, produced.stderr
+    consumed = kafkaev("consume", topic, "-o", "beginning", "-e", "-f", "%p|%v\\n--\\n", brokers=kafka.bootstrap)
+    assert consumed.returncode == 0, consumed.stderr
+    assert consumed.stdout == "".join(f"1|file {i}\nsecond line\n--\n" for i in range(3))
+    missing = kafkaev("produce", topic, str(tmp_path / "nope"), brokers=kafka.bootstrap)
+    assert missing.returncode == 1 and "cannot read" in missing.stderr and "Traceback" not in missing.stderr
