@@ -5,8 +5,9 @@ Reads ``<schemas>/*.json`` (development time only) and writes:
 
 - ``kafkaev/_codecs/messages_decl.pxi``: C-level declarations (API key constants, the
   frame functions), included by ``kafkaev/_proto.pxd`` so that ``_conn.pyx`` cimports them;
-- ``kafkaev/_codecs/messages.pxi``: a class per message and struct and the field tables
-  that the hand-written interpreter ``kafkaev/_codecs/message_codec.pxi`` walks;
+- ``kafkaev/_codecs/messages.pxi``: the field tables (plain data) from which the
+  hand-written ``kafkaev/_codecs/message_codec.pxi`` builds a class per message and
+  struct at import and which it walks to encode and decode;
 - the generated section of ``kafkaev/_proto.pyi`` (between the BEGIN/END markers).
 
 Usage: ``python tools/gen_messages.py [--schemas DIR] [--check]``. ``--check`` exits 1
@@ -351,28 +352,30 @@ def fresh_default(f: Field, m: Message) -> str | None:
     return None
 
 
-def field_entry(f: Field, m: Message) -> str:
+FIELD_FRESH = 1  # message_codec.pxi: the default is a new list/struct per message
+FIELD_CLASSIC = 2  # never compact, even in flexible versions
+
+
+def type_name(f: Field, m: Message) -> str:
     et = element_type(f)
-    args = [repr(f.attr), KIND_CONSTANTS[et.kind], repr(str(f.versions))]
-    if not f.nullable.empty:
-        args.append(f"nullable={str(f.nullable)!r}")
-    if is_tagged(f):
-        args.append(f"tagged={str(f.tagged)!r}")
-        args.append(f"tag={f.tag}")
-    fresh = fresh_default(f, m)
-    if fresh is not None:
-        args.append(f"default={fresh}, fresh=True")
-    elif f.type.kind not in ("array", "struct"):
-        d = default_literal(f)
-        if d != "None":
-            args.append(f"default={d}")
-    if f.type.kind == "array":
-        args.append("array=True")
-    if et.kind == "struct":
-        args.append(f"struct=_S_{struct_of(m, et.struct).cls}")
+    base = struct_of(m, et.struct).cls if et.kind == "struct" else et.kind
+    return ("[]" if f.type.kind == "array" else "") + base
+
+
+def field_entry(f: Field, m: Message) -> str:
+    """(name, type, versions, nullable versions, tagged versions, tag, default, flags)"""
+    flags = 0
+    if fresh_default(f, m) is not None:
+        flags |= FIELD_FRESH
     if f.flexible_override is not None and f.flexible_override.empty:
-        args.append("classic=True")
-    return f"_field({', '.join(args)}),"
+        flags |= FIELD_CLASSIC
+    if f.type.kind in ("array", "struct", "uuid"):
+        default = "None"  # built by the codec: fresh list/struct, ZERO_UUID, or None
+    else:
+        default = default_literal(f)
+    tag = -1 if f.tag is None else f.tag
+    return (f"({f.attr!r}, {type_name(f, m)!r}, {str(f.versions)!r}, {str(f.nullable)!r}, "
+            f"{str(f.tagged)!r}, {tag}, {default}, {flags}),")
 
 
 def all_structs(apis: list[Api], data: list[Message]) -> list[Struct]:
@@ -450,32 +453,27 @@ def gen_impl(apis: list[Api], data: list[Message]) -> str:
         o(f"{snake(a.name).upper()} = {a.key}", 1)
     o()
     o()
-    o("# ---- classes")
-    for s in all_structs(apis, data):
-        o()
-        o()
-        o(f"class {s.cls}(MessageStruct):")
-        o(f'"""{struct_doc(s)}."""', 1)
-        slots = ", ".join(f'"{f.attr}"' for f in s.fields)
-        o(f"__slots__ = ({slots}{',' if len(s.fields) == 1 else ''})", 1)
-    o()
-    o()
-    o("# ---- field tables")
+    o("# (class, versions, flexible versions, docstring, fields); nested structs come before")
+    o("# the structs holding them. Field: (name, type, versions, nullable versions, tagged")
+    o("# versions, tag, default, flags); flags 1: fresh list/struct default, 2: never compact.")
+    o("_STRUCT_TABLES = (")
     messages = [x for a in apis for x in (a.request, a.response)] + data
     for m in messages:
-        o()
-        o(f"# {m.name}: versions {m.valid}, flexible {m.flexible}")
+        o(f"# {m.name}: versions {m.valid}, flexible {m.flexible}", 1)
         for s in structs_post_order(m):
-            o(f'_S_{s.cls} = _struct({s.cls}, "{m.valid}", "{m.flexible}", [')
+            o(f'("{s.cls}", "{m.valid}", "{m.flexible}", "{struct_doc(s)}", (', 1)
             for f in s.fields:
-                o(field_entry(f, m), 1)
-            o("])")
+                o(field_entry(f, m), 2)
+            o(")),", 1)
+    o(")")
     o()
-    o()
-    o("# ---- APIs")
-    o()
+    o("# (name, key, request class, response class, flexible versions)")
+    o("_API_TABLES = (")
     for a in apis:
-        o(f'_api("{a.name}", {a.key}, _S_{a.request.name}, _S_{a.response.name}, "{a.request.flexible}")')
+        o(f'("{a.name}", {a.key}, "{a.request.name}", "{a.response.name}", "{a.request.flexible}"),', 1)
+    o(")")
+    o()
+    o("_build_message_tables(globals(), _STRUCT_TABLES, _API_TABLES)")
     o()
     o("# Schema version range per API key (both ends supported).")
     o("SUPPORTED_VERSIONS = {")
@@ -494,27 +492,20 @@ def gen_impl(apis: list[Api], data: list[Message]) -> str:
         o(f"ApiKey.{snake(a.name).upper()}: {a.first_flexible},", 1)
     o("}")
     o()
-    o("REQUEST_CLASSES = {")
-    for a in apis:
-        o(f"ApiKey.{snake(a.name).upper()}: {a.request.name},", 1)
-    o("}")
-    o()
-    o("RESPONSE_CLASSES = {")
-    for a in apis:
-        o(f"ApiKey.{snake(a.name).upper()}: {a.response.name},", 1)
-    o("}")
+    o("REQUEST_CLASSES = _message_classes(True)")
+    o("RESPONSE_CLASSES = _message_classes(False)")
     for m in data:
         sn = snake(m.name)
         o()
         o()
         o(f"def encode_{sn}(obj, int version={m.valid.hi}):")
         o(f'"""A {m.name} as bytes: Int16 version, then the struct."""', 1)
-        o(f"return _encode_data(_S_{m.name}, obj, version)", 1)
+        o(f'return _encode_data("{m.name}", obj, version)', 1)
         o()
         o()
         o(f"def decode_{sn}(data):")
         o(f'"""Decodes a {m.name} (its version is the leading Int16)."""', 1)
-        o(f"return _decode_data(_S_{m.name}, data)", 1)
+        o(f'return _decode_data("{m.name}", data)', 1)
     return o.text()
 
 

@@ -149,10 +149,8 @@ cdef tuple _parse_versions(object spec):
     return (int(spec), int(spec))
 
 
-def _field(str name, int kind, str versions, *, nullable="none", tagged="none", int tag=-1,
-           default=None, bint fresh=False, bint array=False, _StructSpec struct=None,
-           bint classic=False):
-    """A field table entry (used by the generated tables at import)."""
+cdef _FieldSpec _make_field_spec(str name, int kind, str versions, str nullable, str tagged, int tag,
+                       object default, bint fresh, bint array, _StructSpec struct, bint classic):
     cdef _FieldSpec f = _FieldSpec.__new__(_FieldSpec)
     f.name = name
     f.cname = name.encode()
@@ -169,8 +167,8 @@ def _field(str name, int kind, str versions, *, nullable="none", tagged="none", 
     return f
 
 
-def _struct(cls, str versions, str flexible, list fields):
-    """A struct table entry; binds the class to its fields."""
+cdef _StructSpec _make_struct_spec(type cls, str versions, str flexible, list fields):
+    """Binds a message class to its fields."""
     cdef _StructSpec s = _StructSpec.__new__(_StructSpec)
     cdef _FieldSpec f
     s.name = cls.__name__
@@ -541,8 +539,7 @@ cdef class _ApiSpec:
 cdef list _APIS_BY_KEY = []
 
 
-def _api(str name, int key, _StructSpec request, _StructSpec response, str flexible):
-    """An API table entry (used by the generated tables at import)."""
+cdef _ApiSpec _make_api_spec(str name, int key, _StructSpec request, _StructSpec response, str flexible):
     cdef _ApiSpec a = _ApiSpec.__new__(_ApiSpec)
     a.name = name
     a.key = key
@@ -731,8 +728,9 @@ def message_spec(cls):
     ]
 
 
-cdef bytes _encode_data(_StructSpec spec, object obj, int version):
+cdef bytes _encode_data(str name, object obj, int version):
     """A "data" schema (no header): Int16 version, then the struct."""
+    cdef _StructSpec spec = _STRUCTS[name]
     cdef WriteBuffer buf
     if version < spec.min_version or version > spec.max_version:
         raise ValueError(f"version {version} is not supported for {spec.name} "
@@ -743,10 +741,11 @@ cdef bytes _encode_data(_StructSpec spec, object obj, int version):
     return buf.to_bytes()
 
 
-cdef object _decode_data(_StructSpec spec, object data):
+cdef object _decode_data(str name, object data):
     """Newer versions decode with the newest known one: data schemas only ever append
     fields, so the known prefix still reads (as the Java client does)."""
-    cdef ReadBuffer r = ReadBuffer(data, spec.name)
+    cdef _StructSpec spec = _STRUCTS[name]
+    cdef ReadBuffer r = ReadBuffer(data, name)
     cdef int16_t version
     r.field = b"version"
     version = r.read_int16()
@@ -755,3 +754,51 @@ cdef object _decode_data(_StructSpec spec, object data):
     if version > spec.max_version:
         version = spec.max_version
     return _decode_struct(r, spec, version)
+
+
+# ---- building the tables from the generated data (kafkaev/_codecs/messages.pxi)
+
+cdef enum:
+    FIELD_FRESH = 1    # the default is built anew per message: a list, or the struct itself
+    FIELD_CLASSIC = 2  # never compact, even in flexible versions
+
+cdef dict _STRUCTS = {}  # class name -> _StructSpec
+
+
+cdef _FieldSpec _field_from(tuple entry):
+    """(name, type, versions, nullable versions, tagged versions, tag, default, flags)"""
+    name, type_name, versions, nullable, tagged, tag, default, flags = entry
+    cdef bint array = type_name.startswith("[]")
+    cdef str base = type_name[2:] if array else type_name
+    cdef _StructSpec struct = None
+    cdef int kind
+    if base in KIND_NAMES:
+        kind = KIND_NAMES.index(base)
+    else:
+        kind = K_STRUCT
+        struct = _STRUCTS[base]  # nested structs come first in the data
+    if flags & FIELD_FRESH:
+        default = list if array else struct.cls
+    elif kind == K_UUID and not array:
+        default = ZERO_UUID
+    return _make_field_spec(name, kind, versions, nullable, tagged, tag, default, flags & FIELD_FRESH, array, struct,
+                  flags & FIELD_CLASSIC)
+
+
+def _build_message_tables(dict namespace, tuple structs, tuple apis):
+    """Creates the message classes (slots named after the fields) and their field tables,
+    and registers the APIs. Data instead of generated code keeps _proto quick to compile."""
+    cdef tuple entry
+    for name, versions, flexible, doc, fields in structs:
+        cls = type(name, (MessageStruct,), {
+            "__slots__": tuple([entry[0] for entry in fields]), "__doc__": doc, "__module__": __name__})
+        namespace[name] = cls
+        _STRUCTS[name] = _make_struct_spec(cls, versions, flexible, [_field_from(entry) for entry in fields])
+    for name, key, request, response, flexible in apis:
+        _make_api_spec(name, key, _STRUCTS[request], _STRUCTS[response], flexible)
+
+
+def _message_classes(bint requests):
+    """{ApiKey: request (or response) class} of every API."""
+    cdef _ApiSpec a
+    return {ApiKey(a.key): (a.request if requests else a.response).cls for a in _APIS_BY_KEY if a is not None}

@@ -38,1716 +38,924 @@ class ApiKey(_enum.IntEnum):
     CONSUMER_GROUP_HEARTBEAT = 68
 
 
-# ---- classes
-
-
-class ProduceRequest(MessageStruct):
-    """message, versions 0-11."""
-    __slots__ = ("transactional_id", "acks", "timeout_ms", "topic_data")
-
-
-class TopicProduceData(MessageStruct):
-    """struct TopicProduceData of ProduceRequest, versions 0-11."""
-    __slots__ = ("name", "partition_data")
-
-
-class PartitionProduceData(MessageStruct):
-    """struct PartitionProduceData of ProduceRequest, versions 0-11."""
-    __slots__ = ("index", "records")
-
-
-class ProduceResponse(MessageStruct):
-    """message, versions 0-11."""
-    __slots__ = ("responses", "throttle_time_ms", "node_endpoints")
-
-
-class TopicProduceResponse(MessageStruct):
-    """struct TopicProduceResponse of ProduceResponse, versions 0-11."""
-    __slots__ = ("name", "partition_responses")
-
-
-class PartitionProduceResponse(MessageStruct):
-    """struct PartitionProduceResponse of ProduceResponse, versions 0-11."""
-    __slots__ = ("index", "error_code", "base_offset", "log_append_time_ms", "log_start_offset", "record_errors", "error_message", "current_leader")
-
-
-class BatchIndexAndErrorMessage(MessageStruct):
-    """struct BatchIndexAndErrorMessage of ProduceResponse, versions 0-11."""
-    __slots__ = ("batch_index", "batch_index_error_message")
-
-
-class ProduceResponseLeaderIdAndEpoch(MessageStruct):
-    """struct LeaderIdAndEpoch of ProduceResponse, versions 0-11."""
-    __slots__ = ("leader_id", "leader_epoch")
-
-
-class ProduceResponseNodeEndpoint(MessageStruct):
-    """struct NodeEndpoint of ProduceResponse, versions 0-11."""
-    __slots__ = ("node_id", "host", "port", "rack")
-
-
-class FetchRequest(MessageStruct):
-    """message, versions 0-17."""
-    __slots__ = ("cluster_id", "replica_id", "replica_state", "max_wait_ms", "min_bytes", "max_bytes", "isolation_level", "session_id", "session_epoch", "topics", "forgotten_topics_data", "rack_id")
-
-
-class ReplicaState(MessageStruct):
-    """struct ReplicaState of FetchRequest, versions 0-17."""
-    __slots__ = ("replica_id", "replica_epoch")
-
-
-class FetchTopic(MessageStruct):
-    """struct FetchTopic of FetchRequest, versions 0-17."""
-    __slots__ = ("topic", "topic_id", "partitions")
-
-
-class FetchPartition(MessageStruct):
-    """struct FetchPartition of FetchRequest, versions 0-17."""
-    __slots__ = ("partition", "current_leader_epoch", "fetch_offset", "last_fetched_epoch", "log_start_offset", "partition_max_bytes", "replica_directory_id")
-
-
-class ForgottenTopic(MessageStruct):
-    """struct ForgottenTopic of FetchRequest, versions 0-17."""
-    __slots__ = ("topic", "topic_id", "partitions")
-
-
-class FetchResponse(MessageStruct):
-    """message, versions 0-17."""
-    __slots__ = ("throttle_time_ms", "error_code", "session_id", "responses", "node_endpoints")
-
-
-class FetchableTopicResponse(MessageStruct):
-    """struct FetchableTopicResponse of FetchResponse, versions 0-17."""
-    __slots__ = ("topic", "topic_id", "partitions")
-
-
-class PartitionData(MessageStruct):
-    """struct PartitionData of FetchResponse, versions 0-17."""
-    __slots__ = ("partition_index", "error_code", "high_watermark", "last_stable_offset", "log_start_offset", "diverging_epoch", "current_leader", "snapshot_id", "aborted_transactions", "preferred_read_replica", "records")
-
-
-class FetchResponseEpochEndOffset(MessageStruct):
-    """struct EpochEndOffset of FetchResponse, versions 0-17."""
-    __slots__ = ("epoch", "end_offset")
-
-
-class FetchResponseLeaderIdAndEpoch(MessageStruct):
-    """struct LeaderIdAndEpoch of FetchResponse, versions 0-17."""
-    __slots__ = ("leader_id", "leader_epoch")
-
-
-class SnapshotId(MessageStruct):
-    """struct SnapshotId of FetchResponse, versions 0-17."""
-    __slots__ = ("end_offset", "epoch")
-
-
-class AbortedTransaction(MessageStruct):
-    """struct AbortedTransaction of FetchResponse, versions 0-17."""
-    __slots__ = ("producer_id", "first_offset")
-
-
-class FetchResponseNodeEndpoint(MessageStruct):
-    """struct NodeEndpoint of FetchResponse, versions 0-17."""
-    __slots__ = ("node_id", "host", "port", "rack")
-
-
-class ListOffsetsRequest(MessageStruct):
-    """message, versions 0-10."""
-    __slots__ = ("replica_id", "isolation_level", "topics", "timeout_ms")
-
-
-class ListOffsetsTopic(MessageStruct):
-    """struct ListOffsetsTopic of ListOffsetsRequest, versions 0-10."""
-    __slots__ = ("name", "partitions")
-
-
-class ListOffsetsPartition(MessageStruct):
-    """struct ListOffsetsPartition of ListOffsetsRequest, versions 0-10."""
-    __slots__ = ("partition_index", "current_leader_epoch", "timestamp", "max_num_offsets")
-
-
-class ListOffsetsResponse(MessageStruct):
-    """message, versions 0-10."""
-    __slots__ = ("throttle_time_ms", "topics")
-
-
-class ListOffsetsTopicResponse(MessageStruct):
-    """struct ListOffsetsTopicResponse of ListOffsetsResponse, versions 0-10."""
-    __slots__ = ("name", "partitions")
-
-
-class ListOffsetsPartitionResponse(MessageStruct):
-    """struct ListOffsetsPartitionResponse of ListOffsetsResponse, versions 0-10."""
-    __slots__ = ("partition_index", "error_code", "old_style_offsets", "timestamp", "offset", "leader_epoch")
-
-
-class MetadataRequest(MessageStruct):
-    """message, versions 0-12."""
-    __slots__ = ("topics", "allow_auto_topic_creation", "include_cluster_authorized_operations", "include_topic_authorized_operations")
-
-
-class MetadataRequestTopic(MessageStruct):
-    """struct MetadataRequestTopic of MetadataRequest, versions 0-12."""
-    __slots__ = ("topic_id", "name")
-
-
-class MetadataResponse(MessageStruct):
-    """message, versions 0-12."""
-    __slots__ = ("throttle_time_ms", "brokers", "cluster_id", "controller_id", "topics", "cluster_authorized_operations")
-
-
-class MetadataResponseBroker(MessageStruct):
-    """struct MetadataResponseBroker of MetadataResponse, versions 0-12."""
-    __slots__ = ("node_id", "host", "port", "rack")
-
-
-class MetadataResponseTopic(MessageStruct):
-    """struct MetadataResponseTopic of MetadataResponse, versions 0-12."""
-    __slots__ = ("error_code", "name", "topic_id", "is_internal", "partitions", "topic_authorized_operations")
-
-
-class MetadataResponsePartition(MessageStruct):
-    """struct MetadataResponsePartition of MetadataResponse, versions 0-12."""
-    __slots__ = ("error_code", "partition_index", "leader_id", "leader_epoch", "replica_nodes", "isr_nodes", "offline_replicas")
-
-
-class OffsetCommitRequest(MessageStruct):
-    """message, versions 0-9."""
-    __slots__ = ("group_id", "generation_id_or_member_epoch", "member_id", "group_instance_id", "retention_time_ms", "topics")
-
-
-class OffsetCommitRequestTopic(MessageStruct):
-    """struct OffsetCommitRequestTopic of OffsetCommitRequest, versions 0-9."""
-    __slots__ = ("name", "partitions")
-
-
-class OffsetCommitRequestPartition(MessageStruct):
-    """struct OffsetCommitRequestPartition of OffsetCommitRequest, versions 0-9."""
-    __slots__ = ("partition_index", "committed_offset", "committed_leader_epoch", "commit_timestamp", "committed_metadata")
-
-
-class OffsetCommitResponse(MessageStruct):
-    """message, versions 0-9."""
-    __slots__ = ("throttle_time_ms", "topics")
-
-
-class OffsetCommitResponseTopic(MessageStruct):
-    """struct OffsetCommitResponseTopic of OffsetCommitResponse, versions 0-9."""
-    __slots__ = ("name", "partitions")
-
-
-class OffsetCommitResponsePartition(MessageStruct):
-    """struct OffsetCommitResponsePartition of OffsetCommitResponse, versions 0-9."""
-    __slots__ = ("partition_index", "error_code")
-
-
-class OffsetFetchRequest(MessageStruct):
-    """message, versions 0-9."""
-    __slots__ = ("group_id", "topics", "groups", "require_stable")
-
-
-class OffsetFetchRequestTopic(MessageStruct):
-    """struct OffsetFetchRequestTopic of OffsetFetchRequest, versions 0-9."""
-    __slots__ = ("name", "partition_indexes")
-
-
-class OffsetFetchRequestGroup(MessageStruct):
-    """struct OffsetFetchRequestGroup of OffsetFetchRequest, versions 0-9."""
-    __slots__ = ("group_id", "member_id", "member_epoch", "topics")
-
-
-class OffsetFetchRequestTopics(MessageStruct):
-    """struct OffsetFetchRequestTopics of OffsetFetchRequest, versions 0-9."""
-    __slots__ = ("name", "partition_indexes")
-
-
-class OffsetFetchResponse(MessageStruct):
-    """message, versions 0-9."""
-    __slots__ = ("throttle_time_ms", "topics", "error_code", "groups")
-
-
-class OffsetFetchResponseTopic(MessageStruct):
-    """struct OffsetFetchResponseTopic of OffsetFetchResponse, versions 0-9."""
-    __slots__ = ("name", "partitions")
-
-
-class OffsetFetchResponsePartition(MessageStruct):
-    """struct OffsetFetchResponsePartition of OffsetFetchResponse, versions 0-9."""
-    __slots__ = ("partition_index", "committed_offset", "committed_leader_epoch", "metadata", "error_code")
-
-
-class OffsetFetchResponseGroup(MessageStruct):
-    """struct OffsetFetchResponseGroup of OffsetFetchResponse, versions 0-9."""
-    __slots__ = ("group_id", "topics", "error_code")
-
-
-class OffsetFetchResponseTopics(MessageStruct):
-    """struct OffsetFetchResponseTopics of OffsetFetchResponse, versions 0-9."""
-    __slots__ = ("name", "partitions")
-
-
-class OffsetFetchResponsePartitions(MessageStruct):
-    """struct OffsetFetchResponsePartitions of OffsetFetchResponse, versions 0-9."""
-    __slots__ = ("partition_index", "committed_offset", "committed_leader_epoch", "metadata", "error_code")
-
-
-class FindCoordinatorRequest(MessageStruct):
-    """message, versions 0-6."""
-    __slots__ = ("key", "key_type", "coordinator_keys")
-
-
-class FindCoordinatorResponse(MessageStruct):
-    """message, versions 0-6."""
-    __slots__ = ("throttle_time_ms", "error_code", "error_message", "node_id", "host", "port", "coordinators")
-
-
-class Coordinator(MessageStruct):
-    """struct Coordinator of FindCoordinatorResponse, versions 0-6."""
-    __slots__ = ("key", "node_id", "host", "port", "error_code", "error_message")
-
-
-class JoinGroupRequest(MessageStruct):
-    """message, versions 0-9."""
-    __slots__ = ("group_id", "session_timeout_ms", "rebalance_timeout_ms", "member_id", "group_instance_id", "protocol_type", "protocols", "reason")
-
-
-class JoinGroupRequestProtocol(MessageStruct):
-    """struct JoinGroupRequestProtocol of JoinGroupRequest, versions 0-9."""
-    __slots__ = ("name", "metadata")
-
-
-class JoinGroupResponse(MessageStruct):
-    """message, versions 0-9."""
-    __slots__ = ("throttle_time_ms", "error_code", "generation_id", "protocol_type", "protocol_name", "leader", "skip_assignment", "member_id", "members")
-
-
-class JoinGroupResponseMember(MessageStruct):
-    """struct JoinGroupResponseMember of JoinGroupResponse, versions 0-9."""
-    __slots__ = ("member_id", "group_instance_id", "metadata")
-
-
-class HeartbeatRequest(MessageStruct):
-    """message, versions 0-4."""
-    __slots__ = ("group_id", "generation_id", "member_id", "group_instance_id")
-
-
-class HeartbeatResponse(MessageStruct):
-    """message, versions 0-4."""
-    __slots__ = ("throttle_time_ms", "error_code")
-
-
-class LeaveGroupRequest(MessageStruct):
-    """message, versions 0-5."""
-    __slots__ = ("group_id", "member_id", "members")
-
-
-class MemberIdentity(MessageStruct):
-    """struct MemberIdentity of LeaveGroupRequest, versions 0-5."""
-    __slots__ = ("member_id", "group_instance_id", "reason")
-
-
-class LeaveGroupResponse(MessageStruct):
-    """message, versions 0-5."""
-    __slots__ = ("throttle_time_ms", "error_code", "members")
-
-
-class MemberResponse(MessageStruct):
-    """struct MemberResponse of LeaveGroupResponse, versions 0-5."""
-    __slots__ = ("member_id", "group_instance_id", "error_code")
-
-
-class SyncGroupRequest(MessageStruct):
-    """message, versions 0-5."""
-    __slots__ = ("group_id", "generation_id", "member_id", "group_instance_id", "protocol_type", "protocol_name", "assignments")
-
-
-class SyncGroupRequestAssignment(MessageStruct):
-    """struct SyncGroupRequestAssignment of SyncGroupRequest, versions 0-5."""
-    __slots__ = ("member_id", "assignment")
-
-
-class SyncGroupResponse(MessageStruct):
-    """message, versions 0-5."""
-    __slots__ = ("throttle_time_ms", "error_code", "protocol_type", "protocol_name", "assignment")
-
-
-class DescribeGroupsRequest(MessageStruct):
-    """message, versions 0-5."""
-    __slots__ = ("groups", "include_authorized_operations")
-
-
-class DescribeGroupsResponse(MessageStruct):
-    """message, versions 0-5."""
-    __slots__ = ("throttle_time_ms", "groups")
-
-
-class DescribedGroup(MessageStruct):
-    """struct DescribedGroup of DescribeGroupsResponse, versions 0-5."""
-    __slots__ = ("error_code", "group_id", "group_state", "protocol_type", "protocol_data", "members", "authorized_operations")
-
-
-class DescribedGroupMember(MessageStruct):
-    """struct DescribedGroupMember of DescribeGroupsResponse, versions 0-5."""
-    __slots__ = ("member_id", "group_instance_id", "client_id", "client_host", "member_metadata", "member_assignment")
-
-
-class ListGroupsRequest(MessageStruct):
-    """message, versions 0-5."""
-    __slots__ = ("states_filter", "types_filter")
-
-
-class ListGroupsResponse(MessageStruct):
-    """message, versions 0-5."""
-    __slots__ = ("throttle_time_ms", "error_code", "groups")
-
-
-class ListedGroup(MessageStruct):
-    """struct ListedGroup of ListGroupsResponse, versions 0-5."""
-    __slots__ = ("group_id", "protocol_type", "group_state", "group_type")
-
-
-class SaslHandshakeRequest(MessageStruct):
-    """message, versions 0-1."""
-    __slots__ = ("mechanism",)
-
-
-class SaslHandshakeResponse(MessageStruct):
-    """message, versions 0-1."""
-    __slots__ = ("error_code", "mechanisms")
-
-
-class ApiVersionsRequest(MessageStruct):
-    """message, versions 0-4."""
-    __slots__ = ("client_software_name", "client_software_version")
-
-
-class ApiVersionsResponse(MessageStruct):
-    """message, versions 0-4."""
-    __slots__ = ("error_code", "api_keys", "throttle_time_ms", "supported_features", "finalized_features_epoch", "finalized_features", "zk_migration_ready")
-
-
-class ApiVersion(MessageStruct):
-    """struct ApiVersion of ApiVersionsResponse, versions 0-4."""
-    __slots__ = ("api_key", "min_version", "max_version")
-
-
-class SupportedFeatureKey(MessageStruct):
-    """struct SupportedFeatureKey of ApiVersionsResponse, versions 0-4."""
-    __slots__ = ("name", "min_version", "max_version")
-
-
-class FinalizedFeatureKey(MessageStruct):
-    """struct FinalizedFeatureKey of ApiVersionsResponse, versions 0-4."""
-    __slots__ = ("name", "max_version_level", "min_version_level")
-
-
-class CreateTopicsRequest(MessageStruct):
-    """message, versions 0-7."""
-    __slots__ = ("topics", "timeout_ms", "validate_only")
-
-
-class CreatableTopic(MessageStruct):
-    """struct CreatableTopic of CreateTopicsRequest, versions 0-7."""
-    __slots__ = ("name", "num_partitions", "replication_factor", "assignments", "configs")
-
-
-class CreatableReplicaAssignment(MessageStruct):
-    """struct CreatableReplicaAssignment of CreateTopicsRequest, versions 0-7."""
-    __slots__ = ("partition_index", "broker_ids")
-
-
-class CreatableTopicConfig(MessageStruct):
-    """struct CreatableTopicConfig of CreateTopicsRequest, versions 0-7."""
-    __slots__ = ("name", "value")
-
-
-class CreateTopicsResponse(MessageStruct):
-    """message, versions 0-7."""
-    __slots__ = ("throttle_time_ms", "topics")
-
-
-class CreatableTopicResult(MessageStruct):
-    """struct CreatableTopicResult of CreateTopicsResponse, versions 0-7."""
-    __slots__ = ("name", "topic_id", "error_code", "error_message", "topic_config_error_code", "num_partitions", "replication_factor", "configs")
-
-
-class CreatableTopicConfigs(MessageStruct):
-    """struct CreatableTopicConfigs of CreateTopicsResponse, versions 0-7."""
-    __slots__ = ("name", "value", "read_only", "config_source", "is_sensitive")
-
-
-class DeleteTopicsRequest(MessageStruct):
-    """message, versions 0-6."""
-    __slots__ = ("topics", "topic_names", "timeout_ms")
-
-
-class DeleteTopicState(MessageStruct):
-    """struct DeleteTopicState of DeleteTopicsRequest, versions 0-6."""
-    __slots__ = ("name", "topic_id")
-
-
-class DeleteTopicsResponse(MessageStruct):
-    """message, versions 0-6."""
-    __slots__ = ("throttle_time_ms", "responses")
-
-
-class DeletableTopicResult(MessageStruct):
-    """struct DeletableTopicResult of DeleteTopicsResponse, versions 0-6."""
-    __slots__ = ("name", "topic_id", "error_code", "error_message")
-
-
-class DeleteRecordsRequest(MessageStruct):
-    """message, versions 0-2."""
-    __slots__ = ("topics", "timeout_ms")
-
-
-class DeleteRecordsTopic(MessageStruct):
-    """struct DeleteRecordsTopic of DeleteRecordsRequest, versions 0-2."""
-    __slots__ = ("name", "partitions")
-
-
-class DeleteRecordsPartition(MessageStruct):
-    """struct DeleteRecordsPartition of DeleteRecordsRequest, versions 0-2."""
-    __slots__ = ("partition_index", "offset")
-
-
-class DeleteRecordsResponse(MessageStruct):
-    """message, versions 0-2."""
-    __slots__ = ("throttle_time_ms", "topics")
-
-
-class DeleteRecordsTopicResult(MessageStruct):
-    """struct DeleteRecordsTopicResult of DeleteRecordsResponse, versions 0-2."""
-    __slots__ = ("name", "partitions")
-
-
-class DeleteRecordsPartitionResult(MessageStruct):
-    """struct DeleteRecordsPartitionResult of DeleteRecordsResponse, versions 0-2."""
-    __slots__ = ("partition_index", "low_watermark", "error_code")
-
-
-class InitProducerIdRequest(MessageStruct):
-    """message, versions 0-5."""
-    __slots__ = ("transactional_id", "transaction_timeout_ms", "producer_id", "producer_epoch")
-
-
-class InitProducerIdResponse(MessageStruct):
-    """message, versions 0-5."""
-    __slots__ = ("throttle_time_ms", "error_code", "producer_id", "producer_epoch")
-
-
-class OffsetForLeaderEpochRequest(MessageStruct):
-    """message, versions 0-4."""
-    __slots__ = ("replica_id", "topics")
-
-
-class OffsetForLeaderTopic(MessageStruct):
-    """struct OffsetForLeaderTopic of OffsetForLeaderEpochRequest, versions 0-4."""
-    __slots__ = ("topic", "partitions")
-
-
-class OffsetForLeaderPartition(MessageStruct):
-    """struct OffsetForLeaderPartition of OffsetForLeaderEpochRequest, versions 0-4."""
-    __slots__ = ("partition", "current_leader_epoch", "leader_epoch")
-
-
-class OffsetForLeaderEpochResponse(MessageStruct):
-    """message, versions 0-4."""
-    __slots__ = ("throttle_time_ms", "topics")
-
-
-class OffsetForLeaderTopicResult(MessageStruct):
-    """struct OffsetForLeaderTopicResult of OffsetForLeaderEpochResponse, versions 0-4."""
-    __slots__ = ("topic", "partitions")
-
-
-class OffsetForLeaderEpochResponseEpochEndOffset(MessageStruct):
-    """struct EpochEndOffset of OffsetForLeaderEpochResponse, versions 0-4."""
-    __slots__ = ("error_code", "partition", "leader_epoch", "end_offset")
-
-
-class AddPartitionsToTxnRequest(MessageStruct):
-    """message, versions 0-5."""
-    __slots__ = ("transactions", "v3_and_below_transactional_id", "v3_and_below_producer_id", "v3_and_below_producer_epoch", "v3_and_below_topics")
-
-
-class AddPartitionsToTxnTransaction(MessageStruct):
-    """struct AddPartitionsToTxnTransaction of AddPartitionsToTxnRequest, versions 0-5."""
-    __slots__ = ("transactional_id", "producer_id", "producer_epoch", "verify_only", "topics")
-
-
-class AddPartitionsToTxnTopic(MessageStruct):
-    """struct AddPartitionsToTxnTopic of AddPartitionsToTxnRequest, versions 0-5."""
-    __slots__ = ("name", "partitions")
-
-
-class AddPartitionsToTxnResponse(MessageStruct):
-    """message, versions 0-5."""
-    __slots__ = ("throttle_time_ms", "error_code", "results_by_transaction", "results_by_topic_v3_and_below")
-
-
-class AddPartitionsToTxnResult(MessageStruct):
-    """struct AddPartitionsToTxnResult of AddPartitionsToTxnResponse, versions 0-5."""
-    __slots__ = ("transactional_id", "topic_results")
-
-
-class AddPartitionsToTxnTopicResult(MessageStruct):
-    """struct AddPartitionsToTxnTopicResult of AddPartitionsToTxnResponse, versions 0-5."""
-    __slots__ = ("name", "results_by_partition")
-
-
-class AddPartitionsToTxnPartitionResult(MessageStruct):
-    """struct AddPartitionsToTxnPartitionResult of AddPartitionsToTxnResponse, versions 0-5."""
-    __slots__ = ("partition_index", "partition_error_code")
-
-
-class AddOffsetsToTxnRequest(MessageStruct):
-    """message, versions 0-4."""
-    __slots__ = ("transactional_id", "producer_id", "producer_epoch", "group_id")
-
-
-class AddOffsetsToTxnResponse(MessageStruct):
-    """message, versions 0-4."""
-    __slots__ = ("throttle_time_ms", "error_code")
-
-
-class EndTxnRequest(MessageStruct):
-    """message, versions 0-5."""
-    __slots__ = ("transactional_id", "producer_id", "producer_epoch", "committed")
-
-
-class EndTxnResponse(MessageStruct):
-    """message, versions 0-5."""
-    __slots__ = ("throttle_time_ms", "error_code", "producer_id", "producer_epoch")
-
-
-class TxnOffsetCommitRequest(MessageStruct):
-    """message, versions 0-4."""
-    __slots__ = ("transactional_id", "group_id", "producer_id", "producer_epoch", "generation_id", "member_id", "group_instance_id", "topics")
-
-
-class TxnOffsetCommitRequestTopic(MessageStruct):
-    """struct TxnOffsetCommitRequestTopic of TxnOffsetCommitRequest, versions 0-4."""
-    __slots__ = ("name", "partitions")
-
-
-class TxnOffsetCommitRequestPartition(MessageStruct):
-    """struct TxnOffsetCommitRequestPartition of TxnOffsetCommitRequest, versions 0-4."""
-    __slots__ = ("partition_index", "committed_offset", "committed_leader_epoch", "committed_metadata")
-
-
-class TxnOffsetCommitResponse(MessageStruct):
-    """message, versions 0-4."""
-    __slots__ = ("throttle_time_ms", "topics")
-
-
-class TxnOffsetCommitResponseTopic(MessageStruct):
-    """struct TxnOffsetCommitResponseTopic of TxnOffsetCommitResponse, versions 0-4."""
-    __slots__ = ("name", "partitions")
-
-
-class TxnOffsetCommitResponsePartition(MessageStruct):
-    """struct TxnOffsetCommitResponsePartition of TxnOffsetCommitResponse, versions 0-4."""
-    __slots__ = ("partition_index", "error_code")
-
-
-class DescribeConfigsRequest(MessageStruct):
-    """message, versions 0-4."""
-    __slots__ = ("resources", "include_synonyms", "include_documentation")
-
-
-class DescribeConfigsResource(MessageStruct):
-    """struct DescribeConfigsResource of DescribeConfigsRequest, versions 0-4."""
-    __slots__ = ("resource_type", "resource_name", "configuration_keys")
-
-
-class DescribeConfigsResponse(MessageStruct):
-    """message, versions 0-4."""
-    __slots__ = ("throttle_time_ms", "results")
-
-
-class DescribeConfigsResult(MessageStruct):
-    """struct DescribeConfigsResult of DescribeConfigsResponse, versions 0-4."""
-    __slots__ = ("error_code", "error_message", "resource_type", "resource_name", "configs")
-
-
-class DescribeConfigsResourceResult(MessageStruct):
-    """struct DescribeConfigsResourceResult of DescribeConfigsResponse, versions 0-4."""
-    __slots__ = ("name", "value", "read_only", "is_default", "config_source", "is_sensitive", "synonyms", "config_type", "documentation")
-
-
-class DescribeConfigsSynonym(MessageStruct):
-    """struct DescribeConfigsSynonym of DescribeConfigsResponse, versions 0-4."""
-    __slots__ = ("name", "value", "source")
-
-
-class SaslAuthenticateRequest(MessageStruct):
-    """message, versions 0-2."""
-    __slots__ = ("auth_bytes",)
-
-
-class SaslAuthenticateResponse(MessageStruct):
-    """message, versions 0-2."""
-    __slots__ = ("error_code", "error_message", "auth_bytes", "session_lifetime_ms")
-
-
-class CreatePartitionsRequest(MessageStruct):
-    """message, versions 0-3."""
-    __slots__ = ("topics", "timeout_ms", "validate_only")
-
-
-class CreatePartitionsTopic(MessageStruct):
-    """struct CreatePartitionsTopic of CreatePartitionsRequest, versions 0-3."""
-    __slots__ = ("name", "count", "assignments")
-
-
-class CreatePartitionsAssignment(MessageStruct):
-    """struct CreatePartitionsAssignment of CreatePartitionsRequest, versions 0-3."""
-    __slots__ = ("broker_ids",)
-
-
-class CreatePartitionsResponse(MessageStruct):
-    """message, versions 0-3."""
-    __slots__ = ("throttle_time_ms", "results")
-
-
-class CreatePartitionsTopicResult(MessageStruct):
-    """struct CreatePartitionsTopicResult of CreatePartitionsResponse, versions 0-3."""
-    __slots__ = ("name", "error_code", "error_message")
-
-
-class DescribeClusterRequest(MessageStruct):
-    """message, versions 0-1."""
-    __slots__ = ("include_cluster_authorized_operations", "endpoint_type")
-
-
-class DescribeClusterResponse(MessageStruct):
-    """message, versions 0-1."""
-    __slots__ = ("throttle_time_ms", "error_code", "error_message", "endpoint_type", "cluster_id", "controller_id", "brokers", "cluster_authorized_operations")
-
-
-class DescribeClusterBroker(MessageStruct):
-    """struct DescribeClusterBroker of DescribeClusterResponse, versions 0-1."""
-    __slots__ = ("broker_id", "host", "port", "rack")
-
-
-class ConsumerGroupHeartbeatRequest(MessageStruct):
-    """message, versions 0-1."""
-    __slots__ = ("group_id", "member_id", "member_epoch", "instance_id", "rack_id", "rebalance_timeout_ms", "subscribed_topic_names", "subscribed_topic_regex", "server_assignor", "topic_partitions")
-
-
-class ConsumerGroupHeartbeatRequestTopicPartitions(MessageStruct):
-    """struct TopicPartitions of ConsumerGroupHeartbeatRequest, versions 0-1."""
-    __slots__ = ("topic_id", "partitions")
-
-
-class ConsumerGroupHeartbeatResponse(MessageStruct):
-    """message, versions 0-1."""
-    __slots__ = ("throttle_time_ms", "error_code", "error_message", "member_id", "member_epoch", "heartbeat_interval_ms", "assignment")
-
-
-class Assignment(MessageStruct):
-    """struct Assignment of ConsumerGroupHeartbeatResponse, versions 0-1."""
-    __slots__ = ("topic_partitions",)
-
-
-class ConsumerGroupHeartbeatResponseTopicPartitions(MessageStruct):
-    """struct TopicPartitions of ConsumerGroupHeartbeatResponse, versions 0-1."""
-    __slots__ = ("topic_id", "partitions")
-
-
-class ConsumerProtocolSubscription(MessageStruct):
-    """message, versions 0-3."""
-    __slots__ = ("topics", "user_data", "owned_partitions", "generation_id", "rack_id")
-
-
-class ConsumerProtocolSubscriptionTopicPartition(MessageStruct):
-    """struct TopicPartition of ConsumerProtocolSubscription, versions 0-3."""
-    __slots__ = ("topic", "partitions")
-
-
-class ConsumerProtocolAssignment(MessageStruct):
-    """message, versions 0-3."""
-    __slots__ = ("assigned_partitions", "user_data")
-
-
-class ConsumerProtocolAssignmentTopicPartition(MessageStruct):
-    """struct TopicPartition of ConsumerProtocolAssignment, versions 0-3."""
-    __slots__ = ("topic", "partitions")
-
-
-# ---- field tables
-
-# ProduceRequest: versions 0-11, flexible 9+
-_S_PartitionProduceData = _struct(PartitionProduceData, "0-11", "9+", [
-    _field('index', K_INT32, '0+', default=0),
-    _field('records', K_RECORDS, '0+', nullable='0+'),
-])
-_S_TopicProduceData = _struct(TopicProduceData, "0-11", "9+", [
-    _field('name', K_STRING, '0+', default=''),
-    _field('partition_data', K_STRUCT, '0+', default=list, fresh=True, array=True, struct=_S_PartitionProduceData),
-])
-_S_ProduceRequest = _struct(ProduceRequest, "0-11", "9+", [
-    _field('transactional_id', K_STRING, '3+', nullable='3+'),
-    _field('acks', K_INT16, '0+', default=0),
-    _field('timeout_ms', K_INT32, '0+', default=0),
-    _field('topic_data', K_STRUCT, '0+', default=list, fresh=True, array=True, struct=_S_TopicProduceData),
-])
-
-# ProduceResponse: versions 0-11, flexible 9+
-_S_BatchIndexAndErrorMessage = _struct(BatchIndexAndErrorMessage, "0-11", "9+", [
-    _field('batch_index', K_INT32, '8+', default=0),
-    _field('batch_index_error_message', K_STRING, '8+', nullable='8+'),
-])
-_S_ProduceResponseLeaderIdAndEpoch = _struct(ProduceResponseLeaderIdAndEpoch, "0-11", "9+", [
-    _field('leader_id', K_INT32, '10+', default=-1),
-    _field('leader_epoch', K_INT32, '10+', default=-1),
-])
-_S_PartitionProduceResponse = _struct(PartitionProduceResponse, "0-11", "9+", [
-    _field('index', K_INT32, '0+', default=0),
-    _field('error_code', K_INT16, '0+', default=0),
-    _field('base_offset', K_INT64, '0+', default=0),
-    _field('log_append_time_ms', K_INT64, '2+', default=-1),
-    _field('log_start_offset', K_INT64, '5+', default=-1),
-    _field('record_errors', K_STRUCT, '8+', default=list, fresh=True, array=True, struct=_S_BatchIndexAndErrorMessage),
-    _field('error_message', K_STRING, '8+', nullable='8+'),
-    _field('current_leader', K_STRUCT, '10+', tagged='10+', tag=0, struct=_S_ProduceResponseLeaderIdAndEpoch),
-])
-_S_TopicProduceResponse = _struct(TopicProduceResponse, "0-11", "9+", [
-    _field('name', K_STRING, '0+', default=''),
-    _field('partition_responses', K_STRUCT, '0+', default=list, fresh=True, array=True, struct=_S_PartitionProduceResponse),
-])
-_S_ProduceResponseNodeEndpoint = _struct(ProduceResponseNodeEndpoint, "0-11", "9+", [
-    _field('node_id', K_INT32, '10+', default=0),
-    _field('host', K_STRING, '10+', default=''),
-    _field('port', K_INT32, '10+', default=0),
-    _field('rack', K_STRING, '10+', nullable='10+'),
-])
-_S_ProduceResponse = _struct(ProduceResponse, "0-11", "9+", [
-    _field('responses', K_STRUCT, '0+', default=list, fresh=True, array=True, struct=_S_TopicProduceResponse),
-    _field('throttle_time_ms', K_INT32, '1+', default=0),
-    _field('node_endpoints', K_STRUCT, '10+', tagged='10+', tag=0, default=list, fresh=True, array=True, struct=_S_ProduceResponseNodeEndpoint),
-])
-
-# FetchRequest: versions 0-17, flexible 12+
-_S_ReplicaState = _struct(ReplicaState, "0-17", "12+", [
-    _field('replica_id', K_INT32, '15+', default=-1),
-    _field('replica_epoch', K_INT64, '15+', default=-1),
-])
-_S_FetchPartition = _struct(FetchPartition, "0-17", "12+", [
-    _field('partition', K_INT32, '0+', default=0),
-    _field('current_leader_epoch', K_INT32, '9+', default=-1),
-    _field('fetch_offset', K_INT64, '0+', default=0),
-    _field('last_fetched_epoch', K_INT32, '12+', default=-1),
-    _field('log_start_offset', K_INT64, '5+', default=-1),
-    _field('partition_max_bytes', K_INT32, '0+', default=0),
-    _field('replica_directory_id', K_UUID, '17+', tagged='17+', tag=0, default=ZERO_UUID),
-])
-_S_FetchTopic = _struct(FetchTopic, "0-17", "12+", [
-    _field('topic', K_STRING, '0-12', default=''),
-    _field('topic_id', K_UUID, '13+', default=ZERO_UUID),
-    _field('partitions', K_STRUCT, '0+', default=list, fresh=True, array=True, struct=_S_FetchPartition),
-])
-_S_ForgottenTopic = _struct(ForgottenTopic, "0-17", "12+", [
-    _field('topic', K_STRING, '7-12', default=''),
-    _field('topic_id', K_UUID, '13+', default=ZERO_UUID),
-    _field('partitions', K_INT32, '7+', default=list, fresh=True, array=True),
-])
-_S_FetchRequest = _struct(FetchRequest, "0-17", "12+", [
-    _field('cluster_id', K_STRING, '12+', nullable='12+', tagged='12+', tag=0),
-    _field('replica_id', K_INT32, '0-14', default=-1),
-    _field('replica_state', K_STRUCT, '15+', tagged='15+', tag=1, struct=_S_ReplicaState),
-    _field('max_wait_ms', K_INT32, '0+', default=0),
-    _field('min_bytes', K_INT32, '0+', default=0),
-    _field('max_bytes', K_INT32, '3+', default=2147483647),
-    _field('isolation_level', K_INT8, '4+', default=0),
-    _field('session_id', K_INT32, '7+', default=0),
-    _field('session_epoch', K_INT32, '7+', default=-1),
-    _field('topics', K_STRUCT, '0+', default=list, fresh=True, array=True, struct=_S_FetchTopic),
-    _field('forgotten_topics_data', K_STRUCT, '7+', default=list, fresh=True, array=True, struct=_S_ForgottenTopic),
-    _field('rack_id', K_STRING, '11+', default=''),
-])
-
-# FetchResponse: versions 0-17, flexible 12+
-_S_FetchResponseEpochEndOffset = _struct(FetchResponseEpochEndOffset, "0-17", "12+", [
-    _field('epoch', K_INT32, '12+', default=-1),
-    _field('end_offset', K_INT64, '12+', default=-1),
-])
-_S_FetchResponseLeaderIdAndEpoch = _struct(FetchResponseLeaderIdAndEpoch, "0-17", "12+", [
-    _field('leader_id', K_INT32, '12+', default=-1),
-    _field('leader_epoch', K_INT32, '12+', default=-1),
-])
-_S_SnapshotId = _struct(SnapshotId, "0-17", "12+", [
-    _field('end_offset', K_INT64, '0+', default=-1),
-    _field('epoch', K_INT32, '0+', default=-1),
-])
-_S_AbortedTransaction = _struct(AbortedTransaction, "0-17", "12+", [
-    _field('producer_id', K_INT64, '4+', default=0),
-    _field('first_offset', K_INT64, '4+', default=0),
-])
-_S_PartitionData = _struct(PartitionData, "0-17", "12+", [
-    _field('partition_index', K_INT32, '0+', default=0),
-    _field('error_code', K_INT16, '0+', default=0),
-    _field('high_watermark', K_INT64, '0+', default=0),
-    _field('last_stable_offset', K_INT64, '4+', default=-1),
-    _field('log_start_offset', K_INT64, '5+', default=-1),
-    _field('diverging_epoch', K_STRUCT, '12+', tagged='12+', tag=0, struct=_S_FetchResponseEpochEndOffset),
-    _field('current_leader', K_STRUCT, '12+', tagged='12+', tag=1, struct=_S_FetchResponseLeaderIdAndEpoch),
-    _field('snapshot_id', K_STRUCT, '12+', tagged='12+', tag=2, struct=_S_SnapshotId),
-    _field('aborted_transactions', K_STRUCT, '4+', nullable='4+', default=list, fresh=True, array=True, struct=_S_AbortedTransaction),
-    _field('preferred_read_replica', K_INT32, '11+', default=-1),
-    _field('records', K_RECORDS, '0+', nullable='0+'),
-])
-_S_FetchableTopicResponse = _struct(FetchableTopicResponse, "0-17", "12+", [
-    _field('topic', K_STRING, '0-12', default=''),
-    _field('topic_id', K_UUID, '13+', default=ZERO_UUID),
-    _field('partitions', K_STRUCT, '0+', default=list, fresh=True, array=True, struct=_S_PartitionData),
-])
-_S_FetchResponseNodeEndpoint = _struct(FetchResponseNodeEndpoint, "0-17", "12+", [
-    _field('node_id', K_INT32, '16+', default=0),
-    _field('host', K_STRING, '16+', default=''),
-    _field('port', K_INT32, '16+', default=0),
-    _field('rack', K_STRING, '16+', nullable='16+'),
-])
-_S_FetchResponse = _struct(FetchResponse, "0-17", "12+", [
-    _field('throttle_time_ms', K_INT32, '1+', default=0),
-    _field('error_code', K_INT16, '7+', default=0),
-    _field('session_id', K_INT32, '7+', default=0),
-    _field('responses', K_STRUCT, '0+', default=list, fresh=True, array=True, struct=_S_FetchableTopicResponse),
-    _field('node_endpoints', K_STRUCT, '16+', tagged='16+', tag=0, default=list, fresh=True, array=True, struct=_S_FetchResponseNodeEndpoint),
-])
-
-# ListOffsetsRequest: versions 0-10, flexible 6+
-_S_ListOffsetsPartition = _struct(ListOffsetsPartition, "0-10", "6+", [
-    _field('partition_index', K_INT32, '0+', default=0),
-    _field('current_leader_epoch', K_INT32, '4+', default=-1),
-    _field('timestamp', K_INT64, '0+', default=0),
-    _field('max_num_offsets', K_INT32, '0', default=1),
-])
-_S_ListOffsetsTopic = _struct(ListOffsetsTopic, "0-10", "6+", [
-    _field('name', K_STRING, '0+', default=''),
-    _field('partitions', K_STRUCT, '0+', default=list, fresh=True, array=True, struct=_S_ListOffsetsPartition),
-])
-_S_ListOffsetsRequest = _struct(ListOffsetsRequest, "0-10", "6+", [
-    _field('replica_id', K_INT32, '0+', default=0),
-    _field('isolation_level', K_INT8, '2+', default=0),
-    _field('topics', K_STRUCT, '0+', default=list, fresh=True, array=True, struct=_S_ListOffsetsTopic),
-    _field('timeout_ms', K_INT32, '10+', default=0),
-])
-
-# ListOffsetsResponse: versions 0-10, flexible 6+
-_S_ListOffsetsPartitionResponse = _struct(ListOffsetsPartitionResponse, "0-10", "6+", [
-    _field('partition_index', K_INT32, '0+', default=0),
-    _field('error_code', K_INT16, '0+', default=0),
-    _field('old_style_offsets', K_INT64, '0', default=list, fresh=True, array=True),
-    _field('timestamp', K_INT64, '1+', default=-1),
-    _field('offset', K_INT64, '1+', default=-1),
-    _field('leader_epoch', K_INT32, '4+', default=-1),
-])
-_S_ListOffsetsTopicResponse = _struct(ListOffsetsTopicResponse, "0-10", "6+", [
-    _field('name', K_STRING, '0+', default=''),
-    _field('partitions', K_STRUCT, '0+', default=list, fresh=True, array=True, struct=_S_ListOffsetsPartitionResponse),
-])
-_S_ListOffsetsResponse = _struct(ListOffsetsResponse, "0-10", "6+", [
-    _field('throttle_time_ms', K_INT32, '2+', default=0),
-    _field('topics', K_STRUCT, '0+', default=list, fresh=True, array=True, struct=_S_ListOffsetsTopicResponse),
-])
-
-# MetadataRequest: versions 0-12, flexible 9+
-_S_MetadataRequestTopic = _struct(MetadataRequestTopic, "0-12", "9+", [
-    _field('topic_id', K_UUID, '10+', default=ZERO_UUID),
-    _field('name', K_STRING, '0+', nullable='10+', default=''),
-])
-_S_MetadataRequest = _struct(MetadataRequest, "0-12", "9+", [
-    _field('topics', K_STRUCT, '0+', nullable='1+', default=list, fresh=True, array=True, struct=_S_MetadataRequestTopic),
-    _field('allow_auto_topic_creation', K_BOOL, '4+', default=True),
-    _field('include_cluster_authorized_operations', K_BOOL, '8-10', default=False),
-    _field('include_topic_authorized_operations', K_BOOL, '8+', default=False),
-])
-
-# MetadataResponse: versions 0-12, flexible 9+
-_S_MetadataResponseBroker = _struct(MetadataResponseBroker, "0-12", "9+", [
-    _field('node_id', K_INT32, '0+', default=0),
-    _field('host', K_STRING, '0+', default=''),
-    _field('port', K_INT32, '0+', default=0),
-    _field('rack', K_STRING, '1+', nullable='1+'),
-])
-_S_MetadataResponsePartition = _struct(MetadataResponsePartition, "0-12", "9+", [
-    _field('error_code', K_INT16, '0+', default=0),
-    _field('partition_index', K_INT32, '0+', default=0),
-    _field('leader_id', K_INT32, '0+', default=0),
-    _field('leader_epoch', K_INT32, '7+', default=-1),
-    _field('replica_nodes', K_INT32, '0+', default=list, fresh=True, array=True),
-    _field('isr_nodes', K_INT32, '0+', default=list, fresh=True, array=True),
-    _field('offline_replicas', K_INT32, '5+', default=list, fresh=True, array=True),
-])
-_S_MetadataResponseTopic = _struct(MetadataResponseTopic, "0-12", "9+", [
-    _field('error_code', K_INT16, '0+', default=0),
-    _field('name', K_STRING, '0+', nullable='12+', default=''),
-    _field('topic_id', K_UUID, '10+', default=ZERO_UUID),
-    _field('is_internal', K_BOOL, '1+', default=False),
-    _field('partitions', K_STRUCT, '0+', default=list, fresh=True, array=True, struct=_S_MetadataResponsePartition),
-    _field('topic_authorized_operations', K_INT32, '8+', default=-2147483648),
-])
-_S_MetadataResponse = _struct(MetadataResponse, "0-12", "9+", [
-    _field('throttle_time_ms', K_INT32, '3+', default=0),
-    _field('brokers', K_STRUCT, '0+', default=list, fresh=True, array=True, struct=_S_MetadataResponseBroker),
-    _field('cluster_id', K_STRING, '2+', nullable='2+'),
-    _field('controller_id', K_INT32, '1+', default=-1),
-    _field('topics', K_STRUCT, '0+', default=list, fresh=True, array=True, struct=_S_MetadataResponseTopic),
-    _field('cluster_authorized_operations', K_INT32, '8-10', default=-2147483648),
-])
-
-# OffsetCommitRequest: versions 0-9, flexible 8+
-_S_OffsetCommitRequestPartition = _struct(OffsetCommitRequestPartition, "0-9", "8+", [
-    _field('partition_index', K_INT32, '0+', default=0),
-    _field('committed_offset', K_INT64, '0+', default=0),
-    _field('committed_leader_epoch', K_INT32, '6+', default=-1),
-    _field('commit_timestamp', K_INT64, '1', default=-1),
-    _field('committed_metadata', K_STRING, '0+', nullable='0+', default=''),
-])
-_S_OffsetCommitRequestTopic = _struct(OffsetCommitRequestTopic, "0-9", "8+", [
-    _field('name', K_STRING, '0+', default=''),
-    _field('partitions', K_STRUCT, '0+', default=list, fresh=True, array=True, struct=_S_OffsetCommitRequestPartition),
-])
-_S_OffsetCommitRequest = _struct(OffsetCommitRequest, "0-9", "8+", [
-    _field('group_id', K_STRING, '0+', default=''),
-    _field('generation_id_or_member_epoch', K_INT32, '1+', default=-1),
-    _field('member_id', K_STRING, '1+', default=''),
-    _field('group_instance_id', K_STRING, '7+', nullable='7+'),
-    _field('retention_time_ms', K_INT64, '2-4', default=-1),
-    _field('topics', K_STRUCT, '0+', default=list, fresh=True, array=True, struct=_S_OffsetCommitRequestTopic),
-])
-
-# OffsetCommitResponse: versions 0-9, flexible 8+
-_S_OffsetCommitResponsePartition = _struct(OffsetCommitResponsePartition, "0-9", "8+", [
-    _field('partition_index', K_INT32, '0+', default=0),
-    _field('error_code', K_INT16, '0+', default=0),
-])
-_S_OffsetCommitResponseTopic = _struct(OffsetCommitResponseTopic, "0-9", "8+", [
-    _field('name', K_STRING, '0+', default=''),
-    _field('partitions', K_STRUCT, '0+', default=list, fresh=True, array=True, struct=_S_OffsetCommitResponsePartition),
-])
-_S_OffsetCommitResponse = _struct(OffsetCommitResponse, "0-9", "8+", [
-    _field('throttle_time_ms', K_INT32, '3+', default=0),
-    _field('topics', K_STRUCT, '0+', default=list, fresh=True, array=True, struct=_S_OffsetCommitResponseTopic),
-])
-
-# OffsetFetchRequest: versions 0-9, flexible 6+
-_S_OffsetFetchRequestTopic = _struct(OffsetFetchRequestTopic, "0-9", "6+", [
-    _field('name', K_STRING, '0-7', default=''),
-    _field('partition_indexes', K_INT32, '0-7', default=list, fresh=True, array=True),
-])
-_S_OffsetFetchRequestTopics = _struct(OffsetFetchRequestTopics, "0-9", "6+", [
-    _field('name', K_STRING, '8+', default=''),
-    _field('partition_indexes', K_INT32, '8+', default=list, fresh=True, array=True),
-])
-_S_OffsetFetchRequestGroup = _struct(OffsetFetchRequestGroup, "0-9", "6+", [
-    _field('group_id', K_STRING, '8+', default=''),
-    _field('member_id', K_STRING, '9+', nullable='9+'),
-    _field('member_epoch', K_INT32, '9+', default=-1),
-    _field('topics', K_STRUCT, '8+', nullable='8+', default=list, fresh=True, array=True, struct=_S_OffsetFetchRequestTopics),
-])
-_S_OffsetFetchRequest = _struct(OffsetFetchRequest, "0-9", "6+", [
-    _field('group_id', K_STRING, '0-7', default=''),
-    _field('topics', K_STRUCT, '0-7', nullable='2-7', default=list, fresh=True, array=True, struct=_S_OffsetFetchRequestTopic),
-    _field('groups', K_STRUCT, '8+', default=list, fresh=True, array=True, struct=_S_OffsetFetchRequestGroup),
-    _field('require_stable', K_BOOL, '7+', default=False),
-])
-
-# OffsetFetchResponse: versions 0-9, flexible 6+
-_S_OffsetFetchResponsePartition = _struct(OffsetFetchResponsePartition, "0-9", "6+", [
-    _field('partition_index', K_INT32, '0-7', default=0),
-    _field('committed_offset', K_INT64, '0-7', default=0),
-    _field('committed_leader_epoch', K_INT32, '5-7', default=-1),
-    _field('metadata', K_STRING, '0-7', nullable='0-7', default=''),
-    _field('error_code', K_INT16, '0-7', default=0),
-])
-_S_OffsetFetchResponseTopic = _struct(OffsetFetchResponseTopic, "0-9", "6+", [
-    _field('name', K_STRING, '0-7', default=''),
-    _field('partitions', K_STRUCT, '0-7', default=list, fresh=True, array=True, struct=_S_OffsetFetchResponsePartition),
-])
-_S_OffsetFetchResponsePartitions = _struct(OffsetFetchResponsePartitions, "0-9", "6+", [
-    _field('partition_index', K_INT32, '8+', default=0),
-    _field('committed_offset', K_INT64, '8+', default=0),
-    _field('committed_leader_epoch', K_INT32, '8+', default=-1),
-    _field('metadata', K_STRING, '8+', nullable='8+', default=''),
-    _field('error_code', K_INT16, '8+', default=0),
-])
-_S_OffsetFetchResponseTopics = _struct(OffsetFetchResponseTopics, "0-9", "6+", [
-    _field('name', K_STRING, '8+', default=''),
-    _field('partitions', K_STRUCT, '8+', default=list, fresh=True, array=True, struct=_S_OffsetFetchResponsePartitions),
-])
-_S_OffsetFetchResponseGroup = _struct(OffsetFetchResponseGroup, "0-9", "6+", [
-    _field('group_id', K_STRING, '8+', default=''),
-    _field('topics', K_STRUCT, '8+', default=list, fresh=True, array=True, struct=_S_OffsetFetchResponseTopics),
-    _field('error_code', K_INT16, '8+', default=0),
-])
-_S_OffsetFetchResponse = _struct(OffsetFetchResponse, "0-9", "6+", [
-    _field('throttle_time_ms', K_INT32, '3+', default=0),
-    _field('topics', K_STRUCT, '0-7', default=list, fresh=True, array=True, struct=_S_OffsetFetchResponseTopic),
-    _field('error_code', K_INT16, '2-7', default=0),
-    _field('groups', K_STRUCT, '8+', default=list, fresh=True, array=True, struct=_S_OffsetFetchResponseGroup),
-])
-
-# FindCoordinatorRequest: versions 0-6, flexible 3+
-_S_FindCoordinatorRequest = _struct(FindCoordinatorRequest, "0-6", "3+", [
-    _field('key', K_STRING, '0-3', default=''),
-    _field('key_type', K_INT8, '1+', default=0),
-    _field('coordinator_keys', K_STRING, '4+', default=list, fresh=True, array=True),
-])
-
-# FindCoordinatorResponse: versions 0-6, flexible 3+
-_S_Coordinator = _struct(Coordinator, "0-6", "3+", [
-    _field('key', K_STRING, '4+', default=''),
-    _field('node_id', K_INT32, '4+', default=0),
-    _field('host', K_STRING, '4+', default=''),
-    _field('port', K_INT32, '4+', default=0),
-    _field('error_code', K_INT16, '4+', default=0),
-    _field('error_message', K_STRING, '4+', nullable='4+', default=''),
-])
-_S_FindCoordinatorResponse = _struct(FindCoordinatorResponse, "0-6", "3+", [
-    _field('throttle_time_ms', K_INT32, '1+', default=0),
-    _field('error_code', K_INT16, '0-3', default=0),
-    _field('error_message', K_STRING, '1-3', nullable='1-3', default=''),
-    _field('node_id', K_INT32, '0-3', default=0),
-    _field('host', K_STRING, '0-3', default=''),
-    _field('port', K_INT32, '0-3', default=0),
-    _field('coordinators', K_STRUCT, '4+', default=list, fresh=True, array=True, struct=_S_Coordinator),
-])
-
-# JoinGroupRequest: versions 0-9, flexible 6+
-_S_JoinGroupRequestProtocol = _struct(JoinGroupRequestProtocol, "0-9", "6+", [
-    _field('name', K_STRING, '0+', default=''),
-    _field('metadata', K_BYTES, '0+', default=b""),
-])
-_S_JoinGroupRequest = _struct(JoinGroupRequest, "0-9", "6+", [
-    _field('group_id', K_STRING, '0+', default=''),
-    _field('session_timeout_ms', K_INT32, '0+', default=0),
-    _field('rebalance_timeout_ms', K_INT32, '1+', default=-1),
-    _field('member_id', K_STRING, '0+', default=''),
-    _field('group_instance_id', K_STRING, '5+', nullable='5+'),
-    _field('protocol_type', K_STRING, '0+', default=''),
-    _field('protocols', K_STRUCT, '0+', default=list, fresh=True, array=True, struct=_S_JoinGroupRequestProtocol),
-    _field('reason', K_STRING, '8+', nullable='8+'),
-])
-
-# JoinGroupResponse: versions 0-9, flexible 6+
-_S_JoinGroupResponseMember = _struct(JoinGroupResponseMember, "0-9", "6+", [
-    _field('member_id', K_STRING, '0+', default=''),
-    _field('group_instance_id', K_STRING, '5+', nullable='5+'),
-    _field('metadata', K_BYTES, '0+', default=b""),
-])
-_S_JoinGroupResponse = _struct(JoinGroupResponse, "0-9", "6+", [
-    _field('throttle_time_ms', K_INT32, '2+', default=0),
-    _field('error_code', K_INT16, '0+', default=0),
-    _field('generation_id', K_INT32, '0+', default=-1),
-    _field('protocol_type', K_STRING, '7+', nullable='7+'),
-    _field('protocol_name', K_STRING, '0+', nullable='7+', default=''),
-    _field('leader', K_STRING, '0+', default=''),
-    _field('skip_assignment', K_BOOL, '9+', default=False),
-    _field('member_id', K_STRING, '0+', default=''),
-    _field('members', K_STRUCT, '0+', default=list, fresh=True, array=True, struct=_S_JoinGroupResponseMember),
-])
-
-# HeartbeatRequest: versions 0-4, flexible 4+
-_S_HeartbeatRequest = _struct(HeartbeatRequest, "0-4", "4+", [
-    _field('group_id', K_STRING, '0+', default=''),
-    _field('generation_id', K_INT32, '0+', default=0),
-    _field('member_id', K_STRING, '0+', default=''),
-    _field('group_instance_id', K_STRING, '3+', nullable='3+'),
-])
-
-# HeartbeatResponse: versions 0-4, flexible 4+
-_S_HeartbeatResponse = _struct(HeartbeatResponse, "0-4", "4+", [
-    _field('throttle_time_ms', K_INT32, '1+', default=0),
-    _field('error_code', K_INT16, '0+', default=0),
-])
-
-# LeaveGroupRequest: versions 0-5, flexible 4+
-_S_MemberIdentity = _struct(MemberIdentity, "0-5", "4+", [
-    _field('member_id', K_STRING, '3+', default=''),
-    _field('group_instance_id', K_STRING, '3+', nullable='3+'),
-    _field('reason', K_STRING, '5+', nullable='5+'),
-])
-_S_LeaveGroupRequest = _struct(LeaveGroupRequest, "0-5", "4+", [
-    _field('group_id', K_STRING, '0+', default=''),
-    _field('member_id', K_STRING, '0-2', default=''),
-    _field('members', K_STRUCT, '3+', default=list, fresh=True, array=True, struct=_S_MemberIdentity),
-])
-
-# LeaveGroupResponse: versions 0-5, flexible 4+
-_S_MemberResponse = _struct(MemberResponse, "0-5", "4+", [
-    _field('member_id', K_STRING, '3+', default=''),
-    _field('group_instance_id', K_STRING, '3+', nullable='3+', default=''),
-    _field('error_code', K_INT16, '3+', default=0),
-])
-_S_LeaveGroupResponse = _struct(LeaveGroupResponse, "0-5", "4+", [
-    _field('throttle_time_ms', K_INT32, '1+', default=0),
-    _field('error_code', K_INT16, '0+', default=0),
-    _field('members', K_STRUCT, '3+', default=list, fresh=True, array=True, struct=_S_MemberResponse),
-])
-
-# SyncGroupRequest: versions 0-5, flexible 4+
-_S_SyncGroupRequestAssignment = _struct(SyncGroupRequestAssignment, "0-5", "4+", [
-    _field('member_id', K_STRING, '0+', default=''),
-    _field('assignment', K_BYTES, '0+', default=b""),
-])
-_S_SyncGroupRequest = _struct(SyncGroupRequest, "0-5", "4+", [
-    _field('group_id', K_STRING, '0+', default=''),
-    _field('generation_id', K_INT32, '0+', default=0),
-    _field('member_id', K_STRING, '0+', default=''),
-    _field('group_instance_id', K_STRING, '3+', nullable='3+'),
-    _field('protocol_type', K_STRING, '5+', nullable='5+'),
-    _field('protocol_name', K_STRING, '5+', nullable='5+'),
-    _field('assignments', K_STRUCT, '0+', default=list, fresh=True, array=True, struct=_S_SyncGroupRequestAssignment),
-])
-
-# SyncGroupResponse: versions 0-5, flexible 4+
-_S_SyncGroupResponse = _struct(SyncGroupResponse, "0-5", "4+", [
-    _field('throttle_time_ms', K_INT32, '1+', default=0),
-    _field('error_code', K_INT16, '0+', default=0),
-    _field('protocol_type', K_STRING, '5+', nullable='5+'),
-    _field('protocol_name', K_STRING, '5+', nullable='5+'),
-    _field('assignment', K_BYTES, '0+', default=b""),
-])
-
-# DescribeGroupsRequest: versions 0-5, flexible 5+
-_S_DescribeGroupsRequest = _struct(DescribeGroupsRequest, "0-5", "5+", [
-    _field('groups', K_STRING, '0+', default=list, fresh=True, array=True),
-    _field('include_authorized_operations', K_BOOL, '3+', default=False),
-])
-
-# DescribeGroupsResponse: versions 0-5, flexible 5+
-_S_DescribedGroupMember = _struct(DescribedGroupMember, "0-5", "5+", [
-    _field('member_id', K_STRING, '0+', default=''),
-    _field('group_instance_id', K_STRING, '4+', nullable='4+'),
-    _field('client_id', K_STRING, '0+', default=''),
-    _field('client_host', K_STRING, '0+', default=''),
-    _field('member_metadata', K_BYTES, '0+', default=b""),
-    _field('member_assignment', K_BYTES, '0+', default=b""),
-])
-_S_DescribedGroup = _struct(DescribedGroup, "0-5", "5+", [
-    _field('error_code', K_INT16, '0+', default=0),
-    _field('group_id', K_STRING, '0+', default=''),
-    _field('group_state', K_STRING, '0+', default=''),
-    _field('protocol_type', K_STRING, '0+', default=''),
-    _field('protocol_data', K_STRING, '0+', default=''),
-    _field('members', K_STRUCT, '0+', default=list, fresh=True, array=True, struct=_S_DescribedGroupMember),
-    _field('authorized_operations', K_INT32, '3+', default=-2147483648),
-])
-_S_DescribeGroupsResponse = _struct(DescribeGroupsResponse, "0-5", "5+", [
-    _field('throttle_time_ms', K_INT32, '1+', default=0),
-    _field('groups', K_STRUCT, '0+', default=list, fresh=True, array=True, struct=_S_DescribedGroup),
-])
-
-# ListGroupsRequest: versions 0-5, flexible 3+
-_S_ListGroupsRequest = _struct(ListGroupsRequest, "0-5", "3+", [
-    _field('states_filter', K_STRING, '4+', default=list, fresh=True, array=True),
-    _field('types_filter', K_STRING, '5+', default=list, fresh=True, array=True),
-])
-
-# ListGroupsResponse: versions 0-5, flexible 3+
-_S_ListedGroup = _struct(ListedGroup, "0-5", "3+", [
-    _field('group_id', K_STRING, '0+', default=''),
-    _field('protocol_type', K_STRING, '0+', default=''),
-    _field('group_state', K_STRING, '4+', default=''),
-    _field('group_type', K_STRING, '5+', default=''),
-])
-_S_ListGroupsResponse = _struct(ListGroupsResponse, "0-5", "3+", [
-    _field('throttle_time_ms', K_INT32, '1+', default=0),
-    _field('error_code', K_INT16, '0+', default=0),
-    _field('groups', K_STRUCT, '0+', default=list, fresh=True, array=True, struct=_S_ListedGroup),
-])
-
-# SaslHandshakeRequest: versions 0-1, flexible none
-_S_SaslHandshakeRequest = _struct(SaslHandshakeRequest, "0-1", "none", [
-    _field('mechanism', K_STRING, '0+', default=''),
-])
-
-# SaslHandshakeResponse: versions 0-1, flexible none
-_S_SaslHandshakeResponse = _struct(SaslHandshakeResponse, "0-1", "none", [
-    _field('error_code', K_INT16, '0+', default=0),
-    _field('mechanisms', K_STRING, '0+', default=list, fresh=True, array=True),
-])
-
-# ApiVersionsRequest: versions 0-4, flexible 3+
-_S_ApiVersionsRequest = _struct(ApiVersionsRequest, "0-4", "3+", [
-    _field('client_software_name', K_STRING, '3+', default=''),
-    _field('client_software_version', K_STRING, '3+', default=''),
-])
-
-# ApiVersionsResponse: versions 0-4, flexible 3+
-_S_ApiVersion = _struct(ApiVersion, "0-4", "3+", [
-    _field('api_key', K_INT16, '0+', default=0),
-    _field('min_version', K_INT16, '0+', default=0),
-    _field('max_version', K_INT16, '0+', default=0),
-])
-_S_SupportedFeatureKey = _struct(SupportedFeatureKey, "0-4", "3+", [
-    _field('name', K_STRING, '3+', default=''),
-    _field('min_version', K_INT16, '3+', default=0),
-    _field('max_version', K_INT16, '3+', default=0),
-])
-_S_FinalizedFeatureKey = _struct(FinalizedFeatureKey, "0-4", "3+", [
-    _field('name', K_STRING, '3+', default=''),
-    _field('max_version_level', K_INT16, '3+', default=0),
-    _field('min_version_level', K_INT16, '3+', default=0),
-])
-_S_ApiVersionsResponse = _struct(ApiVersionsResponse, "0-4", "3+", [
-    _field('error_code', K_INT16, '0+', default=0),
-    _field('api_keys', K_STRUCT, '0+', default=list, fresh=True, array=True, struct=_S_ApiVersion),
-    _field('throttle_time_ms', K_INT32, '1+', default=0),
-    _field('supported_features', K_STRUCT, '3+', tagged='3+', tag=0, default=list, fresh=True, array=True, struct=_S_SupportedFeatureKey),
-    _field('finalized_features_epoch', K_INT64, '3+', tagged='3+', tag=1, default=-1),
-    _field('finalized_features', K_STRUCT, '3+', tagged='3+', tag=2, default=list, fresh=True, array=True, struct=_S_FinalizedFeatureKey),
-    _field('zk_migration_ready', K_BOOL, '3+', tagged='3+', tag=3, default=False),
-])
-
-# CreateTopicsRequest: versions 0-7, flexible 5+
-_S_CreatableReplicaAssignment = _struct(CreatableReplicaAssignment, "0-7", "5+", [
-    _field('partition_index', K_INT32, '0+', default=0),
-    _field('broker_ids', K_INT32, '0+', default=list, fresh=True, array=True),
-])
-_S_CreatableTopicConfig = _struct(CreatableTopicConfig, "0-7", "5+", [
-    _field('name', K_STRING, '0+', default=''),
-    _field('value', K_STRING, '0+', nullable='0+', default=''),
-])
-_S_CreatableTopic = _struct(CreatableTopic, "0-7", "5+", [
-    _field('name', K_STRING, '0+', default=''),
-    _field('num_partitions', K_INT32, '0+', default=0),
-    _field('replication_factor', K_INT16, '0+', default=0),
-    _field('assignments', K_STRUCT, '0+', default=list, fresh=True, array=True, struct=_S_CreatableReplicaAssignment),
-    _field('configs', K_STRUCT, '0+', default=list, fresh=True, array=True, struct=_S_CreatableTopicConfig),
-])
-_S_CreateTopicsRequest = _struct(CreateTopicsRequest, "0-7", "5+", [
-    _field('topics', K_STRUCT, '0+', default=list, fresh=True, array=True, struct=_S_CreatableTopic),
-    _field('timeout_ms', K_INT32, '0+', default=60000),
-    _field('validate_only', K_BOOL, '1+', default=False),
-])
-
-# CreateTopicsResponse: versions 0-7, flexible 5+
-_S_CreatableTopicConfigs = _struct(CreatableTopicConfigs, "0-7", "5+", [
-    _field('name', K_STRING, '5+', default=''),
-    _field('value', K_STRING, '5+', nullable='5+', default=''),
-    _field('read_only', K_BOOL, '5+', default=False),
-    _field('config_source', K_INT8, '5+', default=-1),
-    _field('is_sensitive', K_BOOL, '5+', default=False),
-])
-_S_CreatableTopicResult = _struct(CreatableTopicResult, "0-7", "5+", [
-    _field('name', K_STRING, '0+', default=''),
-    _field('topic_id', K_UUID, '7+', default=ZERO_UUID),
-    _field('error_code', K_INT16, '0+', default=0),
-    _field('error_message', K_STRING, '1+', nullable='0+', default=''),
-    _field('topic_config_error_code', K_INT16, '5+', tagged='5+', tag=0, default=0),
-    _field('num_partitions', K_INT32, '5+', default=-1),
-    _field('replication_factor', K_INT16, '5+', default=-1),
-    _field('configs', K_STRUCT, '5+', nullable='5+', default=list, fresh=True, array=True, struct=_S_CreatableTopicConfigs),
-])
-_S_CreateTopicsResponse = _struct(CreateTopicsResponse, "0-7", "5+", [
-    _field('throttle_time_ms', K_INT32, '2+', default=0),
-    _field('topics', K_STRUCT, '0+', default=list, fresh=True, array=True, struct=_S_CreatableTopicResult),
-])
-
-# DeleteTopicsRequest: versions 0-6, flexible 4+
-_S_DeleteTopicState = _struct(DeleteTopicState, "0-6", "4+", [
-    _field('name', K_STRING, '6+', nullable='6+'),
-    _field('topic_id', K_UUID, '6+', default=ZERO_UUID),
-])
-_S_DeleteTopicsRequest = _struct(DeleteTopicsRequest, "0-6", "4+", [
-    _field('topics', K_STRUCT, '6+', default=list, fresh=True, array=True, struct=_S_DeleteTopicState),
-    _field('topic_names', K_STRING, '0-5', default=list, fresh=True, array=True),
-    _field('timeout_ms', K_INT32, '0+', default=0),
-])
-
-# DeleteTopicsResponse: versions 0-6, flexible 4+
-_S_DeletableTopicResult = _struct(DeletableTopicResult, "0-6", "4+", [
-    _field('name', K_STRING, '0+', nullable='6+', default=''),
-    _field('topic_id', K_UUID, '6+', default=ZERO_UUID),
-    _field('error_code', K_INT16, '0+', default=0),
-    _field('error_message', K_STRING, '5+', nullable='5+'),
-])
-_S_DeleteTopicsResponse = _struct(DeleteTopicsResponse, "0-6", "4+", [
-    _field('throttle_time_ms', K_INT32, '1+', default=0),
-    _field('responses', K_STRUCT, '0+', default=list, fresh=True, array=True, struct=_S_DeletableTopicResult),
-])
-
-# DeleteRecordsRequest: versions 0-2, flexible 2+
-_S_DeleteRecordsPartition = _struct(DeleteRecordsPartition, "0-2", "2+", [
-    _field('partition_index', K_INT32, '0+', default=0),
-    _field('offset', K_INT64, '0+', default=0),
-])
-_S_DeleteRecordsTopic = _struct(DeleteRecordsTopic, "0-2", "2+", [
-    _field('name', K_STRING, '0+', default=''),
-    _field('partitions', K_STRUCT, '0+', default=list, fresh=True, array=True, struct=_S_DeleteRecordsPartition),
-])
-_S_DeleteRecordsRequest = _struct(DeleteRecordsRequest, "0-2", "2+", [
-    _field('topics', K_STRUCT, '0+', default=list, fresh=True, array=True, struct=_S_DeleteRecordsTopic),
-    _field('timeout_ms', K_INT32, '0+', default=0),
-])
-
-# DeleteRecordsResponse: versions 0-2, flexible 2+
-_S_DeleteRecordsPartitionResult = _struct(DeleteRecordsPartitionResult, "0-2", "2+", [
-    _field('partition_index', K_INT32, '0+', default=0),
-    _field('low_watermark', K_INT64, '0+', default=0),
-    _field('error_code', K_INT16, '0+', default=0),
-])
-_S_DeleteRecordsTopicResult = _struct(DeleteRecordsTopicResult, "0-2", "2+", [
-    _field('name', K_STRING, '0+', default=''),
-    _field('partitions', K_STRUCT, '0+', default=list, fresh=True, array=True, struct=_S_DeleteRecordsPartitionResult),
-])
-_S_DeleteRecordsResponse = _struct(DeleteRecordsResponse, "0-2", "2+", [
-    _field('throttle_time_ms', K_INT32, '0+', default=0),
-    _field('topics', K_STRUCT, '0+', default=list, fresh=True, array=True, struct=_S_DeleteRecordsTopicResult),
-])
-
-# InitProducerIdRequest: versions 0-5, flexible 2+
-_S_InitProducerIdRequest = _struct(InitProducerIdRequest, "0-5", "2+", [
-    _field('transactional_id', K_STRING, '0+', nullable='0+', default=''),
-    _field('transaction_timeout_ms', K_INT32, '0+', default=0),
-    _field('producer_id', K_INT64, '3+', default=-1),
-    _field('producer_epoch', K_INT16, '3+', default=-1),
-])
-
-# InitProducerIdResponse: versions 0-5, flexible 2+
-_S_InitProducerIdResponse = _struct(InitProducerIdResponse, "0-5", "2+", [
-    _field('throttle_time_ms', K_INT32, '0+', default=0),
-    _field('error_code', K_INT16, '0+', default=0),
-    _field('producer_id', K_INT64, '0+', default=-1),
-    _field('producer_epoch', K_INT16, '0+', default=0),
-])
-
-# OffsetForLeaderEpochRequest: versions 0-4, flexible 4+
-_S_OffsetForLeaderPartition = _struct(OffsetForLeaderPartition, "0-4", "4+", [
-    _field('partition', K_INT32, '0+', default=0),
-    _field('current_leader_epoch', K_INT32, '2+', default=-1),
-    _field('leader_epoch', K_INT32, '0+', default=0),
-])
-_S_OffsetForLeaderTopic = _struct(OffsetForLeaderTopic, "0-4", "4+", [
-    _field('topic', K_STRING, '0+', default=''),
-    _field('partitions', K_STRUCT, '0+', default=list, fresh=True, array=True, struct=_S_OffsetForLeaderPartition),
-])
-_S_OffsetForLeaderEpochRequest = _struct(OffsetForLeaderEpochRequest, "0-4", "4+", [
-    _field('replica_id', K_INT32, '3+', default=-2),
-    _field('topics', K_STRUCT, '0+', default=list, fresh=True, array=True, struct=_S_OffsetForLeaderTopic),
-])
-
-# OffsetForLeaderEpochResponse: versions 0-4, flexible 4+
-_S_OffsetForLeaderEpochResponseEpochEndOffset = _struct(OffsetForLeaderEpochResponseEpochEndOffset, "0-4", "4+", [
-    _field('error_code', K_INT16, '0+', default=0),
-    _field('partition', K_INT32, '0+', default=0),
-    _field('leader_epoch', K_INT32, '1+', default=-1),
-    _field('end_offset', K_INT64, '0+', default=-1),
-])
-_S_OffsetForLeaderTopicResult = _struct(OffsetForLeaderTopicResult, "0-4", "4+", [
-    _field('topic', K_STRING, '0+', default=''),
-    _field('partitions', K_STRUCT, '0+', default=list, fresh=True, array=True, struct=_S_OffsetForLeaderEpochResponseEpochEndOffset),
-])
-_S_OffsetForLeaderEpochResponse = _struct(OffsetForLeaderEpochResponse, "0-4", "4+", [
-    _field('throttle_time_ms', K_INT32, '2+', default=0),
-    _field('topics', K_STRUCT, '0+', default=list, fresh=True, array=True, struct=_S_OffsetForLeaderTopicResult),
-])
-
-# AddPartitionsToTxnRequest: versions 0-5, flexible 3+
-_S_AddPartitionsToTxnTopic = _struct(AddPartitionsToTxnTopic, "0-5", "3+", [
-    _field('name', K_STRING, '0+', default=''),
-    _field('partitions', K_INT32, '0+', default=list, fresh=True, array=True),
-])
-_S_AddPartitionsToTxnTransaction = _struct(AddPartitionsToTxnTransaction, "0-5", "3+", [
-    _field('transactional_id', K_STRING, '4+', default=''),
-    _field('producer_id', K_INT64, '4+', default=0),
-    _field('producer_epoch', K_INT16, '4+', default=0),
-    _field('verify_only', K_BOOL, '4+', default=False),
-    _field('topics', K_STRUCT, '4+', default=list, fresh=True, array=True, struct=_S_AddPartitionsToTxnTopic),
-])
-_S_AddPartitionsToTxnRequest = _struct(AddPartitionsToTxnRequest, "0-5", "3+", [
-    _field('transactions', K_STRUCT, '4+', default=list, fresh=True, array=True, struct=_S_AddPartitionsToTxnTransaction),
-    _field('v3_and_below_transactional_id', K_STRING, '0-3', default=''),
-    _field('v3_and_below_producer_id', K_INT64, '0-3', default=0),
-    _field('v3_and_below_producer_epoch', K_INT16, '0-3', default=0),
-    _field('v3_and_below_topics', K_STRUCT, '0-3', default=list, fresh=True, array=True, struct=_S_AddPartitionsToTxnTopic),
-])
-
-# AddPartitionsToTxnResponse: versions 0-5, flexible 3+
-_S_AddPartitionsToTxnPartitionResult = _struct(AddPartitionsToTxnPartitionResult, "0-5", "3+", [
-    _field('partition_index', K_INT32, '0+', default=0),
-    _field('partition_error_code', K_INT16, '0+', default=0),
-])
-_S_AddPartitionsToTxnTopicResult = _struct(AddPartitionsToTxnTopicResult, "0-5", "3+", [
-    _field('name', K_STRING, '0+', default=''),
-    _field('results_by_partition', K_STRUCT, '0+', default=list, fresh=True, array=True, struct=_S_AddPartitionsToTxnPartitionResult),
-])
-_S_AddPartitionsToTxnResult = _struct(AddPartitionsToTxnResult, "0-5", "3+", [
-    _field('transactional_id', K_STRING, '4+', default=''),
-    _field('topic_results', K_STRUCT, '4+', default=list, fresh=True, array=True, struct=_S_AddPartitionsToTxnTopicResult),
-])
-_S_AddPartitionsToTxnResponse = _struct(AddPartitionsToTxnResponse, "0-5", "3+", [
-    _field('throttle_time_ms', K_INT32, '0+', default=0),
-    _field('error_code', K_INT16, '4+', default=0),
-    _field('results_by_transaction', K_STRUCT, '4+', default=list, fresh=True, array=True, struct=_S_AddPartitionsToTxnResult),
-    _field('results_by_topic_v3_and_below', K_STRUCT, '0-3', default=list, fresh=True, array=True, struct=_S_AddPartitionsToTxnTopicResult),
-])
-
-# AddOffsetsToTxnRequest: versions 0-4, flexible 3+
-_S_AddOffsetsToTxnRequest = _struct(AddOffsetsToTxnRequest, "0-4", "3+", [
-    _field('transactional_id', K_STRING, '0+', default=''),
-    _field('producer_id', K_INT64, '0+', default=0),
-    _field('producer_epoch', K_INT16, '0+', default=0),
-    _field('group_id', K_STRING, '0+', default=''),
-])
-
-# AddOffsetsToTxnResponse: versions 0-4, flexible 3+
-_S_AddOffsetsToTxnResponse = _struct(AddOffsetsToTxnResponse, "0-4", "3+", [
-    _field('throttle_time_ms', K_INT32, '0+', default=0),
-    _field('error_code', K_INT16, '0+', default=0),
-])
-
-# EndTxnRequest: versions 0-5, flexible 3+
-_S_EndTxnRequest = _struct(EndTxnRequest, "0-5", "3+", [
-    _field('transactional_id', K_STRING, '0+', default=''),
-    _field('producer_id', K_INT64, '0+', default=0),
-    _field('producer_epoch', K_INT16, '0+', default=0),
-    _field('committed', K_BOOL, '0+', default=False),
-])
-
-# EndTxnResponse: versions 0-5, flexible 3+
-_S_EndTxnResponse = _struct(EndTxnResponse, "0-5", "3+", [
-    _field('throttle_time_ms', K_INT32, '0+', default=0),
-    _field('error_code', K_INT16, '0+', default=0),
-    _field('producer_id', K_INT64, '5+', default=-1),
-    _field('producer_epoch', K_INT16, '5+', default=-1),
-])
-
-# TxnOffsetCommitRequest: versions 0-4, flexible 3+
-_S_TxnOffsetCommitRequestPartition = _struct(TxnOffsetCommitRequestPartition, "0-4", "3+", [
-    _field('partition_index', K_INT32, '0+', default=0),
-    _field('committed_offset', K_INT64, '0+', default=0),
-    _field('committed_leader_epoch', K_INT32, '2+', default=-1),
-    _field('committed_metadata', K_STRING, '0+', nullable='0+', default=''),
-])
-_S_TxnOffsetCommitRequestTopic = _struct(TxnOffsetCommitRequestTopic, "0-4", "3+", [
-    _field('name', K_STRING, '0+', default=''),
-    _field('partitions', K_STRUCT, '0+', default=list, fresh=True, array=True, struct=_S_TxnOffsetCommitRequestPartition),
-])
-_S_TxnOffsetCommitRequest = _struct(TxnOffsetCommitRequest, "0-4", "3+", [
-    _field('transactional_id', K_STRING, '0+', default=''),
-    _field('group_id', K_STRING, '0+', default=''),
-    _field('producer_id', K_INT64, '0+', default=0),
-    _field('producer_epoch', K_INT16, '0+', default=0),
-    _field('generation_id', K_INT32, '3+', default=-1),
-    _field('member_id', K_STRING, '3+', default=''),
-    _field('group_instance_id', K_STRING, '3+', nullable='3+'),
-    _field('topics', K_STRUCT, '0+', default=list, fresh=True, array=True, struct=_S_TxnOffsetCommitRequestTopic),
-])
-
-# TxnOffsetCommitResponse: versions 0-4, flexible 3+
-_S_TxnOffsetCommitResponsePartition = _struct(TxnOffsetCommitResponsePartition, "0-4", "3+", [
-    _field('partition_index', K_INT32, '0+', default=0),
-    _field('error_code', K_INT16, '0+', default=0),
-])
-_S_TxnOffsetCommitResponseTopic = _struct(TxnOffsetCommitResponseTopic, "0-4", "3+", [
-    _field('name', K_STRING, '0+', default=''),
-    _field('partitions', K_STRUCT, '0+', default=list, fresh=True, array=True, struct=_S_TxnOffsetCommitResponsePartition),
-])
-_S_TxnOffsetCommitResponse = _struct(TxnOffsetCommitResponse, "0-4", "3+", [
-    _field('throttle_time_ms', K_INT32, '0+', default=0),
-    _field('topics', K_STRUCT, '0+', default=list, fresh=True, array=True, struct=_S_TxnOffsetCommitResponseTopic),
-])
-
-# DescribeConfigsRequest: versions 0-4, flexible 4+
-_S_DescribeConfigsResource = _struct(DescribeConfigsResource, "0-4", "4+", [
-    _field('resource_type', K_INT8, '0+', default=0),
-    _field('resource_name', K_STRING, '0+', default=''),
-    _field('configuration_keys', K_STRING, '0+', nullable='0+', default=list, fresh=True, array=True),
-])
-_S_DescribeConfigsRequest = _struct(DescribeConfigsRequest, "0-4", "4+", [
-    _field('resources', K_STRUCT, '0+', default=list, fresh=True, array=True, struct=_S_DescribeConfigsResource),
-    _field('include_synonyms', K_BOOL, '1+', default=False),
-    _field('include_documentation', K_BOOL, '3+', default=False),
-])
-
-# DescribeConfigsResponse: versions 0-4, flexible 4+
-_S_DescribeConfigsSynonym = _struct(DescribeConfigsSynonym, "0-4", "4+", [
-    _field('name', K_STRING, '1+', default=''),
-    _field('value', K_STRING, '1+', nullable='0+', default=''),
-    _field('source', K_INT8, '1+', default=0),
-])
-_S_DescribeConfigsResourceResult = _struct(DescribeConfigsResourceResult, "0-4", "4+", [
-    _field('name', K_STRING, '0+', default=''),
-    _field('value', K_STRING, '0+', nullable='0+', default=''),
-    _field('read_only', K_BOOL, '0+', default=False),
-    _field('is_default', K_BOOL, '0', default=False),
-    _field('config_source', K_INT8, '1+', default=-1),
-    _field('is_sensitive', K_BOOL, '0+', default=False),
-    _field('synonyms', K_STRUCT, '1+', default=list, fresh=True, array=True, struct=_S_DescribeConfigsSynonym),
-    _field('config_type', K_INT8, '3+', default=0),
-    _field('documentation', K_STRING, '3+', nullable='0+', default=''),
-])
-_S_DescribeConfigsResult = _struct(DescribeConfigsResult, "0-4", "4+", [
-    _field('error_code', K_INT16, '0+', default=0),
-    _field('error_message', K_STRING, '0+', nullable='0+', default=''),
-    _field('resource_type', K_INT8, '0+', default=0),
-    _field('resource_name', K_STRING, '0+', default=''),
-    _field('configs', K_STRUCT, '0+', default=list, fresh=True, array=True, struct=_S_DescribeConfigsResourceResult),
-])
-_S_DescribeConfigsResponse = _struct(DescribeConfigsResponse, "0-4", "4+", [
-    _field('throttle_time_ms', K_INT32, '0+', default=0),
-    _field('results', K_STRUCT, '0+', default=list, fresh=True, array=True, struct=_S_DescribeConfigsResult),
-])
-
-# SaslAuthenticateRequest: versions 0-2, flexible 2+
-_S_SaslAuthenticateRequest = _struct(SaslAuthenticateRequest, "0-2", "2+", [
-    _field('auth_bytes', K_BYTES, '0+', default=b""),
-])
-
-# SaslAuthenticateResponse: versions 0-2, flexible 2+
-_S_SaslAuthenticateResponse = _struct(SaslAuthenticateResponse, "0-2", "2+", [
-    _field('error_code', K_INT16, '0+', default=0),
-    _field('error_message', K_STRING, '0+', nullable='0+', default=''),
-    _field('auth_bytes', K_BYTES, '0+', default=b""),
-    _field('session_lifetime_ms', K_INT64, '1+', default=0),
-])
-
-# CreatePartitionsRequest: versions 0-3, flexible 2+
-_S_CreatePartitionsAssignment = _struct(CreatePartitionsAssignment, "0-3", "2+", [
-    _field('broker_ids', K_INT32, '0+', default=list, fresh=True, array=True),
-])
-_S_CreatePartitionsTopic = _struct(CreatePartitionsTopic, "0-3", "2+", [
-    _field('name', K_STRING, '0+', default=''),
-    _field('count', K_INT32, '0+', default=0),
-    _field('assignments', K_STRUCT, '0+', nullable='0+', default=list, fresh=True, array=True, struct=_S_CreatePartitionsAssignment),
-])
-_S_CreatePartitionsRequest = _struct(CreatePartitionsRequest, "0-3", "2+", [
-    _field('topics', K_STRUCT, '0+', default=list, fresh=True, array=True, struct=_S_CreatePartitionsTopic),
-    _field('timeout_ms', K_INT32, '0+', default=0),
-    _field('validate_only', K_BOOL, '0+', default=False),
-])
-
-# CreatePartitionsResponse: versions 0-3, flexible 2+
-_S_CreatePartitionsTopicResult = _struct(CreatePartitionsTopicResult, "0-3", "2+", [
-    _field('name', K_STRING, '0+', default=''),
-    _field('error_code', K_INT16, '0+', default=0),
-    _field('error_message', K_STRING, '0+', nullable='0+'),
-])
-_S_CreatePartitionsResponse = _struct(CreatePartitionsResponse, "0-3", "2+", [
-    _field('throttle_time_ms', K_INT32, '0+', default=0),
-    _field('results', K_STRUCT, '0+', default=list, fresh=True, array=True, struct=_S_CreatePartitionsTopicResult),
-])
-
-# DescribeClusterRequest: versions 0-1, flexible 0+
-_S_DescribeClusterRequest = _struct(DescribeClusterRequest, "0-1", "0+", [
-    _field('include_cluster_authorized_operations', K_BOOL, '0+', default=False),
-    _field('endpoint_type', K_INT8, '1+', default=1),
-])
-
-# DescribeClusterResponse: versions 0-1, flexible 0+
-_S_DescribeClusterBroker = _struct(DescribeClusterBroker, "0-1", "0+", [
-    _field('broker_id', K_INT32, '0+', default=0),
-    _field('host', K_STRING, '0+', default=''),
-    _field('port', K_INT32, '0+', default=0),
-    _field('rack', K_STRING, '0+', nullable='0+'),
-])
-_S_DescribeClusterResponse = _struct(DescribeClusterResponse, "0-1", "0+", [
-    _field('throttle_time_ms', K_INT32, '0+', default=0),
-    _field('error_code', K_INT16, '0+', default=0),
-    _field('error_message', K_STRING, '0+', nullable='0+'),
-    _field('endpoint_type', K_INT8, '1+', default=1),
-    _field('cluster_id', K_STRING, '0+', default=''),
-    _field('controller_id', K_INT32, '0+', default=-1),
-    _field('brokers', K_STRUCT, '0+', default=list, fresh=True, array=True, struct=_S_DescribeClusterBroker),
-    _field('cluster_authorized_operations', K_INT32, '0+', default=-2147483648),
-])
-
-# ConsumerGroupHeartbeatRequest: versions 0-1, flexible 0+
-_S_ConsumerGroupHeartbeatRequestTopicPartitions = _struct(ConsumerGroupHeartbeatRequestTopicPartitions, "0-1", "0+", [
-    _field('topic_id', K_UUID, '0+', default=ZERO_UUID),
-    _field('partitions', K_INT32, '0+', default=list, fresh=True, array=True),
-])
-_S_ConsumerGroupHeartbeatRequest = _struct(ConsumerGroupHeartbeatRequest, "0-1", "0+", [
-    _field('group_id', K_STRING, '0+', default=''),
-    _field('member_id', K_STRING, '0+', default=''),
-    _field('member_epoch', K_INT32, '0+', default=0),
-    _field('instance_id', K_STRING, '0+', nullable='0+'),
-    _field('rack_id', K_STRING, '0+', nullable='0+'),
-    _field('rebalance_timeout_ms', K_INT32, '0+', default=-1),
-    _field('subscribed_topic_names', K_STRING, '0+', nullable='0+', array=True),
-    _field('subscribed_topic_regex', K_STRING, '1+', nullable='1+'),
-    _field('server_assignor', K_STRING, '0+', nullable='0+'),
-    _field('topic_partitions', K_STRUCT, '0+', nullable='0+', array=True, struct=_S_ConsumerGroupHeartbeatRequestTopicPartitions),
-])
-
-# ConsumerGroupHeartbeatResponse: versions 0-1, flexible 0+
-_S_ConsumerGroupHeartbeatResponseTopicPartitions = _struct(ConsumerGroupHeartbeatResponseTopicPartitions, "0-1", "0+", [
-    _field('topic_id', K_UUID, '0+', default=ZERO_UUID),
-    _field('partitions', K_INT32, '0+', default=list, fresh=True, array=True),
-])
-_S_Assignment = _struct(Assignment, "0-1", "0+", [
-    _field('topic_partitions', K_STRUCT, '0+', default=list, fresh=True, array=True, struct=_S_ConsumerGroupHeartbeatResponseTopicPartitions),
-])
-_S_ConsumerGroupHeartbeatResponse = _struct(ConsumerGroupHeartbeatResponse, "0-1", "0+", [
-    _field('throttle_time_ms', K_INT32, '0+', default=0),
-    _field('error_code', K_INT16, '0+', default=0),
-    _field('error_message', K_STRING, '0+', nullable='0+'),
-    _field('member_id', K_STRING, '0+', nullable='0+'),
-    _field('member_epoch', K_INT32, '0+', default=0),
-    _field('heartbeat_interval_ms', K_INT32, '0+', default=0),
-    _field('assignment', K_STRUCT, '0+', nullable='0+', struct=_S_Assignment),
-])
-
-# ConsumerProtocolSubscription: versions 0-3, flexible none
-_S_ConsumerProtocolSubscriptionTopicPartition = _struct(ConsumerProtocolSubscriptionTopicPartition, "0-3", "none", [
-    _field('topic', K_STRING, '1+', default=''),
-    _field('partitions', K_INT32, '1+', default=list, fresh=True, array=True),
-])
-_S_ConsumerProtocolSubscription = _struct(ConsumerProtocolSubscription, "0-3", "none", [
-    _field('topics', K_STRING, '0+', default=list, fresh=True, array=True),
-    _field('user_data', K_BYTES, '0+', nullable='0+'),
-    _field('owned_partitions', K_STRUCT, '1+', default=list, fresh=True, array=True, struct=_S_ConsumerProtocolSubscriptionTopicPartition),
-    _field('generation_id', K_INT32, '2+', default=-1),
-    _field('rack_id', K_STRING, '3+', nullable='3+'),
-])
-
-# ConsumerProtocolAssignment: versions 0-3, flexible none
-_S_ConsumerProtocolAssignmentTopicPartition = _struct(ConsumerProtocolAssignmentTopicPartition, "0-3", "none", [
-    _field('topic', K_STRING, '0+', default=''),
-    _field('partitions', K_INT32, '0+', default=list, fresh=True, array=True),
-])
-_S_ConsumerProtocolAssignment = _struct(ConsumerProtocolAssignment, "0-3", "none", [
-    _field('assigned_partitions', K_STRUCT, '0+', default=list, fresh=True, array=True, struct=_S_ConsumerProtocolAssignmentTopicPartition),
-    _field('user_data', K_BYTES, '0+', nullable='0+'),
-])
-
-
-# ---- APIs
-
-_api("Produce", 0, _S_ProduceRequest, _S_ProduceResponse, "9+")
-_api("Fetch", 1, _S_FetchRequest, _S_FetchResponse, "12+")
-_api("ListOffsets", 2, _S_ListOffsetsRequest, _S_ListOffsetsResponse, "6+")
-_api("Metadata", 3, _S_MetadataRequest, _S_MetadataResponse, "9+")
-_api("OffsetCommit", 8, _S_OffsetCommitRequest, _S_OffsetCommitResponse, "8+")
-_api("OffsetFetch", 9, _S_OffsetFetchRequest, _S_OffsetFetchResponse, "6+")
-_api("FindCoordinator", 10, _S_FindCoordinatorRequest, _S_FindCoordinatorResponse, "3+")
-_api("JoinGroup", 11, _S_JoinGroupRequest, _S_JoinGroupResponse, "6+")
-_api("Heartbeat", 12, _S_HeartbeatRequest, _S_HeartbeatResponse, "4+")
-_api("LeaveGroup", 13, _S_LeaveGroupRequest, _S_LeaveGroupResponse, "4+")
-_api("SyncGroup", 14, _S_SyncGroupRequest, _S_SyncGroupResponse, "4+")
-_api("DescribeGroups", 15, _S_DescribeGroupsRequest, _S_DescribeGroupsResponse, "5+")
-_api("ListGroups", 16, _S_ListGroupsRequest, _S_ListGroupsResponse, "3+")
-_api("SaslHandshake", 17, _S_SaslHandshakeRequest, _S_SaslHandshakeResponse, "none")
-_api("ApiVersions", 18, _S_ApiVersionsRequest, _S_ApiVersionsResponse, "3+")
-_api("CreateTopics", 19, _S_CreateTopicsRequest, _S_CreateTopicsResponse, "5+")
-_api("DeleteTopics", 20, _S_DeleteTopicsRequest, _S_DeleteTopicsResponse, "4+")
-_api("DeleteRecords", 21, _S_DeleteRecordsRequest, _S_DeleteRecordsResponse, "2+")
-_api("InitProducerId", 22, _S_InitProducerIdRequest, _S_InitProducerIdResponse, "2+")
-_api("OffsetForLeaderEpoch", 23, _S_OffsetForLeaderEpochRequest, _S_OffsetForLeaderEpochResponse, "4+")
-_api("AddPartitionsToTxn", 24, _S_AddPartitionsToTxnRequest, _S_AddPartitionsToTxnResponse, "3+")
-_api("AddOffsetsToTxn", 25, _S_AddOffsetsToTxnRequest, _S_AddOffsetsToTxnResponse, "3+")
-_api("EndTxn", 26, _S_EndTxnRequest, _S_EndTxnResponse, "3+")
-_api("TxnOffsetCommit", 28, _S_TxnOffsetCommitRequest, _S_TxnOffsetCommitResponse, "3+")
-_api("DescribeConfigs", 32, _S_DescribeConfigsRequest, _S_DescribeConfigsResponse, "4+")
-_api("SaslAuthenticate", 36, _S_SaslAuthenticateRequest, _S_SaslAuthenticateResponse, "2+")
-_api("CreatePartitions", 37, _S_CreatePartitionsRequest, _S_CreatePartitionsResponse, "2+")
-_api("DescribeCluster", 60, _S_DescribeClusterRequest, _S_DescribeClusterResponse, "0+")
-_api("ConsumerGroupHeartbeat", 68, _S_ConsumerGroupHeartbeatRequest, _S_ConsumerGroupHeartbeatResponse, "0+")
+# (class, versions, flexible versions, docstring, fields); nested structs come before
+# the structs holding them. Field: (name, type, versions, nullable versions, tagged
+# versions, tag, default, flags); flags 1: fresh list/struct default, 2: never compact.
+_STRUCT_TABLES = (
+    # ProduceRequest: versions 0-11, flexible 9+
+    ("PartitionProduceData", "0-11", "9+", "struct PartitionProduceData of ProduceRequest, versions 0-11", (
+        ('index', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('records', 'records', '0+', '0+', 'none', -1, None, 0),
+    )),
+    ("TopicProduceData", "0-11", "9+", "struct TopicProduceData of ProduceRequest, versions 0-11", (
+        ('name', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('partition_data', '[]PartitionProduceData', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("ProduceRequest", "0-11", "9+", "message, versions 0-11", (
+        ('transactional_id', 'string', '3+', '3+', 'none', -1, None, 0),
+        ('acks', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('timeout_ms', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('topic_data', '[]TopicProduceData', '0+', 'none', 'none', -1, None, 1),
+    )),
+    # ProduceResponse: versions 0-11, flexible 9+
+    ("BatchIndexAndErrorMessage", "0-11", "9+", "struct BatchIndexAndErrorMessage of ProduceResponse, versions 0-11", (
+        ('batch_index', 'int32', '8+', 'none', 'none', -1, 0, 0),
+        ('batch_index_error_message', 'string', '8+', '8+', 'none', -1, None, 0),
+    )),
+    ("ProduceResponseLeaderIdAndEpoch", "0-11", "9+", "struct LeaderIdAndEpoch of ProduceResponse, versions 0-11", (
+        ('leader_id', 'int32', '10+', 'none', 'none', -1, -1, 0),
+        ('leader_epoch', 'int32', '10+', 'none', 'none', -1, -1, 0),
+    )),
+    ("PartitionProduceResponse", "0-11", "9+", "struct PartitionProduceResponse of ProduceResponse, versions 0-11", (
+        ('index', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('base_offset', 'int64', '0+', 'none', 'none', -1, 0, 0),
+        ('log_append_time_ms', 'int64', '2+', 'none', 'none', -1, -1, 0),
+        ('log_start_offset', 'int64', '5+', 'none', 'none', -1, -1, 0),
+        ('record_errors', '[]BatchIndexAndErrorMessage', '8+', 'none', 'none', -1, None, 1),
+        ('error_message', 'string', '8+', '8+', 'none', -1, None, 0),
+        ('current_leader', 'ProduceResponseLeaderIdAndEpoch', '10+', 'none', '10+', 0, None, 0),
+    )),
+    ("TopicProduceResponse", "0-11", "9+", "struct TopicProduceResponse of ProduceResponse, versions 0-11", (
+        ('name', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('partition_responses', '[]PartitionProduceResponse', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("ProduceResponseNodeEndpoint", "0-11", "9+", "struct NodeEndpoint of ProduceResponse, versions 0-11", (
+        ('node_id', 'int32', '10+', 'none', 'none', -1, 0, 0),
+        ('host', 'string', '10+', 'none', 'none', -1, '', 0),
+        ('port', 'int32', '10+', 'none', 'none', -1, 0, 0),
+        ('rack', 'string', '10+', '10+', 'none', -1, None, 0),
+    )),
+    ("ProduceResponse", "0-11", "9+", "message, versions 0-11", (
+        ('responses', '[]TopicProduceResponse', '0+', 'none', 'none', -1, None, 1),
+        ('throttle_time_ms', 'int32', '1+', 'none', 'none', -1, 0, 0),
+        ('node_endpoints', '[]ProduceResponseNodeEndpoint', '10+', 'none', '10+', 0, None, 1),
+    )),
+    # FetchRequest: versions 0-17, flexible 12+
+    ("ReplicaState", "0-17", "12+", "struct ReplicaState of FetchRequest, versions 0-17", (
+        ('replica_id', 'int32', '15+', 'none', 'none', -1, -1, 0),
+        ('replica_epoch', 'int64', '15+', 'none', 'none', -1, -1, 0),
+    )),
+    ("FetchPartition", "0-17", "12+", "struct FetchPartition of FetchRequest, versions 0-17", (
+        ('partition', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('current_leader_epoch', 'int32', '9+', 'none', 'none', -1, -1, 0),
+        ('fetch_offset', 'int64', '0+', 'none', 'none', -1, 0, 0),
+        ('last_fetched_epoch', 'int32', '12+', 'none', 'none', -1, -1, 0),
+        ('log_start_offset', 'int64', '5+', 'none', 'none', -1, -1, 0),
+        ('partition_max_bytes', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('replica_directory_id', 'uuid', '17+', 'none', '17+', 0, None, 0),
+    )),
+    ("FetchTopic", "0-17", "12+", "struct FetchTopic of FetchRequest, versions 0-17", (
+        ('topic', 'string', '0-12', 'none', 'none', -1, '', 0),
+        ('topic_id', 'uuid', '13+', 'none', 'none', -1, None, 0),
+        ('partitions', '[]FetchPartition', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("ForgottenTopic", "0-17", "12+", "struct ForgottenTopic of FetchRequest, versions 0-17", (
+        ('topic', 'string', '7-12', 'none', 'none', -1, '', 0),
+        ('topic_id', 'uuid', '13+', 'none', 'none', -1, None, 0),
+        ('partitions', '[]int32', '7+', 'none', 'none', -1, None, 1),
+    )),
+    ("FetchRequest", "0-17", "12+", "message, versions 0-17", (
+        ('cluster_id', 'string', '12+', '12+', '12+', 0, None, 0),
+        ('replica_id', 'int32', '0-14', 'none', 'none', -1, -1, 0),
+        ('replica_state', 'ReplicaState', '15+', 'none', '15+', 1, None, 0),
+        ('max_wait_ms', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('min_bytes', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('max_bytes', 'int32', '3+', 'none', 'none', -1, 2147483647, 0),
+        ('isolation_level', 'int8', '4+', 'none', 'none', -1, 0, 0),
+        ('session_id', 'int32', '7+', 'none', 'none', -1, 0, 0),
+        ('session_epoch', 'int32', '7+', 'none', 'none', -1, -1, 0),
+        ('topics', '[]FetchTopic', '0+', 'none', 'none', -1, None, 1),
+        ('forgotten_topics_data', '[]ForgottenTopic', '7+', 'none', 'none', -1, None, 1),
+        ('rack_id', 'string', '11+', 'none', 'none', -1, '', 0),
+    )),
+    # FetchResponse: versions 0-17, flexible 12+
+    ("FetchResponseEpochEndOffset", "0-17", "12+", "struct EpochEndOffset of FetchResponse, versions 0-17", (
+        ('epoch', 'int32', '12+', 'none', 'none', -1, -1, 0),
+        ('end_offset', 'int64', '12+', 'none', 'none', -1, -1, 0),
+    )),
+    ("FetchResponseLeaderIdAndEpoch", "0-17", "12+", "struct LeaderIdAndEpoch of FetchResponse, versions 0-17", (
+        ('leader_id', 'int32', '12+', 'none', 'none', -1, -1, 0),
+        ('leader_epoch', 'int32', '12+', 'none', 'none', -1, -1, 0),
+    )),
+    ("SnapshotId", "0-17", "12+", "struct SnapshotId of FetchResponse, versions 0-17", (
+        ('end_offset', 'int64', '0+', 'none', 'none', -1, -1, 0),
+        ('epoch', 'int32', '0+', 'none', 'none', -1, -1, 0),
+    )),
+    ("AbortedTransaction", "0-17", "12+", "struct AbortedTransaction of FetchResponse, versions 0-17", (
+        ('producer_id', 'int64', '4+', 'none', 'none', -1, 0, 0),
+        ('first_offset', 'int64', '4+', 'none', 'none', -1, 0, 0),
+    )),
+    ("PartitionData", "0-17", "12+", "struct PartitionData of FetchResponse, versions 0-17", (
+        ('partition_index', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('high_watermark', 'int64', '0+', 'none', 'none', -1, 0, 0),
+        ('last_stable_offset', 'int64', '4+', 'none', 'none', -1, -1, 0),
+        ('log_start_offset', 'int64', '5+', 'none', 'none', -1, -1, 0),
+        ('diverging_epoch', 'FetchResponseEpochEndOffset', '12+', 'none', '12+', 0, None, 0),
+        ('current_leader', 'FetchResponseLeaderIdAndEpoch', '12+', 'none', '12+', 1, None, 0),
+        ('snapshot_id', 'SnapshotId', '12+', 'none', '12+', 2, None, 0),
+        ('aborted_transactions', '[]AbortedTransaction', '4+', '4+', 'none', -1, None, 1),
+        ('preferred_read_replica', 'int32', '11+', 'none', 'none', -1, -1, 0),
+        ('records', 'records', '0+', '0+', 'none', -1, None, 0),
+    )),
+    ("FetchableTopicResponse", "0-17", "12+", "struct FetchableTopicResponse of FetchResponse, versions 0-17", (
+        ('topic', 'string', '0-12', 'none', 'none', -1, '', 0),
+        ('topic_id', 'uuid', '13+', 'none', 'none', -1, None, 0),
+        ('partitions', '[]PartitionData', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("FetchResponseNodeEndpoint", "0-17", "12+", "struct NodeEndpoint of FetchResponse, versions 0-17", (
+        ('node_id', 'int32', '16+', 'none', 'none', -1, 0, 0),
+        ('host', 'string', '16+', 'none', 'none', -1, '', 0),
+        ('port', 'int32', '16+', 'none', 'none', -1, 0, 0),
+        ('rack', 'string', '16+', '16+', 'none', -1, None, 0),
+    )),
+    ("FetchResponse", "0-17", "12+", "message, versions 0-17", (
+        ('throttle_time_ms', 'int32', '1+', 'none', 'none', -1, 0, 0),
+        ('error_code', 'int16', '7+', 'none', 'none', -1, 0, 0),
+        ('session_id', 'int32', '7+', 'none', 'none', -1, 0, 0),
+        ('responses', '[]FetchableTopicResponse', '0+', 'none', 'none', -1, None, 1),
+        ('node_endpoints', '[]FetchResponseNodeEndpoint', '16+', 'none', '16+', 0, None, 1),
+    )),
+    # ListOffsetsRequest: versions 0-10, flexible 6+
+    ("ListOffsetsPartition", "0-10", "6+", "struct ListOffsetsPartition of ListOffsetsRequest, versions 0-10", (
+        ('partition_index', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('current_leader_epoch', 'int32', '4+', 'none', 'none', -1, -1, 0),
+        ('timestamp', 'int64', '0+', 'none', 'none', -1, 0, 0),
+        ('max_num_offsets', 'int32', '0', 'none', 'none', -1, 1, 0),
+    )),
+    ("ListOffsetsTopic", "0-10", "6+", "struct ListOffsetsTopic of ListOffsetsRequest, versions 0-10", (
+        ('name', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('partitions', '[]ListOffsetsPartition', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("ListOffsetsRequest", "0-10", "6+", "message, versions 0-10", (
+        ('replica_id', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('isolation_level', 'int8', '2+', 'none', 'none', -1, 0, 0),
+        ('topics', '[]ListOffsetsTopic', '0+', 'none', 'none', -1, None, 1),
+        ('timeout_ms', 'int32', '10+', 'none', 'none', -1, 0, 0),
+    )),
+    # ListOffsetsResponse: versions 0-10, flexible 6+
+    ("ListOffsetsPartitionResponse", "0-10", "6+", "struct ListOffsetsPartitionResponse of ListOffsetsResponse, versions 0-10", (
+        ('partition_index', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('old_style_offsets', '[]int64', '0', 'none', 'none', -1, None, 1),
+        ('timestamp', 'int64', '1+', 'none', 'none', -1, -1, 0),
+        ('offset', 'int64', '1+', 'none', 'none', -1, -1, 0),
+        ('leader_epoch', 'int32', '4+', 'none', 'none', -1, -1, 0),
+    )),
+    ("ListOffsetsTopicResponse", "0-10", "6+", "struct ListOffsetsTopicResponse of ListOffsetsResponse, versions 0-10", (
+        ('name', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('partitions', '[]ListOffsetsPartitionResponse', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("ListOffsetsResponse", "0-10", "6+", "message, versions 0-10", (
+        ('throttle_time_ms', 'int32', '2+', 'none', 'none', -1, 0, 0),
+        ('topics', '[]ListOffsetsTopicResponse', '0+', 'none', 'none', -1, None, 1),
+    )),
+    # MetadataRequest: versions 0-12, flexible 9+
+    ("MetadataRequestTopic", "0-12", "9+", "struct MetadataRequestTopic of MetadataRequest, versions 0-12", (
+        ('topic_id', 'uuid', '10+', 'none', 'none', -1, None, 0),
+        ('name', 'string', '0+', '10+', 'none', -1, '', 0),
+    )),
+    ("MetadataRequest", "0-12", "9+", "message, versions 0-12", (
+        ('topics', '[]MetadataRequestTopic', '0+', '1+', 'none', -1, None, 1),
+        ('allow_auto_topic_creation', 'bool', '4+', 'none', 'none', -1, True, 0),
+        ('include_cluster_authorized_operations', 'bool', '8-10', 'none', 'none', -1, False, 0),
+        ('include_topic_authorized_operations', 'bool', '8+', 'none', 'none', -1, False, 0),
+    )),
+    # MetadataResponse: versions 0-12, flexible 9+
+    ("MetadataResponseBroker", "0-12", "9+", "struct MetadataResponseBroker of MetadataResponse, versions 0-12", (
+        ('node_id', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('host', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('port', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('rack', 'string', '1+', '1+', 'none', -1, None, 0),
+    )),
+    ("MetadataResponsePartition", "0-12", "9+", "struct MetadataResponsePartition of MetadataResponse, versions 0-12", (
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('partition_index', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('leader_id', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('leader_epoch', 'int32', '7+', 'none', 'none', -1, -1, 0),
+        ('replica_nodes', '[]int32', '0+', 'none', 'none', -1, None, 1),
+        ('isr_nodes', '[]int32', '0+', 'none', 'none', -1, None, 1),
+        ('offline_replicas', '[]int32', '5+', 'none', 'none', -1, None, 1),
+    )),
+    ("MetadataResponseTopic", "0-12", "9+", "struct MetadataResponseTopic of MetadataResponse, versions 0-12", (
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('name', 'string', '0+', '12+', 'none', -1, '', 0),
+        ('topic_id', 'uuid', '10+', 'none', 'none', -1, None, 0),
+        ('is_internal', 'bool', '1+', 'none', 'none', -1, False, 0),
+        ('partitions', '[]MetadataResponsePartition', '0+', 'none', 'none', -1, None, 1),
+        ('topic_authorized_operations', 'int32', '8+', 'none', 'none', -1, -2147483648, 0),
+    )),
+    ("MetadataResponse", "0-12", "9+", "message, versions 0-12", (
+        ('throttle_time_ms', 'int32', '3+', 'none', 'none', -1, 0, 0),
+        ('brokers', '[]MetadataResponseBroker', '0+', 'none', 'none', -1, None, 1),
+        ('cluster_id', 'string', '2+', '2+', 'none', -1, None, 0),
+        ('controller_id', 'int32', '1+', 'none', 'none', -1, -1, 0),
+        ('topics', '[]MetadataResponseTopic', '0+', 'none', 'none', -1, None, 1),
+        ('cluster_authorized_operations', 'int32', '8-10', 'none', 'none', -1, -2147483648, 0),
+    )),
+    # OffsetCommitRequest: versions 0-9, flexible 8+
+    ("OffsetCommitRequestPartition", "0-9", "8+", "struct OffsetCommitRequestPartition of OffsetCommitRequest, versions 0-9", (
+        ('partition_index', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('committed_offset', 'int64', '0+', 'none', 'none', -1, 0, 0),
+        ('committed_leader_epoch', 'int32', '6+', 'none', 'none', -1, -1, 0),
+        ('commit_timestamp', 'int64', '1', 'none', 'none', -1, -1, 0),
+        ('committed_metadata', 'string', '0+', '0+', 'none', -1, '', 0),
+    )),
+    ("OffsetCommitRequestTopic", "0-9", "8+", "struct OffsetCommitRequestTopic of OffsetCommitRequest, versions 0-9", (
+        ('name', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('partitions', '[]OffsetCommitRequestPartition', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("OffsetCommitRequest", "0-9", "8+", "message, versions 0-9", (
+        ('group_id', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('generation_id_or_member_epoch', 'int32', '1+', 'none', 'none', -1, -1, 0),
+        ('member_id', 'string', '1+', 'none', 'none', -1, '', 0),
+        ('group_instance_id', 'string', '7+', '7+', 'none', -1, None, 0),
+        ('retention_time_ms', 'int64', '2-4', 'none', 'none', -1, -1, 0),
+        ('topics', '[]OffsetCommitRequestTopic', '0+', 'none', 'none', -1, None, 1),
+    )),
+    # OffsetCommitResponse: versions 0-9, flexible 8+
+    ("OffsetCommitResponsePartition", "0-9", "8+", "struct OffsetCommitResponsePartition of OffsetCommitResponse, versions 0-9", (
+        ('partition_index', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+    )),
+    ("OffsetCommitResponseTopic", "0-9", "8+", "struct OffsetCommitResponseTopic of OffsetCommitResponse, versions 0-9", (
+        ('name', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('partitions', '[]OffsetCommitResponsePartition', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("OffsetCommitResponse", "0-9", "8+", "message, versions 0-9", (
+        ('throttle_time_ms', 'int32', '3+', 'none', 'none', -1, 0, 0),
+        ('topics', '[]OffsetCommitResponseTopic', '0+', 'none', 'none', -1, None, 1),
+    )),
+    # OffsetFetchRequest: versions 0-9, flexible 6+
+    ("OffsetFetchRequestTopic", "0-9", "6+", "struct OffsetFetchRequestTopic of OffsetFetchRequest, versions 0-9", (
+        ('name', 'string', '0-7', 'none', 'none', -1, '', 0),
+        ('partition_indexes', '[]int32', '0-7', 'none', 'none', -1, None, 1),
+    )),
+    ("OffsetFetchRequestTopics", "0-9", "6+", "struct OffsetFetchRequestTopics of OffsetFetchRequest, versions 0-9", (
+        ('name', 'string', '8+', 'none', 'none', -1, '', 0),
+        ('partition_indexes', '[]int32', '8+', 'none', 'none', -1, None, 1),
+    )),
+    ("OffsetFetchRequestGroup", "0-9", "6+", "struct OffsetFetchRequestGroup of OffsetFetchRequest, versions 0-9", (
+        ('group_id', 'string', '8+', 'none', 'none', -1, '', 0),
+        ('member_id', 'string', '9+', '9+', 'none', -1, None, 0),
+        ('member_epoch', 'int32', '9+', 'none', 'none', -1, -1, 0),
+        ('topics', '[]OffsetFetchRequestTopics', '8+', '8+', 'none', -1, None, 1),
+    )),
+    ("OffsetFetchRequest", "0-9", "6+", "message, versions 0-9", (
+        ('group_id', 'string', '0-7', 'none', 'none', -1, '', 0),
+        ('topics', '[]OffsetFetchRequestTopic', '0-7', '2-7', 'none', -1, None, 1),
+        ('groups', '[]OffsetFetchRequestGroup', '8+', 'none', 'none', -1, None, 1),
+        ('require_stable', 'bool', '7+', 'none', 'none', -1, False, 0),
+    )),
+    # OffsetFetchResponse: versions 0-9, flexible 6+
+    ("OffsetFetchResponsePartition", "0-9", "6+", "struct OffsetFetchResponsePartition of OffsetFetchResponse, versions 0-9", (
+        ('partition_index', 'int32', '0-7', 'none', 'none', -1, 0, 0),
+        ('committed_offset', 'int64', '0-7', 'none', 'none', -1, 0, 0),
+        ('committed_leader_epoch', 'int32', '5-7', 'none', 'none', -1, -1, 0),
+        ('metadata', 'string', '0-7', '0-7', 'none', -1, '', 0),
+        ('error_code', 'int16', '0-7', 'none', 'none', -1, 0, 0),
+    )),
+    ("OffsetFetchResponseTopic", "0-9", "6+", "struct OffsetFetchResponseTopic of OffsetFetchResponse, versions 0-9", (
+        ('name', 'string', '0-7', 'none', 'none', -1, '', 0),
+        ('partitions', '[]OffsetFetchResponsePartition', '0-7', 'none', 'none', -1, None, 1),
+    )),
+    ("OffsetFetchResponsePartitions", "0-9", "6+", "struct OffsetFetchResponsePartitions of OffsetFetchResponse, versions 0-9", (
+        ('partition_index', 'int32', '8+', 'none', 'none', -1, 0, 0),
+        ('committed_offset', 'int64', '8+', 'none', 'none', -1, 0, 0),
+        ('committed_leader_epoch', 'int32', '8+', 'none', 'none', -1, -1, 0),
+        ('metadata', 'string', '8+', '8+', 'none', -1, '', 0),
+        ('error_code', 'int16', '8+', 'none', 'none', -1, 0, 0),
+    )),
+    ("OffsetFetchResponseTopics", "0-9", "6+", "struct OffsetFetchResponseTopics of OffsetFetchResponse, versions 0-9", (
+        ('name', 'string', '8+', 'none', 'none', -1, '', 0),
+        ('partitions', '[]OffsetFetchResponsePartitions', '8+', 'none', 'none', -1, None, 1),
+    )),
+    ("OffsetFetchResponseGroup", "0-9", "6+", "struct OffsetFetchResponseGroup of OffsetFetchResponse, versions 0-9", (
+        ('group_id', 'string', '8+', 'none', 'none', -1, '', 0),
+        ('topics', '[]OffsetFetchResponseTopics', '8+', 'none', 'none', -1, None, 1),
+        ('error_code', 'int16', '8+', 'none', 'none', -1, 0, 0),
+    )),
+    ("OffsetFetchResponse", "0-9", "6+", "message, versions 0-9", (
+        ('throttle_time_ms', 'int32', '3+', 'none', 'none', -1, 0, 0),
+        ('topics', '[]OffsetFetchResponseTopic', '0-7', 'none', 'none', -1, None, 1),
+        ('error_code', 'int16', '2-7', 'none', 'none', -1, 0, 0),
+        ('groups', '[]OffsetFetchResponseGroup', '8+', 'none', 'none', -1, None, 1),
+    )),
+    # FindCoordinatorRequest: versions 0-6, flexible 3+
+    ("FindCoordinatorRequest", "0-6", "3+", "message, versions 0-6", (
+        ('key', 'string', '0-3', 'none', 'none', -1, '', 0),
+        ('key_type', 'int8', '1+', 'none', 'none', -1, 0, 0),
+        ('coordinator_keys', '[]string', '4+', 'none', 'none', -1, None, 1),
+    )),
+    # FindCoordinatorResponse: versions 0-6, flexible 3+
+    ("Coordinator", "0-6", "3+", "struct Coordinator of FindCoordinatorResponse, versions 0-6", (
+        ('key', 'string', '4+', 'none', 'none', -1, '', 0),
+        ('node_id', 'int32', '4+', 'none', 'none', -1, 0, 0),
+        ('host', 'string', '4+', 'none', 'none', -1, '', 0),
+        ('port', 'int32', '4+', 'none', 'none', -1, 0, 0),
+        ('error_code', 'int16', '4+', 'none', 'none', -1, 0, 0),
+        ('error_message', 'string', '4+', '4+', 'none', -1, '', 0),
+    )),
+    ("FindCoordinatorResponse", "0-6", "3+", "message, versions 0-6", (
+        ('throttle_time_ms', 'int32', '1+', 'none', 'none', -1, 0, 0),
+        ('error_code', 'int16', '0-3', 'none', 'none', -1, 0, 0),
+        ('error_message', 'string', '1-3', '1-3', 'none', -1, '', 0),
+        ('node_id', 'int32', '0-3', 'none', 'none', -1, 0, 0),
+        ('host', 'string', '0-3', 'none', 'none', -1, '', 0),
+        ('port', 'int32', '0-3', 'none', 'none', -1, 0, 0),
+        ('coordinators', '[]Coordinator', '4+', 'none', 'none', -1, None, 1),
+    )),
+    # JoinGroupRequest: versions 0-9, flexible 6+
+    ("JoinGroupRequestProtocol", "0-9", "6+", "struct JoinGroupRequestProtocol of JoinGroupRequest, versions 0-9", (
+        ('name', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('metadata', 'bytes', '0+', 'none', 'none', -1, b"", 0),
+    )),
+    ("JoinGroupRequest", "0-9", "6+", "message, versions 0-9", (
+        ('group_id', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('session_timeout_ms', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('rebalance_timeout_ms', 'int32', '1+', 'none', 'none', -1, -1, 0),
+        ('member_id', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('group_instance_id', 'string', '5+', '5+', 'none', -1, None, 0),
+        ('protocol_type', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('protocols', '[]JoinGroupRequestProtocol', '0+', 'none', 'none', -1, None, 1),
+        ('reason', 'string', '8+', '8+', 'none', -1, None, 0),
+    )),
+    # JoinGroupResponse: versions 0-9, flexible 6+
+    ("JoinGroupResponseMember", "0-9", "6+", "struct JoinGroupResponseMember of JoinGroupResponse, versions 0-9", (
+        ('member_id', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('group_instance_id', 'string', '5+', '5+', 'none', -1, None, 0),
+        ('metadata', 'bytes', '0+', 'none', 'none', -1, b"", 0),
+    )),
+    ("JoinGroupResponse", "0-9", "6+", "message, versions 0-9", (
+        ('throttle_time_ms', 'int32', '2+', 'none', 'none', -1, 0, 0),
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('generation_id', 'int32', '0+', 'none', 'none', -1, -1, 0),
+        ('protocol_type', 'string', '7+', '7+', 'none', -1, None, 0),
+        ('protocol_name', 'string', '0+', '7+', 'none', -1, '', 0),
+        ('leader', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('skip_assignment', 'bool', '9+', 'none', 'none', -1, False, 0),
+        ('member_id', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('members', '[]JoinGroupResponseMember', '0+', 'none', 'none', -1, None, 1),
+    )),
+    # HeartbeatRequest: versions 0-4, flexible 4+
+    ("HeartbeatRequest", "0-4", "4+", "message, versions 0-4", (
+        ('group_id', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('generation_id', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('member_id', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('group_instance_id', 'string', '3+', '3+', 'none', -1, None, 0),
+    )),
+    # HeartbeatResponse: versions 0-4, flexible 4+
+    ("HeartbeatResponse", "0-4", "4+", "message, versions 0-4", (
+        ('throttle_time_ms', 'int32', '1+', 'none', 'none', -1, 0, 0),
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+    )),
+    # LeaveGroupRequest: versions 0-5, flexible 4+
+    ("MemberIdentity", "0-5", "4+", "struct MemberIdentity of LeaveGroupRequest, versions 0-5", (
+        ('member_id', 'string', '3+', 'none', 'none', -1, '', 0),
+        ('group_instance_id', 'string', '3+', '3+', 'none', -1, None, 0),
+        ('reason', 'string', '5+', '5+', 'none', -1, None, 0),
+    )),
+    ("LeaveGroupRequest", "0-5", "4+", "message, versions 0-5", (
+        ('group_id', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('member_id', 'string', '0-2', 'none', 'none', -1, '', 0),
+        ('members', '[]MemberIdentity', '3+', 'none', 'none', -1, None, 1),
+    )),
+    # LeaveGroupResponse: versions 0-5, flexible 4+
+    ("MemberResponse", "0-5", "4+", "struct MemberResponse of LeaveGroupResponse, versions 0-5", (
+        ('member_id', 'string', '3+', 'none', 'none', -1, '', 0),
+        ('group_instance_id', 'string', '3+', '3+', 'none', -1, '', 0),
+        ('error_code', 'int16', '3+', 'none', 'none', -1, 0, 0),
+    )),
+    ("LeaveGroupResponse", "0-5", "4+", "message, versions 0-5", (
+        ('throttle_time_ms', 'int32', '1+', 'none', 'none', -1, 0, 0),
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('members', '[]MemberResponse', '3+', 'none', 'none', -1, None, 1),
+    )),
+    # SyncGroupRequest: versions 0-5, flexible 4+
+    ("SyncGroupRequestAssignment", "0-5", "4+", "struct SyncGroupRequestAssignment of SyncGroupRequest, versions 0-5", (
+        ('member_id', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('assignment', 'bytes', '0+', 'none', 'none', -1, b"", 0),
+    )),
+    ("SyncGroupRequest", "0-5", "4+", "message, versions 0-5", (
+        ('group_id', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('generation_id', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('member_id', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('group_instance_id', 'string', '3+', '3+', 'none', -1, None, 0),
+        ('protocol_type', 'string', '5+', '5+', 'none', -1, None, 0),
+        ('protocol_name', 'string', '5+', '5+', 'none', -1, None, 0),
+        ('assignments', '[]SyncGroupRequestAssignment', '0+', 'none', 'none', -1, None, 1),
+    )),
+    # SyncGroupResponse: versions 0-5, flexible 4+
+    ("SyncGroupResponse", "0-5", "4+", "message, versions 0-5", (
+        ('throttle_time_ms', 'int32', '1+', 'none', 'none', -1, 0, 0),
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('protocol_type', 'string', '5+', '5+', 'none', -1, None, 0),
+        ('protocol_name', 'string', '5+', '5+', 'none', -1, None, 0),
+        ('assignment', 'bytes', '0+', 'none', 'none', -1, b"", 0),
+    )),
+    # DescribeGroupsRequest: versions 0-5, flexible 5+
+    ("DescribeGroupsRequest", "0-5", "5+", "message, versions 0-5", (
+        ('groups', '[]string', '0+', 'none', 'none', -1, None, 1),
+        ('include_authorized_operations', 'bool', '3+', 'none', 'none', -1, False, 0),
+    )),
+    # DescribeGroupsResponse: versions 0-5, flexible 5+
+    ("DescribedGroupMember", "0-5", "5+", "struct DescribedGroupMember of DescribeGroupsResponse, versions 0-5", (
+        ('member_id', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('group_instance_id', 'string', '4+', '4+', 'none', -1, None, 0),
+        ('client_id', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('client_host', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('member_metadata', 'bytes', '0+', 'none', 'none', -1, b"", 0),
+        ('member_assignment', 'bytes', '0+', 'none', 'none', -1, b"", 0),
+    )),
+    ("DescribedGroup", "0-5", "5+", "struct DescribedGroup of DescribeGroupsResponse, versions 0-5", (
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('group_id', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('group_state', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('protocol_type', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('protocol_data', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('members', '[]DescribedGroupMember', '0+', 'none', 'none', -1, None, 1),
+        ('authorized_operations', 'int32', '3+', 'none', 'none', -1, -2147483648, 0),
+    )),
+    ("DescribeGroupsResponse", "0-5", "5+", "message, versions 0-5", (
+        ('throttle_time_ms', 'int32', '1+', 'none', 'none', -1, 0, 0),
+        ('groups', '[]DescribedGroup', '0+', 'none', 'none', -1, None, 1),
+    )),
+    # ListGroupsRequest: versions 0-5, flexible 3+
+    ("ListGroupsRequest", "0-5", "3+", "message, versions 0-5", (
+        ('states_filter', '[]string', '4+', 'none', 'none', -1, None, 1),
+        ('types_filter', '[]string', '5+', 'none', 'none', -1, None, 1),
+    )),
+    # ListGroupsResponse: versions 0-5, flexible 3+
+    ("ListedGroup", "0-5", "3+", "struct ListedGroup of ListGroupsResponse, versions 0-5", (
+        ('group_id', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('protocol_type', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('group_state', 'string', '4+', 'none', 'none', -1, '', 0),
+        ('group_type', 'string', '5+', 'none', 'none', -1, '', 0),
+    )),
+    ("ListGroupsResponse", "0-5", "3+", "message, versions 0-5", (
+        ('throttle_time_ms', 'int32', '1+', 'none', 'none', -1, 0, 0),
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('groups', '[]ListedGroup', '0+', 'none', 'none', -1, None, 1),
+    )),
+    # SaslHandshakeRequest: versions 0-1, flexible none
+    ("SaslHandshakeRequest", "0-1", "none", "message, versions 0-1", (
+        ('mechanism', 'string', '0+', 'none', 'none', -1, '', 0),
+    )),
+    # SaslHandshakeResponse: versions 0-1, flexible none
+    ("SaslHandshakeResponse", "0-1", "none", "message, versions 0-1", (
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('mechanisms', '[]string', '0+', 'none', 'none', -1, None, 1),
+    )),
+    # ApiVersionsRequest: versions 0-4, flexible 3+
+    ("ApiVersionsRequest", "0-4", "3+", "message, versions 0-4", (
+        ('client_software_name', 'string', '3+', 'none', 'none', -1, '', 0),
+        ('client_software_version', 'string', '3+', 'none', 'none', -1, '', 0),
+    )),
+    # ApiVersionsResponse: versions 0-4, flexible 3+
+    ("ApiVersion", "0-4", "3+", "struct ApiVersion of ApiVersionsResponse, versions 0-4", (
+        ('api_key', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('min_version', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('max_version', 'int16', '0+', 'none', 'none', -1, 0, 0),
+    )),
+    ("SupportedFeatureKey", "0-4", "3+", "struct SupportedFeatureKey of ApiVersionsResponse, versions 0-4", (
+        ('name', 'string', '3+', 'none', 'none', -1, '', 0),
+        ('min_version', 'int16', '3+', 'none', 'none', -1, 0, 0),
+        ('max_version', 'int16', '3+', 'none', 'none', -1, 0, 0),
+    )),
+    ("FinalizedFeatureKey", "0-4", "3+", "struct FinalizedFeatureKey of ApiVersionsResponse, versions 0-4", (
+        ('name', 'string', '3+', 'none', 'none', -1, '', 0),
+        ('max_version_level', 'int16', '3+', 'none', 'none', -1, 0, 0),
+        ('min_version_level', 'int16', '3+', 'none', 'none', -1, 0, 0),
+    )),
+    ("ApiVersionsResponse", "0-4", "3+", "message, versions 0-4", (
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('api_keys', '[]ApiVersion', '0+', 'none', 'none', -1, None, 1),
+        ('throttle_time_ms', 'int32', '1+', 'none', 'none', -1, 0, 0),
+        ('supported_features', '[]SupportedFeatureKey', '3+', 'none', '3+', 0, None, 1),
+        ('finalized_features_epoch', 'int64', '3+', 'none', '3+', 1, -1, 0),
+        ('finalized_features', '[]FinalizedFeatureKey', '3+', 'none', '3+', 2, None, 1),
+        ('zk_migration_ready', 'bool', '3+', 'none', '3+', 3, False, 0),
+    )),
+    # CreateTopicsRequest: versions 0-7, flexible 5+
+    ("CreatableReplicaAssignment", "0-7", "5+", "struct CreatableReplicaAssignment of CreateTopicsRequest, versions 0-7", (
+        ('partition_index', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('broker_ids', '[]int32', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("CreatableTopicConfig", "0-7", "5+", "struct CreatableTopicConfig of CreateTopicsRequest, versions 0-7", (
+        ('name', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('value', 'string', '0+', '0+', 'none', -1, '', 0),
+    )),
+    ("CreatableTopic", "0-7", "5+", "struct CreatableTopic of CreateTopicsRequest, versions 0-7", (
+        ('name', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('num_partitions', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('replication_factor', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('assignments', '[]CreatableReplicaAssignment', '0+', 'none', 'none', -1, None, 1),
+        ('configs', '[]CreatableTopicConfig', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("CreateTopicsRequest", "0-7", "5+", "message, versions 0-7", (
+        ('topics', '[]CreatableTopic', '0+', 'none', 'none', -1, None, 1),
+        ('timeout_ms', 'int32', '0+', 'none', 'none', -1, 60000, 0),
+        ('validate_only', 'bool', '1+', 'none', 'none', -1, False, 0),
+    )),
+    # CreateTopicsResponse: versions 0-7, flexible 5+
+    ("CreatableTopicConfigs", "0-7", "5+", "struct CreatableTopicConfigs of CreateTopicsResponse, versions 0-7", (
+        ('name', 'string', '5+', 'none', 'none', -1, '', 0),
+        ('value', 'string', '5+', '5+', 'none', -1, '', 0),
+        ('read_only', 'bool', '5+', 'none', 'none', -1, False, 0),
+        ('config_source', 'int8', '5+', 'none', 'none', -1, -1, 0),
+        ('is_sensitive', 'bool', '5+', 'none', 'none', -1, False, 0),
+    )),
+    ("CreatableTopicResult", "0-7", "5+", "struct CreatableTopicResult of CreateTopicsResponse, versions 0-7", (
+        ('name', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('topic_id', 'uuid', '7+', 'none', 'none', -1, None, 0),
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('error_message', 'string', '1+', '0+', 'none', -1, '', 0),
+        ('topic_config_error_code', 'int16', '5+', 'none', '5+', 0, 0, 0),
+        ('num_partitions', 'int32', '5+', 'none', 'none', -1, -1, 0),
+        ('replication_factor', 'int16', '5+', 'none', 'none', -1, -1, 0),
+        ('configs', '[]CreatableTopicConfigs', '5+', '5+', 'none', -1, None, 1),
+    )),
+    ("CreateTopicsResponse", "0-7", "5+", "message, versions 0-7", (
+        ('throttle_time_ms', 'int32', '2+', 'none', 'none', -1, 0, 0),
+        ('topics', '[]CreatableTopicResult', '0+', 'none', 'none', -1, None, 1),
+    )),
+    # DeleteTopicsRequest: versions 0-6, flexible 4+
+    ("DeleteTopicState", "0-6", "4+", "struct DeleteTopicState of DeleteTopicsRequest, versions 0-6", (
+        ('name', 'string', '6+', '6+', 'none', -1, None, 0),
+        ('topic_id', 'uuid', '6+', 'none', 'none', -1, None, 0),
+    )),
+    ("DeleteTopicsRequest", "0-6", "4+", "message, versions 0-6", (
+        ('topics', '[]DeleteTopicState', '6+', 'none', 'none', -1, None, 1),
+        ('topic_names', '[]string', '0-5', 'none', 'none', -1, None, 1),
+        ('timeout_ms', 'int32', '0+', 'none', 'none', -1, 0, 0),
+    )),
+    # DeleteTopicsResponse: versions 0-6, flexible 4+
+    ("DeletableTopicResult", "0-6", "4+", "struct DeletableTopicResult of DeleteTopicsResponse, versions 0-6", (
+        ('name', 'string', '0+', '6+', 'none', -1, '', 0),
+        ('topic_id', 'uuid', '6+', 'none', 'none', -1, None, 0),
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('error_message', 'string', '5+', '5+', 'none', -1, None, 0),
+    )),
+    ("DeleteTopicsResponse", "0-6", "4+", "message, versions 0-6", (
+        ('throttle_time_ms', 'int32', '1+', 'none', 'none', -1, 0, 0),
+        ('responses', '[]DeletableTopicResult', '0+', 'none', 'none', -1, None, 1),
+    )),
+    # DeleteRecordsRequest: versions 0-2, flexible 2+
+    ("DeleteRecordsPartition", "0-2", "2+", "struct DeleteRecordsPartition of DeleteRecordsRequest, versions 0-2", (
+        ('partition_index', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('offset', 'int64', '0+', 'none', 'none', -1, 0, 0),
+    )),
+    ("DeleteRecordsTopic", "0-2", "2+", "struct DeleteRecordsTopic of DeleteRecordsRequest, versions 0-2", (
+        ('name', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('partitions', '[]DeleteRecordsPartition', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("DeleteRecordsRequest", "0-2", "2+", "message, versions 0-2", (
+        ('topics', '[]DeleteRecordsTopic', '0+', 'none', 'none', -1, None, 1),
+        ('timeout_ms', 'int32', '0+', 'none', 'none', -1, 0, 0),
+    )),
+    # DeleteRecordsResponse: versions 0-2, flexible 2+
+    ("DeleteRecordsPartitionResult", "0-2", "2+", "struct DeleteRecordsPartitionResult of DeleteRecordsResponse, versions 0-2", (
+        ('partition_index', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('low_watermark', 'int64', '0+', 'none', 'none', -1, 0, 0),
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+    )),
+    ("DeleteRecordsTopicResult", "0-2", "2+", "struct DeleteRecordsTopicResult of DeleteRecordsResponse, versions 0-2", (
+        ('name', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('partitions', '[]DeleteRecordsPartitionResult', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("DeleteRecordsResponse", "0-2", "2+", "message, versions 0-2", (
+        ('throttle_time_ms', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('topics', '[]DeleteRecordsTopicResult', '0+', 'none', 'none', -1, None, 1),
+    )),
+    # InitProducerIdRequest: versions 0-5, flexible 2+
+    ("InitProducerIdRequest", "0-5", "2+", "message, versions 0-5", (
+        ('transactional_id', 'string', '0+', '0+', 'none', -1, '', 0),
+        ('transaction_timeout_ms', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('producer_id', 'int64', '3+', 'none', 'none', -1, -1, 0),
+        ('producer_epoch', 'int16', '3+', 'none', 'none', -1, -1, 0),
+    )),
+    # InitProducerIdResponse: versions 0-5, flexible 2+
+    ("InitProducerIdResponse", "0-5", "2+", "message, versions 0-5", (
+        ('throttle_time_ms', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('producer_id', 'int64', '0+', 'none', 'none', -1, -1, 0),
+        ('producer_epoch', 'int16', '0+', 'none', 'none', -1, 0, 0),
+    )),
+    # OffsetForLeaderEpochRequest: versions 0-4, flexible 4+
+    ("OffsetForLeaderPartition", "0-4", "4+", "struct OffsetForLeaderPartition of OffsetForLeaderEpochRequest, versions 0-4", (
+        ('partition', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('current_leader_epoch', 'int32', '2+', 'none', 'none', -1, -1, 0),
+        ('leader_epoch', 'int32', '0+', 'none', 'none', -1, 0, 0),
+    )),
+    ("OffsetForLeaderTopic", "0-4", "4+", "struct OffsetForLeaderTopic of OffsetForLeaderEpochRequest, versions 0-4", (
+        ('topic', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('partitions', '[]OffsetForLeaderPartition', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("OffsetForLeaderEpochRequest", "0-4", "4+", "message, versions 0-4", (
+        ('replica_id', 'int32', '3+', 'none', 'none', -1, -2, 0),
+        ('topics', '[]OffsetForLeaderTopic', '0+', 'none', 'none', -1, None, 1),
+    )),
+    # OffsetForLeaderEpochResponse: versions 0-4, flexible 4+
+    ("OffsetForLeaderEpochResponseEpochEndOffset", "0-4", "4+", "struct EpochEndOffset of OffsetForLeaderEpochResponse, versions 0-4", (
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('partition', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('leader_epoch', 'int32', '1+', 'none', 'none', -1, -1, 0),
+        ('end_offset', 'int64', '0+', 'none', 'none', -1, -1, 0),
+    )),
+    ("OffsetForLeaderTopicResult", "0-4", "4+", "struct OffsetForLeaderTopicResult of OffsetForLeaderEpochResponse, versions 0-4", (
+        ('topic', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('partitions', '[]OffsetForLeaderEpochResponseEpochEndOffset', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("OffsetForLeaderEpochResponse", "0-4", "4+", "message, versions 0-4", (
+        ('throttle_time_ms', 'int32', '2+', 'none', 'none', -1, 0, 0),
+        ('topics', '[]OffsetForLeaderTopicResult', '0+', 'none', 'none', -1, None, 1),
+    )),
+    # AddPartitionsToTxnRequest: versions 0-5, flexible 3+
+    ("AddPartitionsToTxnTopic", "0-5", "3+", "struct AddPartitionsToTxnTopic of AddPartitionsToTxnRequest, versions 0-5", (
+        ('name', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('partitions', '[]int32', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("AddPartitionsToTxnTransaction", "0-5", "3+", "struct AddPartitionsToTxnTransaction of AddPartitionsToTxnRequest, versions 0-5", (
+        ('transactional_id', 'string', '4+', 'none', 'none', -1, '', 0),
+        ('producer_id', 'int64', '4+', 'none', 'none', -1, 0, 0),
+        ('producer_epoch', 'int16', '4+', 'none', 'none', -1, 0, 0),
+        ('verify_only', 'bool', '4+', 'none', 'none', -1, False, 0),
+        ('topics', '[]AddPartitionsToTxnTopic', '4+', 'none', 'none', -1, None, 1),
+    )),
+    ("AddPartitionsToTxnRequest", "0-5", "3+", "message, versions 0-5", (
+        ('transactions', '[]AddPartitionsToTxnTransaction', '4+', 'none', 'none', -1, None, 1),
+        ('v3_and_below_transactional_id', 'string', '0-3', 'none', 'none', -1, '', 0),
+        ('v3_and_below_producer_id', 'int64', '0-3', 'none', 'none', -1, 0, 0),
+        ('v3_and_below_producer_epoch', 'int16', '0-3', 'none', 'none', -1, 0, 0),
+        ('v3_and_below_topics', '[]AddPartitionsToTxnTopic', '0-3', 'none', 'none', -1, None, 1),
+    )),
+    # AddPartitionsToTxnResponse: versions 0-5, flexible 3+
+    ("AddPartitionsToTxnPartitionResult", "0-5", "3+", "struct AddPartitionsToTxnPartitionResult of AddPartitionsToTxnResponse, versions 0-5", (
+        ('partition_index', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('partition_error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+    )),
+    ("AddPartitionsToTxnTopicResult", "0-5", "3+", "struct AddPartitionsToTxnTopicResult of AddPartitionsToTxnResponse, versions 0-5", (
+        ('name', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('results_by_partition', '[]AddPartitionsToTxnPartitionResult', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("AddPartitionsToTxnResult", "0-5", "3+", "struct AddPartitionsToTxnResult of AddPartitionsToTxnResponse, versions 0-5", (
+        ('transactional_id', 'string', '4+', 'none', 'none', -1, '', 0),
+        ('topic_results', '[]AddPartitionsToTxnTopicResult', '4+', 'none', 'none', -1, None, 1),
+    )),
+    ("AddPartitionsToTxnResponse", "0-5", "3+", "message, versions 0-5", (
+        ('throttle_time_ms', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('error_code', 'int16', '4+', 'none', 'none', -1, 0, 0),
+        ('results_by_transaction', '[]AddPartitionsToTxnResult', '4+', 'none', 'none', -1, None, 1),
+        ('results_by_topic_v3_and_below', '[]AddPartitionsToTxnTopicResult', '0-3', 'none', 'none', -1, None, 1),
+    )),
+    # AddOffsetsToTxnRequest: versions 0-4, flexible 3+
+    ("AddOffsetsToTxnRequest", "0-4", "3+", "message, versions 0-4", (
+        ('transactional_id', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('producer_id', 'int64', '0+', 'none', 'none', -1, 0, 0),
+        ('producer_epoch', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('group_id', 'string', '0+', 'none', 'none', -1, '', 0),
+    )),
+    # AddOffsetsToTxnResponse: versions 0-4, flexible 3+
+    ("AddOffsetsToTxnResponse", "0-4", "3+", "message, versions 0-4", (
+        ('throttle_time_ms', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+    )),
+    # EndTxnRequest: versions 0-5, flexible 3+
+    ("EndTxnRequest", "0-5", "3+", "message, versions 0-5", (
+        ('transactional_id', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('producer_id', 'int64', '0+', 'none', 'none', -1, 0, 0),
+        ('producer_epoch', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('committed', 'bool', '0+', 'none', 'none', -1, False, 0),
+    )),
+    # EndTxnResponse: versions 0-5, flexible 3+
+    ("EndTxnResponse", "0-5", "3+", "message, versions 0-5", (
+        ('throttle_time_ms', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('producer_id', 'int64', '5+', 'none', 'none', -1, -1, 0),
+        ('producer_epoch', 'int16', '5+', 'none', 'none', -1, -1, 0),
+    )),
+    # TxnOffsetCommitRequest: versions 0-4, flexible 3+
+    ("TxnOffsetCommitRequestPartition", "0-4", "3+", "struct TxnOffsetCommitRequestPartition of TxnOffsetCommitRequest, versions 0-4", (
+        ('partition_index', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('committed_offset', 'int64', '0+', 'none', 'none', -1, 0, 0),
+        ('committed_leader_epoch', 'int32', '2+', 'none', 'none', -1, -1, 0),
+        ('committed_metadata', 'string', '0+', '0+', 'none', -1, '', 0),
+    )),
+    ("TxnOffsetCommitRequestTopic", "0-4", "3+", "struct TxnOffsetCommitRequestTopic of TxnOffsetCommitRequest, versions 0-4", (
+        ('name', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('partitions', '[]TxnOffsetCommitRequestPartition', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("TxnOffsetCommitRequest", "0-4", "3+", "message, versions 0-4", (
+        ('transactional_id', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('group_id', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('producer_id', 'int64', '0+', 'none', 'none', -1, 0, 0),
+        ('producer_epoch', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('generation_id', 'int32', '3+', 'none', 'none', -1, -1, 0),
+        ('member_id', 'string', '3+', 'none', 'none', -1, '', 0),
+        ('group_instance_id', 'string', '3+', '3+', 'none', -1, None, 0),
+        ('topics', '[]TxnOffsetCommitRequestTopic', '0+', 'none', 'none', -1, None, 1),
+    )),
+    # TxnOffsetCommitResponse: versions 0-4, flexible 3+
+    ("TxnOffsetCommitResponsePartition", "0-4", "3+", "struct TxnOffsetCommitResponsePartition of TxnOffsetCommitResponse, versions 0-4", (
+        ('partition_index', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+    )),
+    ("TxnOffsetCommitResponseTopic", "0-4", "3+", "struct TxnOffsetCommitResponseTopic of TxnOffsetCommitResponse, versions 0-4", (
+        ('name', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('partitions', '[]TxnOffsetCommitResponsePartition', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("TxnOffsetCommitResponse", "0-4", "3+", "message, versions 0-4", (
+        ('throttle_time_ms', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('topics', '[]TxnOffsetCommitResponseTopic', '0+', 'none', 'none', -1, None, 1),
+    )),
+    # DescribeConfigsRequest: versions 0-4, flexible 4+
+    ("DescribeConfigsResource", "0-4", "4+", "struct DescribeConfigsResource of DescribeConfigsRequest, versions 0-4", (
+        ('resource_type', 'int8', '0+', 'none', 'none', -1, 0, 0),
+        ('resource_name', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('configuration_keys', '[]string', '0+', '0+', 'none', -1, None, 1),
+    )),
+    ("DescribeConfigsRequest", "0-4", "4+", "message, versions 0-4", (
+        ('resources', '[]DescribeConfigsResource', '0+', 'none', 'none', -1, None, 1),
+        ('include_synonyms', 'bool', '1+', 'none', 'none', -1, False, 0),
+        ('include_documentation', 'bool', '3+', 'none', 'none', -1, False, 0),
+    )),
+    # DescribeConfigsResponse: versions 0-4, flexible 4+
+    ("DescribeConfigsSynonym", "0-4", "4+", "struct DescribeConfigsSynonym of DescribeConfigsResponse, versions 0-4", (
+        ('name', 'string', '1+', 'none', 'none', -1, '', 0),
+        ('value', 'string', '1+', '0+', 'none', -1, '', 0),
+        ('source', 'int8', '1+', 'none', 'none', -1, 0, 0),
+    )),
+    ("DescribeConfigsResourceResult", "0-4", "4+", "struct DescribeConfigsResourceResult of DescribeConfigsResponse, versions 0-4", (
+        ('name', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('value', 'string', '0+', '0+', 'none', -1, '', 0),
+        ('read_only', 'bool', '0+', 'none', 'none', -1, False, 0),
+        ('is_default', 'bool', '0', 'none', 'none', -1, False, 0),
+        ('config_source', 'int8', '1+', 'none', 'none', -1, -1, 0),
+        ('is_sensitive', 'bool', '0+', 'none', 'none', -1, False, 0),
+        ('synonyms', '[]DescribeConfigsSynonym', '1+', 'none', 'none', -1, None, 1),
+        ('config_type', 'int8', '3+', 'none', 'none', -1, 0, 0),
+        ('documentation', 'string', '3+', '0+', 'none', -1, '', 0),
+    )),
+    ("DescribeConfigsResult", "0-4", "4+", "struct DescribeConfigsResult of DescribeConfigsResponse, versions 0-4", (
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('error_message', 'string', '0+', '0+', 'none', -1, '', 0),
+        ('resource_type', 'int8', '0+', 'none', 'none', -1, 0, 0),
+        ('resource_name', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('configs', '[]DescribeConfigsResourceResult', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("DescribeConfigsResponse", "0-4", "4+", "message, versions 0-4", (
+        ('throttle_time_ms', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('results', '[]DescribeConfigsResult', '0+', 'none', 'none', -1, None, 1),
+    )),
+    # SaslAuthenticateRequest: versions 0-2, flexible 2+
+    ("SaslAuthenticateRequest", "0-2", "2+", "message, versions 0-2", (
+        ('auth_bytes', 'bytes', '0+', 'none', 'none', -1, b"", 0),
+    )),
+    # SaslAuthenticateResponse: versions 0-2, flexible 2+
+    ("SaslAuthenticateResponse", "0-2", "2+", "message, versions 0-2", (
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('error_message', 'string', '0+', '0+', 'none', -1, '', 0),
+        ('auth_bytes', 'bytes', '0+', 'none', 'none', -1, b"", 0),
+        ('session_lifetime_ms', 'int64', '1+', 'none', 'none', -1, 0, 0),
+    )),
+    # CreatePartitionsRequest: versions 0-3, flexible 2+
+    ("CreatePartitionsAssignment", "0-3", "2+", "struct CreatePartitionsAssignment of CreatePartitionsRequest, versions 0-3", (
+        ('broker_ids', '[]int32', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("CreatePartitionsTopic", "0-3", "2+", "struct CreatePartitionsTopic of CreatePartitionsRequest, versions 0-3", (
+        ('name', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('count', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('assignments', '[]CreatePartitionsAssignment', '0+', '0+', 'none', -1, None, 1),
+    )),
+    ("CreatePartitionsRequest", "0-3", "2+", "message, versions 0-3", (
+        ('topics', '[]CreatePartitionsTopic', '0+', 'none', 'none', -1, None, 1),
+        ('timeout_ms', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('validate_only', 'bool', '0+', 'none', 'none', -1, False, 0),
+    )),
+    # CreatePartitionsResponse: versions 0-3, flexible 2+
+    ("CreatePartitionsTopicResult", "0-3", "2+", "struct CreatePartitionsTopicResult of CreatePartitionsResponse, versions 0-3", (
+        ('name', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('error_message', 'string', '0+', '0+', 'none', -1, None, 0),
+    )),
+    ("CreatePartitionsResponse", "0-3", "2+", "message, versions 0-3", (
+        ('throttle_time_ms', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('results', '[]CreatePartitionsTopicResult', '0+', 'none', 'none', -1, None, 1),
+    )),
+    # DescribeClusterRequest: versions 0-1, flexible 0+
+    ("DescribeClusterRequest", "0-1", "0+", "message, versions 0-1", (
+        ('include_cluster_authorized_operations', 'bool', '0+', 'none', 'none', -1, False, 0),
+        ('endpoint_type', 'int8', '1+', 'none', 'none', -1, 1, 0),
+    )),
+    # DescribeClusterResponse: versions 0-1, flexible 0+
+    ("DescribeClusterBroker", "0-1", "0+", "struct DescribeClusterBroker of DescribeClusterResponse, versions 0-1", (
+        ('broker_id', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('host', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('port', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('rack', 'string', '0+', '0+', 'none', -1, None, 0),
+    )),
+    ("DescribeClusterResponse", "0-1", "0+", "message, versions 0-1", (
+        ('throttle_time_ms', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('error_message', 'string', '0+', '0+', 'none', -1, None, 0),
+        ('endpoint_type', 'int8', '1+', 'none', 'none', -1, 1, 0),
+        ('cluster_id', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('controller_id', 'int32', '0+', 'none', 'none', -1, -1, 0),
+        ('brokers', '[]DescribeClusterBroker', '0+', 'none', 'none', -1, None, 1),
+        ('cluster_authorized_operations', 'int32', '0+', 'none', 'none', -1, -2147483648, 0),
+    )),
+    # ConsumerGroupHeartbeatRequest: versions 0-1, flexible 0+
+    ("ConsumerGroupHeartbeatRequestTopicPartitions", "0-1", "0+", "struct TopicPartitions of ConsumerGroupHeartbeatRequest, versions 0-1", (
+        ('topic_id', 'uuid', '0+', 'none', 'none', -1, None, 0),
+        ('partitions', '[]int32', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("ConsumerGroupHeartbeatRequest", "0-1", "0+", "message, versions 0-1", (
+        ('group_id', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('member_id', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('member_epoch', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('instance_id', 'string', '0+', '0+', 'none', -1, None, 0),
+        ('rack_id', 'string', '0+', '0+', 'none', -1, None, 0),
+        ('rebalance_timeout_ms', 'int32', '0+', 'none', 'none', -1, -1, 0),
+        ('subscribed_topic_names', '[]string', '0+', '0+', 'none', -1, None, 0),
+        ('subscribed_topic_regex', 'string', '1+', '1+', 'none', -1, None, 0),
+        ('server_assignor', 'string', '0+', '0+', 'none', -1, None, 0),
+        ('topic_partitions', '[]ConsumerGroupHeartbeatRequestTopicPartitions', '0+', '0+', 'none', -1, None, 0),
+    )),
+    # ConsumerGroupHeartbeatResponse: versions 0-1, flexible 0+
+    ("ConsumerGroupHeartbeatResponseTopicPartitions", "0-1", "0+", "struct TopicPartitions of ConsumerGroupHeartbeatResponse, versions 0-1", (
+        ('topic_id', 'uuid', '0+', 'none', 'none', -1, None, 0),
+        ('partitions', '[]int32', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("Assignment", "0-1", "0+", "struct Assignment of ConsumerGroupHeartbeatResponse, versions 0-1", (
+        ('topic_partitions', '[]ConsumerGroupHeartbeatResponseTopicPartitions', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("ConsumerGroupHeartbeatResponse", "0-1", "0+", "message, versions 0-1", (
+        ('throttle_time_ms', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('error_message', 'string', '0+', '0+', 'none', -1, None, 0),
+        ('member_id', 'string', '0+', '0+', 'none', -1, None, 0),
+        ('member_epoch', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('heartbeat_interval_ms', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('assignment', 'Assignment', '0+', '0+', 'none', -1, None, 0),
+    )),
+    # ConsumerProtocolSubscription: versions 0-3, flexible none
+    ("ConsumerProtocolSubscriptionTopicPartition", "0-3", "none", "struct TopicPartition of ConsumerProtocolSubscription, versions 0-3", (
+        ('topic', 'string', '1+', 'none', 'none', -1, '', 0),
+        ('partitions', '[]int32', '1+', 'none', 'none', -1, None, 1),
+    )),
+    ("ConsumerProtocolSubscription", "0-3", "none", "message, versions 0-3", (
+        ('topics', '[]string', '0+', 'none', 'none', -1, None, 1),
+        ('user_data', 'bytes', '0+', '0+', 'none', -1, None, 0),
+        ('owned_partitions', '[]ConsumerProtocolSubscriptionTopicPartition', '1+', 'none', 'none', -1, None, 1),
+        ('generation_id', 'int32', '2+', 'none', 'none', -1, -1, 0),
+        ('rack_id', 'string', '3+', '3+', 'none', -1, None, 0),
+    )),
+    # ConsumerProtocolAssignment: versions 0-3, flexible none
+    ("ConsumerProtocolAssignmentTopicPartition", "0-3", "none", "struct TopicPartition of ConsumerProtocolAssignment, versions 0-3", (
+        ('topic', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('partitions', '[]int32', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("ConsumerProtocolAssignment", "0-3", "none", "message, versions 0-3", (
+        ('assigned_partitions', '[]ConsumerProtocolAssignmentTopicPartition', '0+', 'none', 'none', -1, None, 1),
+        ('user_data', 'bytes', '0+', '0+', 'none', -1, None, 0),
+    )),
+)
+
+# (name, key, request class, response class, flexible versions)
+_API_TABLES = (
+    ("Produce", 0, "ProduceRequest", "ProduceResponse", "9+"),
+    ("Fetch", 1, "FetchRequest", "FetchResponse", "12+"),
+    ("ListOffsets", 2, "ListOffsetsRequest", "ListOffsetsResponse", "6+"),
+    ("Metadata", 3, "MetadataRequest", "MetadataResponse", "9+"),
+    ("OffsetCommit", 8, "OffsetCommitRequest", "OffsetCommitResponse", "8+"),
+    ("OffsetFetch", 9, "OffsetFetchRequest", "OffsetFetchResponse", "6+"),
+    ("FindCoordinator", 10, "FindCoordinatorRequest", "FindCoordinatorResponse", "3+"),
+    ("JoinGroup", 11, "JoinGroupRequest", "JoinGroupResponse", "6+"),
+    ("Heartbeat", 12, "HeartbeatRequest", "HeartbeatResponse", "4+"),
+    ("LeaveGroup", 13, "LeaveGroupRequest", "LeaveGroupResponse", "4+"),
+    ("SyncGroup", 14, "SyncGroupRequest", "SyncGroupResponse", "4+"),
+    ("DescribeGroups", 15, "DescribeGroupsRequest", "DescribeGroupsResponse", "5+"),
+    ("ListGroups", 16, "ListGroupsRequest", "ListGroupsResponse", "3+"),
+    ("SaslHandshake", 17, "SaslHandshakeRequest", "SaslHandshakeResponse", "none"),
+    ("ApiVersions", 18, "ApiVersionsRequest", "ApiVersionsResponse", "3+"),
+    ("CreateTopics", 19, "CreateTopicsRequest", "CreateTopicsResponse", "5+"),
+    ("DeleteTopics", 20, "DeleteTopicsRequest", "DeleteTopicsResponse", "4+"),
+    ("DeleteRecords", 21, "DeleteRecordsRequest", "DeleteRecordsResponse", "2+"),
+    ("InitProducerId", 22, "InitProducerIdRequest", "InitProducerIdResponse", "2+"),
+    ("OffsetForLeaderEpoch", 23, "OffsetForLeaderEpochRequest", "OffsetForLeaderEpochResponse", "4+"),
+    ("AddPartitionsToTxn", 24, "AddPartitionsToTxnRequest", "AddPartitionsToTxnResponse", "3+"),
+    ("AddOffsetsToTxn", 25, "AddOffsetsToTxnRequest", "AddOffsetsToTxnResponse", "3+"),
+    ("EndTxn", 26, "EndTxnRequest", "EndTxnResponse", "3+"),
+    ("TxnOffsetCommit", 28, "TxnOffsetCommitRequest", "TxnOffsetCommitResponse", "3+"),
+    ("DescribeConfigs", 32, "DescribeConfigsRequest", "DescribeConfigsResponse", "4+"),
+    ("SaslAuthenticate", 36, "SaslAuthenticateRequest", "SaslAuthenticateResponse", "2+"),
+    ("CreatePartitions", 37, "CreatePartitionsRequest", "CreatePartitionsResponse", "2+"),
+    ("DescribeCluster", 60, "DescribeClusterRequest", "DescribeClusterResponse", "0+"),
+    ("ConsumerGroupHeartbeat", 68, "ConsumerGroupHeartbeatRequest", "ConsumerGroupHeartbeatResponse", "0+"),
+)
+
+_build_message_tables(globals(), _STRUCT_TABLES, _API_TABLES)
 
 # Schema version range per API key (both ends supported).
 SUPPORTED_VERSIONS = {
@@ -1847,86 +1055,25 @@ FIRST_FLEXIBLE_VERSIONS = {
     ApiKey.CONSUMER_GROUP_HEARTBEAT: 0,
 }
 
-REQUEST_CLASSES = {
-    ApiKey.PRODUCE: ProduceRequest,
-    ApiKey.FETCH: FetchRequest,
-    ApiKey.LIST_OFFSETS: ListOffsetsRequest,
-    ApiKey.METADATA: MetadataRequest,
-    ApiKey.OFFSET_COMMIT: OffsetCommitRequest,
-    ApiKey.OFFSET_FETCH: OffsetFetchRequest,
-    ApiKey.FIND_COORDINATOR: FindCoordinatorRequest,
-    ApiKey.JOIN_GROUP: JoinGroupRequest,
-    ApiKey.HEARTBEAT: HeartbeatRequest,
-    ApiKey.LEAVE_GROUP: LeaveGroupRequest,
-    ApiKey.SYNC_GROUP: SyncGroupRequest,
-    ApiKey.DESCRIBE_GROUPS: DescribeGroupsRequest,
-    ApiKey.LIST_GROUPS: ListGroupsRequest,
-    ApiKey.SASL_HANDSHAKE: SaslHandshakeRequest,
-    ApiKey.API_VERSIONS: ApiVersionsRequest,
-    ApiKey.CREATE_TOPICS: CreateTopicsRequest,
-    ApiKey.DELETE_TOPICS: DeleteTopicsRequest,
-    ApiKey.DELETE_RECORDS: DeleteRecordsRequest,
-    ApiKey.INIT_PRODUCER_ID: InitProducerIdRequest,
-    ApiKey.OFFSET_FOR_LEADER_EPOCH: OffsetForLeaderEpochRequest,
-    ApiKey.ADD_PARTITIONS_TO_TXN: AddPartitionsToTxnRequest,
-    ApiKey.ADD_OFFSETS_TO_TXN: AddOffsetsToTxnRequest,
-    ApiKey.END_TXN: EndTxnRequest,
-    ApiKey.TXN_OFFSET_COMMIT: TxnOffsetCommitRequest,
-    ApiKey.DESCRIBE_CONFIGS: DescribeConfigsRequest,
-    ApiKey.SASL_AUTHENTICATE: SaslAuthenticateRequest,
-    ApiKey.CREATE_PARTITIONS: CreatePartitionsRequest,
-    ApiKey.DESCRIBE_CLUSTER: DescribeClusterRequest,
-    ApiKey.CONSUMER_GROUP_HEARTBEAT: ConsumerGroupHeartbeatRequest,
-}
-
-RESPONSE_CLASSES = {
-    ApiKey.PRODUCE: ProduceResponse,
-    ApiKey.FETCH: FetchResponse,
-    ApiKey.LIST_OFFSETS: ListOffsetsResponse,
-    ApiKey.METADATA: MetadataResponse,
-    ApiKey.OFFSET_COMMIT: OffsetCommitResponse,
-    ApiKey.OFFSET_FETCH: OffsetFetchResponse,
-    ApiKey.FIND_COORDINATOR: FindCoordinatorResponse,
-    ApiKey.JOIN_GROUP: JoinGroupResponse,
-    ApiKey.HEARTBEAT: HeartbeatResponse,
-    ApiKey.LEAVE_GROUP: LeaveGroupResponse,
-    ApiKey.SYNC_GROUP: SyncGroupResponse,
-    ApiKey.DESCRIBE_GROUPS: DescribeGroupsResponse,
-    ApiKey.LIST_GROUPS: ListGroupsResponse,
-    ApiKey.SASL_HANDSHAKE: SaslHandshakeResponse,
-    ApiKey.API_VERSIONS: ApiVersionsResponse,
-    ApiKey.CREATE_TOPICS: CreateTopicsResponse,
-    ApiKey.DELETE_TOPICS: DeleteTopicsResponse,
-    ApiKey.DELETE_RECORDS: DeleteRecordsResponse,
-    ApiKey.INIT_PRODUCER_ID: InitProducerIdResponse,
-    ApiKey.OFFSET_FOR_LEADER_EPOCH: OffsetForLeaderEpochResponse,
-    ApiKey.ADD_PARTITIONS_TO_TXN: AddPartitionsToTxnResponse,
-    ApiKey.ADD_OFFSETS_TO_TXN: AddOffsetsToTxnResponse,
-    ApiKey.END_TXN: EndTxnResponse,
-    ApiKey.TXN_OFFSET_COMMIT: TxnOffsetCommitResponse,
-    ApiKey.DESCRIBE_CONFIGS: DescribeConfigsResponse,
-    ApiKey.SASL_AUTHENTICATE: SaslAuthenticateResponse,
-    ApiKey.CREATE_PARTITIONS: CreatePartitionsResponse,
-    ApiKey.DESCRIBE_CLUSTER: DescribeClusterResponse,
-    ApiKey.CONSUMER_GROUP_HEARTBEAT: ConsumerGroupHeartbeatResponse,
-}
+REQUEST_CLASSES = _message_classes(True)
+RESPONSE_CLASSES = _message_classes(False)
 
 
 def encode_consumer_protocol_subscription(obj, int version=3):
     """A ConsumerProtocolSubscription as bytes: Int16 version, then the struct."""
-    return _encode_data(_S_ConsumerProtocolSubscription, obj, version)
+    return _encode_data("ConsumerProtocolSubscription", obj, version)
 
 
 def decode_consumer_protocol_subscription(data):
     """Decodes a ConsumerProtocolSubscription (its version is the leading Int16)."""
-    return _decode_data(_S_ConsumerProtocolSubscription, data)
+    return _decode_data("ConsumerProtocolSubscription", data)
 
 
 def encode_consumer_protocol_assignment(obj, int version=3):
     """A ConsumerProtocolAssignment as bytes: Int16 version, then the struct."""
-    return _encode_data(_S_ConsumerProtocolAssignment, obj, version)
+    return _encode_data("ConsumerProtocolAssignment", obj, version)
 
 
 def decode_consumer_protocol_assignment(data):
     """Decodes a ConsumerProtocolAssignment (its version is the leading Int16)."""
-    return _decode_data(_S_ConsumerProtocolAssignment, data)
+    return _decode_data("ConsumerProtocolAssignment", data)
