@@ -36,6 +36,7 @@ from bench.spec import (
     RunResult,
     RunSpec,
 )
+from bench.worker import DEADLINE_ENV
 
 RESULTS_DIR = Path(__file__).with_name("results")
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -155,6 +156,7 @@ class Runner:
         timeout = RUN_OVERHEAD_S + planned
         proc = subprocess.Popen(
             [sys.executable, "-m", "bench.worker", spec.to_json()],
+            env={**os.environ, DEADLINE_ENV: f"{timeout:.0f}"},
             cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             start_new_session=True,  # its own process group: a timeout kills librdkafka/JVM children too
         )
@@ -167,8 +169,11 @@ class Runner:
         for line in stdout.splitlines():
             if line.startswith(RESULT_PREFIX):
                 return RunResult.from_json(line[len(RESULT_PREFIX):])
-        last = [line for line in stderr.strip().splitlines() if line.strip()]
-        raise RuntimeError(f"exit {proc.returncode}: {last[-1] if last else 'no output'}")
+        lines = [line for line in stderr.strip().splitlines() if line.strip()]
+        dumped = [i for i, line in enumerate(lines) if "most recent call first" in line]
+        if dumped and dumped[0] + 1 < len(lines):  # the worker's own dump before the deadline
+            raise RuntimeError(f"hung past {timeout:.0f}s at {lines[dumped[0] + 1].strip()}")
+        raise RuntimeError(f"exit {proc.returncode}: {lines[-1] if lines else 'no output'}")
 
     def run_scenario(self, scenario: Scenario) -> dict[str, EntryOutcome]:
         outcomes = {entry.label: EntryOutcome() for entry in scenario.entries}

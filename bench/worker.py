@@ -6,7 +6,9 @@ process's own CPU counters (``os.times``) the client's CPU cost, background thre
 
 from __future__ import annotations
 
+import faulthandler
 import importlib
+import os
 import sys
 
 from bench.spec import MICRO_KINDS, RESULT_PREFIX, RunSpec
@@ -21,6 +23,9 @@ CLIENT_MODULES = {
     "raw-socket": "bench.floors",
 }
 
+
+DEADLINE_ENV = "BENCH_WORKER_DEADLINE_S"  # seconds the orchestrator gives this run
+DUMP_MARGIN_S = 3.0
 
 # the micro-benchmarks keep both sides in one module (they share their set-up code)
 MICRO_MODULE = "bench.micro_runs"
@@ -38,7 +43,12 @@ def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python -m bench.worker '<RunSpec JSON>'", file=sys.stderr)
         return 2
+    deadline = os.environ.get(DEADLINE_ENV)
+    if deadline:
+        # Shortly before the orchestrator kills a hung run, print where every thread is stuck.
+        faulthandler.dump_traceback_later(max(1.0, float(deadline) - DUMP_MARGIN_S), exit=True)
     result = run(RunSpec.from_json(argv[0]))
+    faulthandler.cancel_dump_traceback_later()
     sys.stdout.write("\n" + RESULT_PREFIX + result.to_json() + "\n")
     sys.stdout.flush()
     return 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -24,6 +25,8 @@ from kafkaev.types import OFFSET_BEGINNING
 CALLS_PER_TICK = 1000  # produce() calls between two turns of the loop
 BATCH_SIZE = 1024 * 1024
 BUFFER_MEMORY = 256 * 1024 * 1024
+FLUSH_TIMEOUT_S = 20.0
+PROBE_TIMEOUT_S = 15.0  # e2e: how long the first probe record may take to come back
 STALL_MARGIN_S = 10.0  # consume: seconds past the time cap before a silent run counts as stalled
 
 
@@ -65,11 +68,15 @@ def _connect(client: Client) -> None:
     loop.run_until_complete(future)
 
 
-def _flush(client: Client) -> None:
+def _flush(client: Client, timeout_s: float = FLUSH_TIMEOUT_S) -> None:
+    """Flush, bounded: a flush that never answers is a failed run with its reason, not a hang."""
     loop = client.loop
     future = loop.create_future()
     client.flush(lambda err: future.done() or future.set_result(err))
-    err = loop.run_until_complete(future)
+    try:
+        err = loop.run_until_complete(asyncio.wait_for(future, timeout_s))
+    except asyncio.TimeoutError:
+        raise RuntimeError(f"flush did not finish within {timeout_s:.0f}s ({client.pending} batches pending)") from None
     if err is not None:
         raise err
 
@@ -176,8 +183,11 @@ def e2e(spec: RunSpec) -> RunResult:
     client.start()
     value = make_value(spec.value_size)
     deliveries = Deliveries()
-    deadline = time.perf_counter() + 30
-    while not samples and time.perf_counter() < deadline:  # the consumer is fetching: start the clock
+    deadline = time.perf_counter() + PROBE_TIMEOUT_S
+    while not samples:  # the consumer is fetching: start the clock
+        if time.perf_counter() > deadline:
+            raise RuntimeError(f"no probe record came back within {PROBE_TIMEOUT_S:.0f}s "
+                               f"({deliveries.acked} acked, {deliveries.failed} failed)")
         client.produce(spec.topic, None, stamp(value), deliveries)
         _flush(client)
         loop.run_until_complete(_sleep(0.05))
@@ -213,61 +223,70 @@ def e2e(spec: RunSpec) -> RunResult:
 
 
 async def _sleep(seconds: float) -> None:
-    import asyncio
-
     await asyncio.sleep(seconds)
 
 
 class _ConsumeCounter:
-    """Counts delivered records; the clock starts at the first delivery, as for every peer
-    (connection set-up and the first fetch's round trip are not counted), and stops at
-    ``count`` records or ``duration_s`` after the first delivery, whichever comes first."""
+    """Counts delivered records the way the peers' loops do: the clock starts at the first
+    delivery (connection set-up and the first fetch's round trip are not counted, nor are the
+    records of that first delivery), and stops once ``count`` records were delivered in all or
+    ``duration_s`` after the first delivery, whichever comes first."""
 
-    __slots__ = ("spec", "loop", "records", "bytes", "started", "cpu_started", "elapsed", "cpu", "done")
+    __slots__ = ("spec", "loop", "delivered", "records", "bytes", "started", "cpu_started", "elapsed", "cpu",
+                 "done", "cap")
 
     def __init__(self, spec: RunSpec, loop: Any) -> None:
         self.spec = spec
         self.loop = loop
-        self.records = 0
+        self.delivered = 0  # every record, the first delivery's included
+        self.records = 0  # the measured ones
         self.bytes = 0
         self.started = 0.0
         self.cpu_started = 0.0
         self.elapsed = 0.0
         self.cpu = 0.0
         self.done = False
+        self.cap: Any = None
 
-    def first(self) -> None:
+    def _first(self, count: int) -> None:
         self.started = time.perf_counter()
         self.cpu_started = cpu_seconds()
+        self.delivered = count
+        self.cap = self.loop.call_later(self.spec.duration_s, self.finish)
 
-    def check(self) -> None:
-        if self.records >= self.spec.count or time.perf_counter() - self.started >= self.spec.duration_s:
-            self.elapsed = time.perf_counter() - self.started
-            self.cpu = cpu_seconds() - self.cpu_started
-            self.done = True
-            self.loop.stop()
+    def finish(self) -> None:
+        if self.done:
+            return
+        self.elapsed = time.perf_counter() - self.started
+        self.cpu = cpu_seconds() - self.cpu_started
+        self.done = True
+        self.cap.cancel()
+        self.loop.stop()
 
     def on_message(self, msg: Any) -> None:
         if self.done:
             return
         if not self.started:
-            self.first()
-            return  # the first delivery opens the measured section, like the peers' first batch
+            self._first(1)
+            return
+        self.delivered += 1
         self.records += 1
         self.bytes += len(msg.value)
-        if self.records & 1023 == 0 or self.records >= self.spec.count:
-            self.check()
+        if self.delivered >= self.spec.count:
+            self.finish()
 
     def on_batch(self, messages: list[Any]) -> None:
         if self.done:
             return
         if not self.started:
-            self.first()
+            self._first(len(messages))
             return
+        self.delivered += len(messages)
         self.records += len(messages)
         for msg in messages:
             self.bytes += len(msg.value)
-        self.check()
+        if self.delivered >= self.spec.count:
+            self.finish()
 
 
 def consume(spec: RunSpec) -> RunResult:
@@ -286,8 +305,8 @@ def consume(spec: RunSpec) -> RunResult:
     client.stop()
     _close(client)
     if not counter.done:
-        raise RuntimeError(f"kafkaev delivered {counter.records} records and then stalled")
+        raise RuntimeError(f"kafkaev delivered {counter.delivered} records and then stalled")
     return RunResult(records=counter.records, elapsed_s=counter.elapsed, cpu_s=counter.cpu, bytes=counter.bytes,
                      settings={**settings, "api": next(iter(handler)), **_version()},
-                     note="" if counter.records >= spec.count else
-                     f"stopped at {counter.records}/{spec.count} (time cap)")
+                     note="" if counter.delivered >= spec.count else
+                     f"stopped at {counter.delivered}/{spec.count} (time cap)")
