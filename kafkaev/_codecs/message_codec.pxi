@@ -240,19 +240,29 @@ def _plain(value):
     return value
 
 
+cdef object _MISSING = object()
+
+
 cdef int _init_struct(object self, dict given) except -1:
     cdef _StructSpec spec = <_StructSpec>type(self)._spec
     cdef _FieldSpec f
+    cdef Py_ssize_t left = len(given)
     for f in spec.all_fields:
-        if given and f.name in given:
-            value = given.pop(f.name)
-            _check_value(spec, f, value)
-        else:
+        value = given.get(f.name, _MISSING) if left else _MISSING
+        if value is _MISSING:
             value = f.make_default()
-        setattr(self, f.name, value)
-    self.unknown_tagged_fields = given.pop("unknown_tagged_fields", None) if given else None
-    if given:
-        raise TypeError(f"{spec.name}() got unexpected keyword argument(s): {', '.join(sorted(given))}")
+        else:
+            left -= 1
+            _check_value(spec, f, value)
+        _slot_set(self, f.offset, value)
+    unknown = None
+    if left and "unknown_tagged_fields" in given:
+        unknown = given["unknown_tagged_fields"]
+        left -= 1
+    _slot_set(self, _UNKNOWN_TAGS_OFFSET, unknown)
+    if left:
+        names = set(given) - {f.name for f in spec.all_fields} - {"unknown_tagged_fields"}
+        raise TypeError(f"{spec.name}() got unexpected keyword argument(s): {', '.join(sorted(names))}")
     return 0
 
 
