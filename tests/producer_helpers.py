@@ -40,10 +40,11 @@ class Delivery:
 
 
 async def produce_all(client: Any, topic: str, records: list[tuple[Any, Any]], delivery: Delivery | None = None,
-                      **kwargs: Any) -> None:
-    """Produce every (key, value), yielding to the loop when the buffer is full."""
+                      start: int = 0, **kwargs: Any) -> None:
+    """Produce every (key, value), yielding to the loop when the buffer is full; the record
+    at ``records[i]`` reports to ``delivery`` as index ``start + i``."""
     produce = client.produce
-    for i, (key, value) in enumerate(records):
+    for i, (key, value) in enumerate(records, start):
         cb = delivery.cb(i) if delivery is not None else None
         while True:
             try:

@@ -35,7 +35,7 @@ async def _produce_with_fault(client, cluster, topic, records, delivery, fault):
     await produce_all(client, topic, records[:FAULT_AT], delivery)
     await wait_for(lambda: len(delivery.metas) > FAULT_AT // 2, 60, "records in flight before the fault")
     fault(victim)
-    await produce_all(client, topic, records[FAULT_AT:], delivery)
+    await produce_all(client, topic, records[FAULT_AT:], delivery, start=FAULT_AT)
     return victim
 
 
