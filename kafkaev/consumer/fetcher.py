@@ -1,5 +1,6 @@
 """Continuous, pipelined fetching: one Fetch per leader at a time, the next one sent
-as soon as the previous answer has been delivered. No poll timer.
+as soon as the previous answer has been decoded, before its records are handed to
+the callbacks (the broker reads its log while they run). No poll timer.
 
 Each leader has a ``LeaderFetcher`` with its own incremental fetch session
 (KIP-227). A response is applied partition by partition: records at or above
@@ -8,15 +9,17 @@ delivered through ``on_message`` (one call per record) or ``on_batch`` (one call
 per partition), and the position moves to the reader's ``next_offset`` (one past
 the last complete batch, so compacted gaps and control batches are stepped over).
 
-Back-pressure: records are delivered inside the response callback, so at most one
-response per leader is ever held; a paused partition leaves the fetch session and
-whatever the broker had already sent for it is dropped (and fetched again on resume).
+``position`` (what commit() sends) only moves past records once they were handed
+over; ``fetch_offset`` runs ahead while they are. Back-pressure: records are delivered
+inside the response callback, so at most one decoded response per leader is held; a
+paused partition leaves the fetch session and whatever the broker had already sent for
+it is dropped (and fetched again on resume).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from kafkaev import _proto
 from kafkaev.errors import (
@@ -35,7 +38,7 @@ from kafkaev.types import ISOLATION_READ_COMMITTED, TopicPartition
 from .context import STALE_METADATA_ERRORS, ConsumerContext
 from .fetch_session import FetchParams, FetchPlan, FetchSession
 from .positions import PositionResolver
-from .subscription import PartitionState, Phase
+from .subscription import UNKNOWN_EPOCH, PartitionState, Phase
 
 SESSION_ERRORS = frozenset({FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH})
 
@@ -49,6 +52,16 @@ class _Sent:
         self.state = state
         self.generation = generation
         self.offset = offset
+
+
+class _Delivery(NamedTuple):
+    """Records decoded from a response, waiting for the next Fetch to go out first."""
+
+    state: PartitionState
+    messages: list[Any]
+    generation: int
+    next_offset: int
+    epoch: int
 
 
 class LeaderFetcher:
@@ -167,9 +180,9 @@ class Fetcher:
         sent: dict[TopicPartition, _Sent] = {}
         for state in states:
             _leader, epoch = ctx.leader(state.topic, state.partition)
-            wanted[state.tp] = FetchParams(state.position, config.max_partition_fetch_bytes, epoch,
+            wanted[state.tp] = FetchParams(state.fetch_offset, config.max_partition_fetch_bytes, epoch,
                                            ctx.topic_id(state.topic))
-            sent[state.tp] = _Sent(state, state.generation, state.position)
+            sent[state.tp] = _Sent(state, state.generation, state.fetch_offset)
             state.in_flight = True
         plan = leader.session.plan(wanted)
         leader.in_flight = True
@@ -202,6 +215,7 @@ class Fetcher:
         leader.in_flight = False
         for s in sent.values():
             s.state.in_flight = False
+        deliveries: list[_Delivery] = []
         try:
             if self.closed:
                 return
@@ -214,12 +228,16 @@ class Fetcher:
                     self._failed(leader, KafkaError(resp.error_code, f"Fetch from broker {leader.node_id}"))
             else:
                 leader.session.completed(plan, resp.session_id)
-                self._apply(leader, plan, sent, resp)
+                deliveries = self._apply(leader, plan, sent, resp)
+            # The next Fetch goes out before the records are handed over: the broker reads
+            # the log while the callbacks run.
+            self.kick()
+            for delivery in deliveries:
+                self._hand_over(delivery)
         finally:
             waiters, leader.round_waiters = leader.round_waiters, []
             for cb in waiters:
                 cb()
-            self.kick()
 
     def _failed(self, leader: LeaderFetcher, err: KafkaError) -> None:
         leader.session.reset()
@@ -235,7 +253,11 @@ class Fetcher:
 
         leader.retry_handle = self.ctx.loop.call_later(delay, retry)
 
-    def _apply(self, leader: LeaderFetcher, plan: FetchPlan, sent: dict[TopicPartition, _Sent], resp: Any) -> None:
+    def _apply(
+        self, leader: LeaderFetcher, plan: FetchPlan, sent: dict[TopicPartition, _Sent], resp: Any
+    ) -> list[_Delivery]:
+        """Apply one response: errors, watermarks and fetch offsets; returns the records to hand over."""
+        deliveries: list[_Delivery] = []
         names_by_id = {p.topic_id: tp.topic for tp, p in plan.send.items() if p.topic_id is not None}
         names_by_id.update({tid: topic for topic, tid in leader.session.topic_ids.items()})
         endpoints = getattr(resp, "node_endpoints", None) or ()
@@ -248,11 +270,13 @@ class Fetcher:
                     continue  # left the session (paused/revoked) after the request was planned
                 state = s.state
                 if (self.ctx.subscription.get(tp) is not state or state.generation != s.generation
-                        or state.position != s.offset):
-                    continue  # seeked, reset or revoked while in flight: stale data
+                        or state.fetch_offset != s.offset):
+                    continue  # seeked, reset, paused mid-way or revoked while in flight: stale data
                 code = p.error_code
                 if code == NONE:
-                    self._records(state, p)
+                    delivery = self._records(state, p)
+                    if delivery is not None:
+                        deliveries.append(delivery)
                 elif code == OFFSET_OUT_OF_RANGE:
                     if not state.request_validation(out_of_range=True):
                         self.positions.apply_reset_policy(state)
@@ -261,6 +285,7 @@ class Fetcher:
                 else:
                     state.fail()
                     self.ctx.report(KafkaError(code, f"fetching {topic}[{p.partition_index}]"))
+        return deliveries
 
     def _leader_moved(self, state: PartitionState, p: Any, endpoints: Any) -> None:
         ctx = self.ctx
@@ -278,39 +303,57 @@ class Fetcher:
         # A new leader may have a shorter log: check the position before reading on (KIP-320).
         state.request_validation()
 
-    def _records(self, state: PartitionState, p: Any) -> None:
+    def _records(self, state: PartitionState, p: Any) -> _Delivery | None:
         state.high_watermark = p.high_watermark
         state.last_stable_offset = p.last_stable_offset
         state.log_start_offset = p.log_start_offset
         records = p.records
         if not records:
-            return
+            return None
+        offset = state.fetch_offset
         try:
             fetched = _proto.read_records(
-                state.topic, state.partition, records, state.position,
+                state.topic, state.partition, records, offset,
                 check_crcs=self.check_crcs, read_committed=self.read_committed,
                 aborted_transactions=p.aborted_transactions if self.read_committed else None,
             )
         except KafkaError as exc:
             # A corrupt record set cannot be skipped safely: stop this partition and say so.
             state.fail()
-            self.ctx.report(KafkaError(exc.code, f"{state.topic}[{state.partition}] at offset {state.position}: {exc.message}"))
-            return
-        messages = fetched.messages
-        if fetched.batch_count:
-            epoch = fetched.last_leader_epoch
-            if epoch >= 0:
-                state.position_epoch = epoch
+            self.ctx.report(KafkaError(exc.code, f"{state.topic}[{state.partition}] at offset {offset}: {exc.message}"))
+            return None
         next_offset = fetched.next_offset
-        if not messages:
-            state.position = max(state.position, next_offset)
+        epoch = fetched.last_leader_epoch if fetched.batch_count else UNKNOWN_EPOCH
+        if not fetched.messages:
+            # Only control records, aborted or compacted-away offsets: step over them.
+            if next_offset > state.position:
+                state.position = state.fetch_offset = next_offset
+                if epoch != UNKNOWN_EPOCH:
+                    state.position_epoch = epoch
+            return None
+        state.fetch_offset = next_offset
+        return _Delivery(state, fetched.messages, state.generation, next_offset, epoch)
+
+    def _hand_over(self, delivery: _Delivery) -> None:
+        state = delivery.state
+        if self.ctx.subscription.get(state.tp) is not state or state.generation != delivery.generation:
+            return  # an earlier callback seeked or revoked it: the records are stale
+        if state.paused:
+            # Paused by an earlier callback: these records are fetched again on resume.
+            state.fetch_offset = state.position
             return
-        generation = state.generation
         state.interrupted = False
-        delivered_to = self._deliver(state, messages)
-        if state.generation != generation or self.ctx.subscription.get(state.tp) is not state:
+        resume_at = self._deliver(state, delivery.messages)
+        if state.generation != delivery.generation or self.ctx.subscription.get(state.tp) is not state:
             return  # the callback seeked or revoked: its new position stands
-        state.position = next_offset if delivered_to is None else delivered_to
+        if resume_at is None:
+            state.position = delivery.next_offset
+            if delivery.epoch != UNKNOWN_EPOCH:
+                state.position_epoch = delivery.epoch
+        else:
+            # Paused mid-way: resume after the last record handed over. The Fetch already
+            # sent from next_offset is now stale (fetch_offset moved) and will be dropped.
+            state.position = state.fetch_offset = resume_at
 
     def _deliver(self, state: PartitionState, messages: list[Any]) -> int | None:
         """Hand the records over; returns the offset to resume from when the callback

@@ -40,7 +40,10 @@ class PartitionState:
     tp: TopicPartition
     topic: str
     partition: int
-    position: int = -1  # next offset to fetch and deliver
+    position: int = -1  # next offset to deliver (what commit() sends)
+    # Where the next Fetch starts: ahead of position while a fetched response is being
+    # delivered (the next Fetch is already out), equal to it otherwise.
+    fetch_offset: int = -1
     position_epoch: int = UNKNOWN_EPOCH  # leader epoch of the last delivered record's batch
     phase: Phase = Phase.AWAIT_RESET
     reset_kind: ResetKind = ResetKind.EARLIEST
@@ -79,6 +82,7 @@ class PartitionState:
     def seek(self, offset: int, epoch: int = UNKNOWN_EPOCH) -> None:
         """Set an absolute position (>= 0)."""
         self.position = offset
+        self.fetch_offset = offset
         self.position_epoch = epoch
         self.retry_at = 0.0
         self.phase = Phase.FETCHING
