@@ -10,6 +10,7 @@ import uuid
 from typing import Any
 
 import confluent_kafka
+import confluent_kafka.admin
 import pytest
 from consumer_helpers import Received, close, connect, fill, parse, run_until, sleep
 
@@ -261,3 +262,35 @@ def test_group_recovers_when_the_coordinator_broker_dies(kafka3, loop):
         sleep(loop, 0.5)
         if killed is not None:
             kafka3.restart(killed)
+
+
+def test_partition_count_change_and_static_member_rejoin(kafka, make_topic, loop):
+    """More partitions seen in metadata trigger a rebalance that hands them out; a static member
+    that restarts with its group_instance_id gets its partitions back without a LeaveGroup."""
+    topic = make_topic(partitions=2)
+    group = f"grow-{uuid.uuid4().hex[:8]}"
+    everything = {TopicPartition(topic, p) for p in range(2)}
+    first = Member(loop, kafka.bootstrap, topic, group, group_instance_id="pod-a")
+    second = Member(loop, kafka.bootstrap, topic, group, group_instance_id="pod-b")
+    try:
+        run_until(loop, lambda: settled([first.owned, second.owned], everything, 2), 30, "two static members")
+        first.client._consumer.ctx.metadata.refresh()  # the client notices new partitions on refresh
+        kafka.admin().create_partitions([confluent_kafka.admin.NewPartitions(topic, 4)])[topic].result(timeout=10)
+        everything = {TopicPartition(topic, p) for p in range(4)}
+
+        def grown() -> bool:
+            for m in (first, second):
+                m.client._consumer.ctx.metadata.request_refresh()
+            return settled([first.owned, second.owned], everything, 2)
+
+        run_until(loop, grown, 30, "the new partitions to be assigned")
+        before = set(second.owned)
+        close(loop, second.client)  # static: no LeaveGroup, the coordinator keeps its slot
+        sleep(loop, 1.0)
+        assert first.owned == everything - before, "a static member's partitions wait for it"
+        second = Member(loop, kafka.bootstrap, topic, group, group_instance_id="pod-b")
+        run_until(loop, lambda: second.owned == before, 30, "the static member to get its partitions back")
+        assert not first.revoked or not set(first.revoked) & (everything - before)
+    finally:
+        close(loop, first.client)
+        close(loop, second.client)
