@@ -79,6 +79,16 @@ def table(document: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+# One colour per client in every panel, whichever clients a panel happens to have.
+CLIENT_COLORS = {"kafkaev": "tab:blue", "kafkaev[on_message]": "tab:blue", "kafkaev[on_batch]": "tab:cyan",
+                 "confluent": "tab:orange", "aiokafka": "tab:green", "kafka-python": "tab:red",
+                 "java": "tab:brown", "raw-socket": "tab:purple"}
+
+
+def _color(label: str) -> str:
+    return CLIENT_COLORS.get(label, "tab:gray")
+
+
 def _series_by_size(document: dict[str, Any], metric: str) -> dict[str, list[tuple[int, float]]]:
     series: dict[str, list[tuple[int, float]]] = {}
     for scenario in document["scenarios"].values():
@@ -103,7 +113,7 @@ def _latency_panel(axis: Any, scenario: dict[str, Any] | None, title: str) -> No
     for index, label in enumerate(labels):
         medians = scenario["clients"][label]["median"]
         xs = [i + index * width for i in range(len(percentiles))]
-        axis.bar(xs, [medians.get(p, 0) for p in percentiles], width, label=label)
+        axis.bar(xs, [medians.get(p, 0) for p in percentiles], width, label=label, color=_color(label))
     axis.set_xticks([i + 0.4 - width / 2 for i in range(len(percentiles))], percentiles)
     axis.set_yscale("log")
     axis.set_ylabel("microseconds (log)")
@@ -119,7 +129,7 @@ def chart(document: dict[str, Any], path: Path) -> None:
     figure, axes = plt.subplots(2, 2, figsize=(13, 9))
     for axis, metric, unit in ((axes[0][0], "msgs_per_s", "acked msg/s"), (axes[0][1], "mb_per_s", "MB/s")):
         for label, points in _series_by_size(document, metric).items():
-            axis.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=label)
+            axis.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=label, color=_color(label))
         axis.set_xscale("log")
         axis.set_yscale("log")
         axis.set_xlabel("value size (bytes)")

@@ -196,11 +196,20 @@ def e2e(spec: RunSpec) -> RunResult:
     state = {"sent": 0}
     with Section() as section:
 
+        failure: list[BaseException] = []
+
         def tick() -> None:
             due = min(total, int((time.perf_counter() - section.started) * spec.rate) + 1)
-            while state["sent"] < due:
-                client.produce(spec.topic, None, stamp(value), deliveries)
-                state["sent"] += 1
+            try:
+                while state["sent"] < due:
+                    client.produce(spec.topic, None, stamp(value), deliveries)
+                    state["sent"] += 1
+            except BufferFullError:
+                pass  # as its message says: let the loop run, produce again on the next tick
+            except Exception as exc:  # noqa: BLE001 - ends the run with its reason instead of hanging it
+                failure.append(exc)
+                loop.stop()
+                return
             if state["sent"] < total:
                 loop.call_later(0.0002, tick)
             else:
@@ -208,6 +217,8 @@ def e2e(spec: RunSpec) -> RunResult:
 
         loop.call_soon(tick)
         loop.run_forever()
+        if failure:
+            raise RuntimeError(f"produce() raised after {state['sent']} records: {failure[0]!r}")
         _flush(client)
         end = time.perf_counter() + 30
         while len(samples) < total and time.perf_counter() < end:
