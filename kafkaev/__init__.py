@@ -12,7 +12,7 @@ __version__ = "0.1.0"
 __all__ = [
     "OFFSET_BEGINNING", "OFFSET_END", "BufferFullError", "Client", "KafkaError", "ProtocolError", "RecordMetadata",
     "Message", "TopicPartition", "crc32c", "error_name", "errors", "murmur2", "run", "stop",
-    "Connection", "SASLConfig", "TLSConfig",
+    "Connection", "SASLConfig", "TLSConfig", "Admin", "NewTopic",
 ]
 
 # Client-layer names that need the compiled extensions, imported on first use like the codec names.
@@ -22,6 +22,8 @@ _CLIENT_NAMES = {
     "run": "kafkaev.runner",
     "stop": "kafkaev.runner",
     "Connection": "kafkaev._conn",
+    "Admin": "kafkaev.admin",
+    "NewTopic": "kafkaev.admin",
 }
 
 # Names served by the compiled codec module, imported on first use so that
