@@ -13,6 +13,8 @@ __all__ = [
     "OFFSET_BEGINNING", "OFFSET_END", "BufferFullError", "Client", "KafkaError", "ProtocolError", "RecordMetadata",
     "Message", "TopicPartition", "crc32c", "error_name", "errors", "murmur2", "run", "stop",
     "Connection", "SASLConfig", "TLSConfig", "Admin", "NewTopic",
+    "Assignor", "RangeAssignor", "RoundRobinAssignor", "CooperativeStickyAssignor", "MemberSubscription",
+    "GroupAssignment",
 ]
 
 # Client-layer names that need the compiled extensions, imported on first use like the codec names.
@@ -24,6 +26,13 @@ _CLIENT_NAMES = {
     "Connection": "kafkaev._conn",
     "Admin": "kafkaev.admin",
     "NewTopic": "kafkaev.admin",
+    # Partition assignors, for subscribe(assignors=...) and custom assignors.
+    "Assignor": "kafkaev.consumer.assignors",
+    "RangeAssignor": "kafkaev.consumer.assignors",
+    "RoundRobinAssignor": "kafkaev.consumer.assignors",
+    "CooperativeStickyAssignor": "kafkaev.consumer.assignors",
+    "MemberSubscription": "kafkaev.consumer.assignors",
+    "GroupAssignment": "kafkaev.consumer.assignors",
 }
 
 # Names served by the compiled codec module, imported on first use so that
