@@ -47,3 +47,72 @@ def test_harness_runs_one_scenario_and_writes_table_json_chart(kafka, tmp_path):
     assert run["figures"]["delivered"] == run["raw"]["calls"]
     assert confluent["median"]["call_rate"] > 0
     assert confluent["settings"]["acks"] == 0
+
+
+def test_micro_benchmark_figures():
+    from bench.run import derive
+    from bench.spec import KIND_CONN, KIND_ENCODE
+
+    encode = derive(KIND_ENCODE, RunResult(records=1000, cpu_s=0.001, elapsed_s=0.001), None)
+    assert encode["records_per_s"] == 1e6 and encode["ns_per_record"] == 1000.0
+    conn = derive(KIND_CONN, RunResult(records=500, elapsed_s=0.5, latency_us={"p50": 10.0}), None)
+    assert conn == {"p50": 10.0, "requests_per_s": 1000.0}
+
+
+class _FakeLoop:
+    class _Handle:
+        def __init__(self) -> None:
+            self.cancelled = False
+
+        def cancel(self) -> None:
+            self.cancelled = True
+
+    def __init__(self) -> None:
+        self.stopped = 0
+        self.timers: list[tuple[float, object, _FakeLoop._Handle]] = []
+
+    def call_later(self, delay, fn):
+        handle = self._Handle()
+        self.timers.append((delay, fn, handle))
+        return handle
+
+    def stop(self) -> None:
+        self.stopped += 1
+
+
+class _Msg:
+    value = b"x" * 100
+
+
+def test_kafkaev_consume_counts_like_the_peers():
+    """The first delivery opens the clock and is not measured; the run ends once `count` records
+    were delivered in all (first delivery included), exactly once."""
+    from bench.clients.kafkaev_client import _ConsumeCounter
+
+    spec = RunSpec(client="kafkaev", kind="consume", bootstrap="", topic="t", count=10, duration_s=5.0)
+    loop = _FakeLoop()
+    counter = _ConsumeCounter(spec, loop)
+    counter.on_batch([_Msg()] * 4)  # first delivery: starts the clock and the time-cap timer
+    assert counter.records == 0 and counter.delivered == 4 and loop.timers[0][0] == 5.0
+    counter.on_batch([_Msg()] * 3)
+    assert not counter.done
+    counter.on_batch([_Msg()] * 3)
+    assert counter.done and loop.stopped == 1 and loop.timers[0][2].cancelled
+    assert counter.records == 6 and counter.bytes == 600
+    counter.on_batch([_Msg()] * 3)  # late deliveries change nothing
+    counter.finish()
+    assert counter.records == 6 and loop.stopped == 1
+
+
+def test_kafkaev_consume_time_cap_ends_a_short_topic():
+    from bench.clients.kafkaev_client import _ConsumeCounter
+
+    spec = RunSpec(client="kafkaev", kind="consume", bootstrap="", topic="t", count=1000, duration_s=2.0,
+                   mode="message")
+    loop = _FakeLoop()
+    counter = _ConsumeCounter(spec, loop)
+    for _ in range(5):
+        counter.on_message(_Msg())
+    [(delay, cap, _handle)] = loop.timers
+    cap()  # the topic ran dry: the time cap fires
+    assert counter.done and loop.stopped == 1 and counter.records == 4 and counter.delivered == 5
