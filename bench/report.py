@@ -10,7 +10,7 @@ from typing import Any
 
 from bench.spec import RunResult
 
-LABEL_WIDTH = 24
+LABEL_WIDTH = 32
 CELL_WIDTH = 14
 ERROR_LINE_WIDTH = 160
 
@@ -41,8 +41,8 @@ def write_json(document: dict[str, Any], path: Path) -> None:
     path.write_text(json.dumps(document, indent=1, default=str) + "\n")
 
 
-def _row(label: str, cells: list[str]) -> str:
-    return f"  {label:<{LABEL_WIDTH}}" + "".join(f"{cell:>{CELL_WIDTH}}" for cell in cells)
+def _row(label: str, cells: list[str], width: int = CELL_WIDTH) -> str:
+    return f"  {label:<{LABEL_WIDTH}}" + "".join(f"{cell:>{width}}" for cell in cells)
 
 
 def table(document: dict[str, Any]) -> str:
@@ -50,8 +50,9 @@ def table(document: dict[str, Any]) -> str:
     lines: list[str] = []
     for name, scenario in document["scenarios"].items():
         labels = list(scenario["clients"])
+        width = max(CELL_WIDTH, *(len(label) + 2 for label in labels))
         lines.append(f"{scenario['title']}  [{name}]")
-        lines.append(_row("", labels))
+        lines.append(_row("", labels, width))
         for metric in scenario["metrics"]:
             cells = []
             for label in labels:
@@ -60,7 +61,7 @@ def table(document: dict[str, Any]) -> str:
                 cells.append("FAILED" if value is None and client["errors"] else format_value(value))
             arrow = "^" if metric["higher_is_better"] else "v"  # which way is better
             unit = metric["unit"] if metric["name"] not in ("p50", "p90", "p99", "p99.9") else f"{metric['name']} us"
-            lines.append(_row(f"{unit} {arrow}", cells))
+            lines.append(_row(f"{unit} {arrow}", cells, width))
             for subject in (lab for lab in labels if scenario["clients"][lab]["role"] == "subject"):
                 ratios = scenario["ratios"].get(metric["name"], {})
                 ratio_cells = [
@@ -69,7 +70,7 @@ def table(document: dict[str, Any]) -> str:
                     for label in labels
                 ]
                 if any(ratio_cells):
-                    lines.append(_row(f"  {subject} / column", ratio_cells))
+                    lines.append(_row(f"  {subject} / column", ratio_cells, width))
         for label in labels:
             for error in scenario["clients"][label]["errors"]:
                 lines.append(f"  ! {label}: {error}"[:ERROR_LINE_WIDTH])
@@ -145,3 +146,44 @@ def chart(document: dict[str, Any], path: Path) -> None:
     figure.tight_layout()
     figure.savefig(path, dpi=100)
     plt.close(figure)
+
+
+def markdown(document: dict[str, Any]) -> str:
+    """The two headline figures of every scenario as one markdown table: each client's median and,
+    in brackets, kafkaev's ratio to it (for the README)."""
+    labels: list[str] = []
+    for scenario in document["scenarios"].values():
+        for label in scenario["clients"]:
+            if label not in labels:
+                labels.append(label)
+    lines = ["| scenario | metric | " + " | ".join(labels) + " |", "|---|---|" + "---:|" * len(labels)]
+    for name, scenario in document["scenarios"].items():
+        subjects = [lab for lab, c in scenario["clients"].items() if c["role"] == "subject"]
+        # MB/s says the same as msg/s at a fixed value size: show the CPU cost instead
+        headline = [m for m in scenario["metrics"] if m["name"] != "mb_per_s"][:2]
+        for subject, metric in ((subject, metric) for metric in headline for subject in subjects):
+            ratios = scenario["ratios"].get(metric["name"], {})
+            cells = []
+            for label in labels:
+                client = scenario["clients"].get(label)
+                value = None if client is None else client["median"].get(metric["name"])
+                text = "" if client is None else ("failed" if value is None else format_value(value))
+                ratio = ratios.get(f"{subject}/{label}")
+                if ratio is not None and client is not None and client["role"] != "subject":
+                    text += f" ({ratio:.2f}x)"
+                elif client is not None and client["role"] == "subject" and label != subject:
+                    text = ""  # the other delivery mode has its own row
+                cells.append(text)
+            arrow = "↑" if metric["higher_is_better"] else "↓"
+            row = name if len(subjects) == 1 else f"{name} {subject}"
+            lines.append(f"| {row} | {metric['unit'] if not metric['name'].startswith('p') else metric['name'] + ' us'} "
+                         f"{arrow} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    import sys
+
+    if len(sys.argv) != 2:
+        raise SystemExit("usage: python -m bench.report RESULTS.json   (prints the markdown summary table)")
+    print(markdown(json.loads(Path(sys.argv[1]).read_text())))
