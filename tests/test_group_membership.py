@@ -294,3 +294,24 @@ def test_partition_count_change_and_static_member_rejoin(kafka, make_topic, loop
     finally:
         close(loop, first.client)
         close(loop, second.client)
+
+
+def test_eager_range_group_revokes_everything_before_rejoining(kafka, make_topic, loop):
+    topic = make_topic(partitions=6)
+    group = f"eager-{uuid.uuid4().hex[:8]}"
+    everything = {TopicPartition(topic, p) for p in range(6)}
+    first = Member(loop, kafka.bootstrap, topic, group, assignors=("range",))
+    members = [first]
+    try:
+        run_until(loop, lambda: first.owned == everything, 30, "the first member to own everything")
+        members.append(Member(loop, kafka.bootstrap, topic, group, assignors=("range",)))
+        run_until(loop, lambda: settled([m.owned for m in members], everything, 2), 30, "two range members")
+        # Eager: the first member gave up every partition before the join, then got its range back.
+        assert sorted(first.revoked) == sorted(everything)
+        low, high = {TopicPartition(topic, p) for p in range(3)}, {TopicPartition(topic, p) for p in range(3, 6)}
+        assert {frozenset(first.owned), frozenset(members[1].owned)} == {frozenset(low), frozenset(high)}, \
+            "range: contiguous halves by member order"
+        assert not members[1].revoked
+    finally:
+        for m in members:
+            close(loop, m.client)

@@ -109,15 +109,17 @@ class GroupMember:
         return assignor is not None and assignor.cooperative
 
     def start(self) -> None:
+        # Join once the subscribed topics are in the metadata: the partition counts recorded at
+        # assignment time must be real, or their first arrival would look like a change.
         self.ctx.metadata.add_topics(self.options.topics)
         self._arm_auto_commit()
-        self._join()
+        self.ctx.metadata.refresh(lambda _md, _err: self._join())
 
     def set_topics(self, topics: frozenset[str]) -> None:
         """A new subscription: rejoin so the group learns it."""
         self.options.topics = topics
         self.ctx.metadata.add_topics(topics)
-        self.request_rejoin()
+        self.ctx.metadata.refresh(lambda _md, _err: self.request_rejoin())
 
     def request_rejoin(self) -> None:
         if self.state in (GroupState.FAILED, GroupState.CLOSED):
