@@ -37,7 +37,7 @@ from kafkaev.errors import (
 from kafkaev.types import TopicPartition
 
 from .assignors import Assignor, MemberSubscription
-from .context import ConsumerContext
+from .context import MISSING_TOPIC_ERRORS, ConsumerContext
 from .coordinator import CoordinatorLink, retriable_group_error
 from .offsets import CommitOffset, OffsetManager
 from .protocol import (
@@ -324,8 +324,10 @@ class GroupMember:
     def _partition_counts_of(self, topics: set[str] | frozenset[str]) -> dict[str, int]:
         counts = {}
         for topic in topics:
-            info = self.ctx.metadata.topic(topic)
-            if info is not None and info.error_code == NONE:
+            info = self.ctx.metadata.current.topics.get(topic)
+            # A transient topic error (an election) keeps the known count; only a missing
+            # topic drops out, so a deletion is a change but a hiccup is not.
+            if info is not None and info.partitions and info.error_code not in MISSING_TOPIC_ERRORS:
                 counts[topic] = info.num_partitions
         return counts
 
