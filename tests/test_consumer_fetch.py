@@ -200,3 +200,21 @@ def test_unknown_topic_is_reported_once_not_spun_on(kafka, loop):
     assert isinstance(err, KafkaError) and err.code == UNKNOWN_TOPIC_OR_PARTITION and missing in str(err)
     assert kafka.metadata().topics.get(missing) is None, "a consumer must not create topics"
     close(loop, client)
+
+
+def test_topic_deleted_while_consuming_is_reported_once(kafka, make_topic, loop):
+    topic = make_topic(partitions=2)
+    fill(kafka.bootstrap, topic, 2, 20)
+    received = Received()
+    client = connect(loop, kafka.bootstrap, on_message=received.on_message, on_error=received.on_error,
+                     metadata_min_refresh_ms=50)
+    client.assign([(topic, 0, 0), (topic, 1, 0)])
+    client.start()
+    run_until(loop, lambda: received.count >= 40, 10, "the records before the deletion")
+    kafka.delete_topic(topic)
+    run_until(loop, lambda: len(received.errors) >= 2, 20, "the deletion to be reported")
+    sleep(loop, 1.5)
+    assert sorted(e.code for e in received.errors) == [UNKNOWN_TOPIC_OR_PARTITION] * 2, received.errors
+    assert {str(e).split("]")[0].split("[")[1] for e in received.errors} == {"0", "1"}, "once per partition"
+    assert received.count == 40
+    close(loop, client)
