@@ -33,7 +33,7 @@ def uv():
 async def _produce_with_fault(client, cluster, topic, records, delivery, fault):
     victim = cluster.leader_of(topic, 0)
     await produce_all(client, topic, records[:FAULT_AT], delivery)
-    await wait_for(lambda: len(delivery.metas) > FAULT_AT // 2, 60, "records in flight before the fault")
+    await wait_for(lambda: len(delivery.metas) > FAULT_AT // 2, 120, "records in flight before the fault")
     fault(victim)
     await produce_all(client, topic, records[FAULT_AT:], delivery, start=FAULT_AT)
     return victim
