@@ -218,3 +218,28 @@ def test_topic_deleted_while_consuming_is_reported_once(kafka, make_topic, loop)
     assert {str(e).split("]")[0].split("[")[1] for e in received.errors} == {"0", "1"}, "once per partition"
     assert received.count == 40
     close(loop, client)
+
+
+@pytest.mark.slow
+def test_leader_killed_mid_stream_resumes_at_the_same_position(kafka3, loop):
+    topic = kafka3.create_topic(kafka3.unique_topic_name("leader-kill"), partitions=2)
+    fill(kafka3.bootstrap, topic, 2, 2000)
+    received = Received()
+    client = connect(loop, kafka3.bootstrap, on_message=received.on_message, metadata_min_refresh_ms=50)
+    client.assign([(topic, 0, 0), (topic, 1, 0)])
+    client.start()
+    run_until(loop, lambda: received.count >= 1000, 20, "the first records")
+    killed = kafka3.leader_of(topic, 0)
+    try:
+        kafka3.kill(killed)
+        survivors = ",".join(kafka3.node(n).bootstrap for n in kafka3.running_nodes() if n != killed)
+        fill(survivors, topic, 2, 1000)
+        run_until(loop, lambda: received.count >= 6000, 60, "every record through the new leaders")
+        sleep(loop, 0.5)
+        for p in range(2):
+            assert received.offsets[(topic, p)] == list(range(3000)), f"partition {p}: gap or repeat"
+        assert all(e.retriable for e in received.errors if isinstance(e, KafkaError)), received.errors
+    finally:
+        client.close()
+        sleep(loop, 0.3)
+        kafka3.restart(killed)
