@@ -243,14 +243,20 @@ class Admin:
             if err is not None or md is None:
                 done(None, err)
                 return
-            def flatten(per_broker: list[list[GroupListing]], err: KafkaError | None) -> None:
-                done(None if err is not None else [g for listing in per_broker for g in listing], err)
+
+            def flatten(per_broker: list[list[GroupListing]] | None, err: KafkaError | None) -> None:
+                done(None if per_broker is None else [g for listing in per_broker for g in listing], err)
 
             gather = _Gather(len(md.brokers), flatten)
             for node_id in md.brokers:
-                self._pool.get(node_id, Role.ADMIN, lambda conn, e, n=node_id: self._list_on(n, conn, e, gather))
+                self._pool.get(node_id, Role.ADMIN, self._lister(node_id, gather))
 
         self._cluster(on_cluster)
+
+    def _lister(self, node_id: int, gather: _Gather) -> Callable[[Any, KafkaError | None], None]:
+        def on_conn(conn: Any, err: KafkaError | None) -> None:
+            self._list_on(node_id, conn, err, gather)
+        return on_conn
 
     def _list_on(self, node_id: int, conn: Any, err: KafkaError | None, gather: _Gather) -> None:
         if err is not None:
@@ -306,8 +312,11 @@ class Admin:
         """``cb({group_id: GroupDescription}, err)``; a group-level error is in ``.error``."""
         wanted = _names("group_ids", group_ids)
         done = self._once(cb)
-        gather = _Gather(len(wanted), lambda parts, err: done(
-            None if err else {d.group_id: d for part in parts for d in part}, err))
+
+        def merge(parts: list[Any] | None, err: KafkaError | None) -> None:
+            done(None if parts is None else {d.group_id: d for part in parts for d in part}, err)
+
+        gather = _Gather(len(wanted), merge)
         for group_id in wanted:
             self._describe_one(group_id, gather)
 
@@ -369,15 +378,23 @@ class Admin:
                     done(None, KafkaError(code, f"{tp.topic}[{tp.partition}]"))
                     return
                 by_leader.setdefault(info.partitions[tp.partition].leader, []).append(tp)
-            gather = _Gather(len(by_leader), lambda parts, e: done(
-                None if e else {tp: off for part in parts for tp, off in part}, e))
+
+            def merge(parts: list[Any] | None, e: KafkaError | None) -> None:
+                done(None if parts is None else {tp: off for part in parts for tp, off in part}, e)
+
+            gather = _Gather(len(by_leader), merge)
             for leader, tps in by_leader.items():
-                self._connection(leader, lambda conn, e, tps=tps: self._list_offsets(conn, e, tps, gather))
+                self._connection(leader, self._offsets_lister(tps, gather))
 
         def send(conn: Any) -> None:
             conn.metadata(topics, on_metadata, allow_auto_topic_creation=False)
 
         self._on_any(_Once(done, self._report), send)
+
+    def _offsets_lister(self, tps: list[TopicPartition], gather: _Gather) -> Callable[[Any, KafkaError | None], None]:
+        def on_conn(conn: Any, err: KafkaError | None) -> None:
+            self._list_offsets(conn, err, tps, gather)
+        return on_conn
 
     def _list_offsets(self, conn: Any, err: KafkaError | None, tps: list[TopicPartition], gather: _Gather) -> None:
         if err is not None:
@@ -421,11 +438,12 @@ class Admin:
 
 
 class _Gather:
-    """Collects ``count`` partial results, then calls ``done(parts, None)``; the first failure wins."""
+    """Collects ``count`` partial results, then calls ``done(parts, None)``; the first failure
+    wins and calls ``done(None, err)``."""
 
     __slots__ = ("remaining", "done", "parts", "finished")
 
-    def __init__(self, count: int, done: Callable[[list[Any], KafkaError | None], object]) -> None:
+    def __init__(self, count: int, done: Callable[[list[Any] | None, KafkaError | None], object]) -> None:
         self.remaining = count
         self.done = done
         self.parts: list[Any] = []

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import re
 import sys
-import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -20,6 +20,7 @@ FORMAT_TOKENS = {"%t": "topic", "%p": "partition", "%o": "offset", "%k": "key", 
                  "%T": "timestamp", "%h": "headers", "%%": "percent"}
 TOKEN = re.compile("|".join(re.escape(t) for t in FORMAT_TOKENS))
 ESCAPES = {"\\n": "\n", "\\t": "\t"}
+CLOSE_TIMEOUT_S = 10.0  # leaving the group and committing, at most
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -40,7 +41,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def _text(data: Any) -> str:
     if data is None:
         return ""
-    return data.decode("utf-8", "backslashreplace") if isinstance(data, (bytes, bytearray, memoryview)) else str(data)
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return bytes(data).decode("utf-8", "backslashreplace")
+    return str(data)
 
 
 def formatter(spec: str) -> Any:
@@ -150,12 +153,15 @@ def run(args: argparse.Namespace) -> int:
     finally:
         try:
             client.stop()
-            deadline = time.monotonic() + 10
             closed = loop.create_future()
-            client.close(lambda err: closed.done() or closed.set_result(None))
-            while not closed.done() and time.monotonic() < deadline:
-                loop.run_until_complete(closed)
-        except RuntimeError:
-            pass
+
+            def on_closed(_err: KafkaError | None) -> None:
+                if not closed.done():
+                    closed.set_result(None)
+
+            client.close(on_closed)
+            loop.run_until_complete(asyncio.wait_for(closed, CLOSE_TIMEOUT_S))
+        except (RuntimeError, asyncio.TimeoutError):
+            pass  # closing is best effort once the records are printed
     print(f"consumed {seen} records", file=sys.stderr)
     return 0
