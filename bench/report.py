@@ -76,8 +76,37 @@ def table(document: dict[str, Any]) -> str:
                 lines.append(f"  ! {label}: {error}"[:ERROR_LINE_WIDTH])
         lines.append("")
     lines.append("^ higher is better, v lower is better; 'kafkaev / column' is the ratio of medians.")
-    lines.append("Settings per client and scenario are listed in the JSON under scenarios.<name>.clients.<client>.settings")
+    lines.extend(_settings_lines(document))
+    lines.append("Every scenario's settings per client: the JSON, scenarios.<name>.clients.<client>.settings")
     return "\n".join(lines)
+
+
+# The scenarios whose client settings the terminal lists: one of each kind (the size and codec
+# sweeps use the throughput settings with another value size or compression).
+SETTINGS_SHOWN = ("produce_acks1", "roundtrip", "e2e", "consume")
+SETTINGS_HIDDEN = ("bootstrap.servers", "bootstrap_servers", "group.id", "group_id")
+
+
+def _compact(settings: dict[str, Any]) -> str:
+    parts = []
+    for key, value in settings.items():
+        if key in SETTINGS_HIDDEN:
+            continue
+        parts.append(f"{key}: {{{_compact(value)}}}" if isinstance(value, dict) else f"{key}={value}")
+    return ", ".join(parts)
+
+
+def _settings_lines(document: dict[str, Any]) -> list[str]:
+    lines = ["", "Client settings (each client's documented high-throughput or low-latency configuration):"]
+    for name in SETTINGS_SHOWN:
+        scenario = document["scenarios"].get(name)
+        if scenario is None:
+            continue
+        lines.append(f"  [{name}]")
+        for label, client in scenario["clients"].items():
+            if client["settings"]:
+                lines.append(f"    {label}: {_compact(client['settings'])}")
+    return lines
 
 
 # One colour per client in every panel, whichever clients a panel happens to have.
