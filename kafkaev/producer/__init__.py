@@ -28,6 +28,7 @@ __all__ = ["BufferFullError", "Producer"]
 
 DeliveryCallback = Callable[[Any, KafkaError | None], object]
 _BYTES_LIKE = (bytearray, memoryview)
+_time_ns = time.time_ns
 
 
 def _coerce(value: object, name: str) -> bytes | None:
@@ -123,11 +124,11 @@ class Producer:
             if type(timestamp_ms) is not int or timestamp_ms < 0:
                 raise TypeError(f"produce: 'timestamp_ms' must be an int >= 0 or None, got {timestamp_ms!r}")
         elif cb is not None:
-            timestamp_ms = time.time_ns() // 1_000_000  # the callback reports it (CreateTime)
+            timestamp_ms = _time_ns() // 1_000_000  # the callback reports it (CreateTime)
         if cb is not None and not callable(cb):
             raise TypeError(f"produce: 'cb' must be callable or None, got {type(cb).__name__}")
         tstate = self._topics.get(topic)
-        if tstate is None or self.closed:
+        if tstate is None:  # unknown topic, or the producer is closed (abandon() empties the dict)
             self._produce_slow(topic, key, value, cb, partition, headers, timestamp_ms)
             return
         if partition is None:
@@ -353,6 +354,7 @@ class Producer:
                 while part.queue:
                     self._sender.fail_records(part.queue.popleft(), err)
         self._acc.ready.clear()
+        self._topics.clear()  # produce() now takes the slow path, which raises STATE
         for topic in list(self._waiting):
             self._on_topic(topic, None, err)
         self._sender.close()

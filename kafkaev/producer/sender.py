@@ -55,6 +55,7 @@ LEADER_ERRORS = frozenset({
 SEQUENCE_ERRORS = frozenset({OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID})
 # A connection closed under a request (not by close()): the outcome is unknown, retry.
 CONNECTION_CLOSED = frozenset({DESTROY, STATE})
+_new_tuple = tuple.__new__
 # Delivery deadlines are checked this often at most (seconds).
 SWEEP_INTERVAL_MAX_S = 0.1
 
@@ -271,24 +272,21 @@ class Sender:
     def _succeeded(self, batch: ProducerBatch, base_offset: int, log_append_time: int) -> None:
         self._leave_flight(batch)
         self._acc.release(batch)
-        part = batch.part
-        topic = part.topic
-        partition = part.partition
-        report = self._report
-        if base_offset < 0:
-            for _i, cb, ts in batch.cbs:
+        cbs = batch.cbs
+        if cbs:
+            batch.cbs = []
+            part = batch.part
+            topic = part.topic
+            partition = part.partition
+            report = self._report
+            new = _new_tuple  # RecordMetadata without the NamedTuple's Python-level __new__
+            meta_type = RecordMetadata
+            for i, cb, ts in cbs:
                 try:
-                    cb(RecordMetadata(topic, partition, -1, ts if log_append_time < 0 else log_append_time), None)
+                    cb(new(meta_type, (topic, partition, base_offset + i if base_offset >= 0 else -1,
+                                       log_append_time if log_append_time >= 0 else ts)), None)
                 except Exception as exc:  # noqa: BLE001 - a user callback must not starve the others
                     report(exc)
-        else:
-            for i, cb, ts in batch.cbs:
-                try:
-                    cb(RecordMetadata(topic, partition, base_offset + i, ts if log_append_time < 0 else log_append_time),
-                       None)
-                except Exception as exc:  # noqa: BLE001
-                    report(exc)
-        batch.cbs = []
         self._on_batch_done()
 
     def _failed(self, batch: ProducerBatch, err: KafkaError, answer: Any, endpoints: Any) -> None:
