@@ -13,6 +13,7 @@ import uvloop
 from producer_helpers import Delivery, close, flush, produce_all, read_back, wait_for
 
 import kafkaev
+import kafkaev.runner
 from kafkaev._proto import murmur2
 from kafkaev.client import Client
 from kafkaev.errors import MSG_TIMED_OUT, TRANSPORT, UNKNOWN_TOPIC_WAIT_TIMEOUT
@@ -187,3 +188,35 @@ def test_oversized_record_rejected_at_once(kafka, topic, loop):
     with pytest.raises(kafkaev.errors.KafkaError, match="max_request_size"):
         client.produce(topic, None, b"x" * 1_100_000)
     close(client, loop)
+
+
+def test_connect_run_produce_many_and_close(kafka, make_topic):
+    topic = make_topic(partitions=2)
+    connected = []
+    loop = kafkaev.runner.default_loop()
+    client = kafkaev.Client(kafka.bootstrap, on_connect=lambda: connected.append("on_connect"))
+    assert client.loop is loop
+    results = {}
+
+    def start():
+        def on_metadata(md, err):
+            results["metadata"] = (md, err)
+            client.produce_many([(topic, b"k1", b"v1"), {"topic": topic, "value": "v2", "partition": 1,
+                                                        "headers": {"h": "x"}}], many_done)
+
+        def many_done(errors):
+            results["many"] = errors
+            client.close(lambda err: (results.__setitem__("closed", err), kafkaev.stop()))
+
+        client.connect(on_metadata)
+
+    kafkaev.run(start)
+    md, err = results["metadata"]
+    assert err is None and connected == ["on_connect"]
+    assert md.brokers and all(b.host == "127.0.0.1" for b in md.brokers.values())
+    assert results["many"] is None and results["closed"] is None
+    assert client.closed
+    with pytest.raises(kafkaev.KafkaError, match="closed"):
+        client.produce(topic, None, b"late")
+    got = read_back(kafka.bootstrap, topic, 2)
+    assert sorted(m.value() for m in got) == [b"v1", b"v2"]
