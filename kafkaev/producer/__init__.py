@@ -196,7 +196,7 @@ class Producer:
 
     # --- topics not known yet ------------------------------------------------------------------
     def _produce_slow(self, topic: Any, key: Any, value: Any, cb: DeliveryCallback | None, partition: Any,
-                      headers: Any, timestamp_ms: int) -> None:
+                      headers: Any, timestamp_ms: int | None) -> None:
         if self.closed:
             raise KafkaError(STATE, "produce: the client is closed")
         if not isinstance(topic, str) or not topic:

@@ -68,7 +68,8 @@ class ProducerBatch:
         self.id = batch_id  # creation order; within a partition also the sequence order
         self.part = part
         self.builder = builder
-        self.cbs: list[tuple[int, Callable[..., Any], int]] = []  # (index in batch, cb, CreateTime)
+        # (index in batch, cb, CreateTime); the time is set whenever a cb is (produce() stamps it)
+        self.cbs: list[tuple[int, Callable[..., Any], int | None]] = []
         self.created = created
         self.deadline = deadline  # loop time after which the records fail with MSG_TIMED_OUT
         self.reserved = reserved  # bytes of buffer_memory held
