@@ -243,3 +243,29 @@ def test_leader_killed_mid_stream_resumes_at_the_same_position(kafka3, loop):
         client.close()
         sleep(loop, 0.3)
         kafka3.restart(killed)
+
+
+def test_poll_fetches_one_round_at_a_time(kafka, make_topic, loop):
+    topic = make_topic(partitions=2)
+    for _ in range(3):  # three record batches per partition, each larger than the 1 KiB limit
+        fill(kafka.bootstrap, topic, 2, 10, value_size=200)
+    received = Received()
+    client = connect(loop, kafka.bootstrap, on_message=received.on_message, on_error=received.on_error,
+                     max_partition_fetch_bytes=1024)
+    client.assign([(topic, 0, 0), (topic, 1, 0)])
+    rounds = 0
+    while received.count < 60:
+        before = received.count
+        (err,) = call(loop, client.poll)
+        assert err is None
+        rounds += 1
+        assert rounds < 100
+        if rounds > 1:
+            assert received.count > before, "each round over unread records delivers some"
+    sleep(loop, 0.7)
+    assert received.count == 60, "nothing is fetched between polls"
+    assert rounds > 1, "a 1 KiB partition limit cannot return everything at once"
+    assert rounds >= 3, "one batch per partition and round"
+    for p in range(2):
+        assert received.offsets[(topic, p)] == list(range(30))
+    close(loop, client)

@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 
 from kafkaev import _proto
 from kafkaev.errors import (
+    DESTROY,
     FETCH_SESSION_ID_NOT_FOUND,
     INVALID_FETCH_SESSION_EPOCH,
     NONE,
@@ -91,6 +92,9 @@ class Fetcher:
         self.positions = PositionResolver(ctx, config.isolation, self.kick)
         # partitions reported as gone, so each disappearance is reported once
         self.reported_missing: set[TopicPartition] = set()
+        # poll() calls waiting for positions or leaders, released by kick() or the timer
+        self.pending_polls: list[Callable[[KafkaError | None], object] | None] = []
+        self.poll_timer: Any = None
 
     # --- control -------------------------------------------------------------------------------
     def start(self) -> None:
@@ -103,6 +107,13 @@ class Fetcher:
     def close(self) -> None:
         self.running = False
         self.closed = True
+        if self.poll_timer is not None:
+            self.poll_timer.cancel()
+            self.poll_timer = None
+        polls, self.pending_polls = self.pending_polls, []
+        for poll_cb in polls:
+            if poll_cb is not None:
+                self.ctx.loop.call_soon(self.ctx.call, poll_cb, KafkaError(DESTROY, "the consumer was closed"))
         for leader in self.leaders.values():
             if leader.retry_handle is not None:
                 leader.retry_handle.cancel()
@@ -112,13 +123,45 @@ class Fetcher:
                 cb()
 
     def poll(self, cb: Callable[[KafkaError | None], object] | None) -> None:
-        """One fetch round: a Fetch to every leader with fetchable partitions;
-        ``cb(None)`` once all of them answered (at once when there is nothing to fetch)."""
+        """One fetch round: a Fetch to every leader with fetchable partitions; ``cb(None)``
+        once all of them answered. Partitions whose position or leader is still being looked
+        up are waited for first (at most request_timeout_ms), so a poll right after assign()
+        fetches them."""
         self.positions.kick()
+        if not self._positions_pending():
+            self._poll_round(cb)
+            return
+        self.pending_polls.append(cb)
+        if self.poll_timer is None:
+            self.poll_timer = self.ctx.loop.call_later(self.ctx.config.request_timeout_ms / 1000.0,
+                                                       self._release_polls)
+
+    def _positions_pending(self) -> bool:
+        ctx = self.ctx
+        pending = False
+        for state in ctx.subscription:
+            if state.paused or state.phase is Phase.FAILED:
+                continue
+            if state.phase is not Phase.FETCHING:
+                pending = True
+            elif ctx.leader(state.topic, state.partition)[0] == NO_LEADER and not ctx.topic_missing(state.topic):
+                ctx.metadata.request_refresh()
+                pending = True
+        return pending
+
+    def _release_polls(self) -> None:
+        if self.poll_timer is not None:
+            self.poll_timer.cancel()
+            self.poll_timer = None
+        polls, self.pending_polls = self.pending_polls, []
+        for cb in polls:
+            self._poll_round(cb)
+
+    def _poll_round(self, cb: Callable[[KafkaError | None], object] | None) -> None:
         by_leader = self._fetchable_by_leader()
-        targets = [self._leader(node_id) for node_id in by_leader]
-        busy = [leader for leader in self.leaders.values() if leader.in_flight and leader not in targets]
-        targets.extend(busy)
+        # A leader backing off after a failure is not waited for: this round goes without it.
+        targets = [self._leader(n) for n in by_leader if self._leader(n).retry_handle is None]
+        targets += [leader for leader in self.leaders.values() if leader.in_flight and leader not in targets]
         remaining = len(targets)
         if remaining == 0:
             if cb is not None:
@@ -133,16 +176,16 @@ class Fetcher:
 
         for leader in targets:
             leader.round_waiters.append(one_done)
-        for node_id, states in by_leader.items():
-            leader = self.leaders[node_id]
-            if not leader.in_flight and leader.retry_handle is None:
-                self._send(leader, states)
+            if not leader.in_flight and leader.node_id in by_leader:
+                self._send(leader, by_leader[leader.node_id])
 
     def kick(self) -> None:
         """Send a Fetch to every leader that has fetchable partitions and none in flight."""
         if self.closed:
             return
         self.positions.kick()
+        if self.pending_polls and not self._positions_pending():
+            self._release_polls()
         if not self.running:
             return
         for node_id, states in self._fetchable_by_leader().items():
