@@ -6,6 +6,7 @@ import importlib.metadata
 import os
 import platform
 import subprocess
+from pathlib import Path
 from typing import Any
 
 LIBRARIES = ("kafkaev", "confluent-kafka", "aiokafka", "kafka-python", "uvloop", "Cython", "matplotlib")
@@ -41,6 +42,20 @@ def _java_version() -> str:
     return (out.stderr or out.stdout).splitlines()[0] if (out.stderr or out.stdout) else "unknown"
 
 
+def _source_version() -> str:
+    """kafkaev.__version__ and the commit of the work tree it was imported from."""
+    import kafkaev
+
+    root = Path(kafkaev.__file__).resolve().parent.parent
+    try:
+        out = subprocess.run(["git", "-C", str(root), "describe", "--always", "--dirty"], capture_output=True,
+                             text=True, timeout=10)
+        commit = out.stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        commit = ""
+    return f"{kafkaev.__version__} (source {commit})" if commit else f"{kafkaev.__version__} (source)"
+
+
 def _library_versions() -> dict[str, str]:
     versions = {}
     for name in LIBRARIES:
@@ -48,6 +63,8 @@ def _library_versions() -> dict[str, str]:
             versions[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
             versions[name] = "not installed"
+    if versions.get("kafkaev") == "not installed":  # run from a source tree, not pip-installed
+        versions["kafkaev"] = _source_version()
     try:
         import confluent_kafka
 
