@@ -270,6 +270,7 @@ def test_sasl_plain_authenticate(kafka, which):
 def test_classic_group_lifecycle(wire, which):
     topic = unique("grp-topic")
     create_topic(wire, topic)
+    metadata_of(wire, topic)  # OffsetCommit answers UNKNOWN_TOPIC_OR_PARTITION until the broker serves it
     group = unique(f"grp-{which}")
     find_coordinator(wire, which, group, 0)
     subscription = P.encode_consumer_protocol_subscription(P.ConsumerProtocolSubscription(topics=[topic]), 0)
