@@ -168,6 +168,7 @@ class Metadata:
         self._last_round = -1e9
         self._delayed: asyncio.TimerHandle | None = None
         self._periodic: asyncio.TimerHandle | None = None
+        self._round: _Round | None = None
         self._topic_retry_ms = TOPIC_WAIT_RETRY_MS
         self._closed = False
         self.bootstrapped = False
@@ -252,10 +253,13 @@ class Metadata:
             requests.append((sorted(self._create_topics), True))
         if self._lookup_topics or not requests:
             requests.append((sorted(self._lookup_topics), False))
-        _Round(self, requests).start()
+        # held here: a Connection is only referenced weakly by its own pending I/O
+        self._round = _Round(self, requests)
+        self._round.start()
 
     def _finish_round(self, responses: list[Any] | None, err: KafkaError | None) -> None:
         self._in_flight = False
+        self._round = None
         if responses is not None:
             self._apply(responses)
             self.bootstrapped = True
@@ -441,7 +445,7 @@ class _Round:
     """One metadata round: its requests go to one broker; on failure the next broker is tried
     (known brokers in random order, then the bootstrap addresses)."""
 
-    __slots__ = ("md", "requests", "targets", "responses", "tried", "last_err")
+    __slots__ = ("md", "requests", "targets", "responses", "tried", "last_err", "conn")
 
     def __init__(self, md: Metadata, requests: list[tuple[list[str] | None, bool]]) -> None:
         self.md = md
@@ -453,6 +457,7 @@ class _Round:
         self.responses: list[Any] = []
         self.tried: list[str] = []
         self.last_err: KafkaError | None = None
+        self.conn: Any = None  # the bootstrap connection in use, kept alive until it answers
 
     def start(self) -> None:
         self._next_target()
@@ -475,7 +480,7 @@ class _Round:
             host, port = target
             self.tried.append(f"{host}:{port}")
             factory = md._factory or _default_factory
-            conn = factory(md._config, md._loop)
+            conn = self.conn = factory(md._config, md._loop)
             conn.on_error = md._on_error
             conn.connect(host, port, md._config.connect_timeout_ms / 1000.0, self._on_bootstrap_conn)
 
