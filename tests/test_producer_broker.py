@@ -210,7 +210,11 @@ def test_connect_run_produce_many_and_close(kafka, make_topic):
 
         client.connect(on_metadata)
 
-    kafkaev.run(start)
+    try:
+        kafkaev.run(start)
+    finally:
+        loop.close()  # the default loop is made afresh by the next default_loop()
+        asyncio.set_event_loop(None)
     md, err = results["metadata"]
     assert err is None and connected == ["on_connect"]
     assert md.brokers and all(b.host == "127.0.0.1" for b in md.brokers.values())
