@@ -149,6 +149,13 @@ class Accumulator:
         self.topics: dict[str, TopicState] = {}
         self.ready: dict[PartitionState, None] = {}  # ordered set of partitions with queued batches
         self.open: deque[ProducerBatch] = deque()  # open batches in creation order (linger)
+        # Partitions whose open batch has lingered but which cannot send yet (max_in_flight
+        # requests out, or closed batches still queued): the batch stays open and keeps taking
+        # records until the sender can take it, as the Java client appends to a batch until it
+        # is drained. Closing it at once would queue one tiny batch per linger period, and at
+        # linger_ms=0 the backlog of one-request-per-batch falls ever further behind.
+        self.held: dict[PartitionState, None] = {}
+        self._max_in_flight = config.max_in_flight
         self._linger_timer: asyncio.TimerHandle | None = None
         self.buffer_memory = config.buffer_memory
         self.buffered = 0  # bytes reserved by batches not yet completed
@@ -208,6 +215,10 @@ class Accumulator:
             if batch.created > deadline:
                 break
             open_batches.popleft()
+            part = batch.part
+            if part.queue or len(part.in_flight) >= self._max_in_flight:
+                self.held[part] = None
+                continue
             self.close_batch(batch)
             closed = True
         if open_batches:
@@ -215,10 +226,27 @@ class Accumulator:
         if closed:
             self._on_ready()
 
+    def close_held(self) -> None:
+        """Close the lingered batches of partitions that can send again (the sender asks
+        before each round)."""
+        lingered = self._loop.time() - self._linger_s
+        for part in list(self.held):
+            if part.queue or len(part.in_flight) >= self._max_in_flight:
+                continue
+            del self.held[part]
+            batch = part.batch
+            # a held batch that filled up was closed meanwhile; its successor lingers on its own
+            if batch is not None and batch.created <= lingered:
+                self.close_batch(batch)
+
     def close_all(self) -> None:
         """Close every open batch now (flush, close)."""
         while self.open:
             self.close_batch(self.open.popleft())
+        for part in self.held:
+            if part.batch is not None:
+                self.close_batch(part.batch)
+        self.held.clear()
         if self._linger_timer is not None:
             self._linger_timer.cancel()
             self._linger_timer = None

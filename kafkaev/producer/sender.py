@@ -120,6 +120,8 @@ class Sender:
     # --- sending -------------------------------------------------------------------------------
     def send_ready(self) -> None:
         acc = self._acc
+        if acc.held:
+            acc.close_held()
         if not acc.ready or self._closed:
             return
         identity = self.identity
@@ -436,7 +438,7 @@ class Sender:
                 acc.ready.pop(part, None)
         if acc.incomplete and not self._closed:
             self._sweep_timer = self._loop.call_later(self._sweep_s, self._sweep)
-        if acc.ready:
+        if acc.ready or acc.held:
             self.send_ready()  # also the periodic kick for partitions waiting for a leader
 
     def close(self) -> None:
