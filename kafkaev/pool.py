@@ -5,9 +5,10 @@ requests in order, so a long-poll Fetch would hold back every Produce response q
 behind it on a shared socket.
 
 * PRODUCE - Produce and InitProducerId (the producer's sender)
-* FETCH   - Fetch and ListOffsets (the consumer's fetcher)
-* GROUP   - FindCoordinator/JoinGroup/SyncGroup/Heartbeat/OffsetCommit/OffsetFetch
-* ADMIN   - Metadata and administrative requests
+* FETCH   - Fetch (the consumer's fetcher)
+* GROUP   - JoinGroup/SyncGroup/Heartbeat/LeaveGroup/OffsetCommit/OffsetFetch to the coordinator
+* ADMIN   - Metadata, FindCoordinator, ListOffsets, OffsetForLeaderEpoch and administrative
+            requests (short answers that must not wait behind a long-poll Fetch)
 
 Connections are created with ``auto_reconnect=False``: the pool reconnects on the next
 ``get()`` after a failure, with exponential backoff, so a dead broker costs nothing until
