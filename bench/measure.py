@@ -8,6 +8,9 @@ import random
 import struct
 import time
 from collections.abc import Sequence
+from typing import Any
+
+from bench.spec import RunResult, RunSpec
 
 PERCENTILES: tuple[tuple[str, float], ...] = (
     ("p50", 50.0),
@@ -103,3 +106,21 @@ def stamp(value: bytes) -> bytes:
 
 def latency_us_of(value: bytes, now_ns: int) -> float:
     return (now_ns - SEND_TIME.unpack_from(value)[0]) / 1000.0
+
+
+def e2e_result(spec: RunSpec, section: Section, samples: list[tuple[int, float]], total: int, failed: int,
+               settings: dict[str, Any]) -> RunResult:
+    """The end-to-end run's result: latencies of records sent after the warm-up, from the
+    ``(received_ns, latency_us)`` samples; records never received count as failed."""
+    measured_from = int((section.started + spec.warmup_s) * 1e9)
+    latencies = [lat for now, lat in samples if now - lat * 1000 >= measured_from]
+    return RunResult(
+        records=len(latencies),
+        failed=failed + (total - len(samples)),
+        elapsed_s=section.elapsed,
+        cpu_s=section.cpu,
+        latency_us=summarize_latencies(latencies),
+        histogram=histogram(latencies),
+        settings=settings,
+        note=f"received {len(samples)}/{total}",
+    )

@@ -10,7 +10,15 @@ import aiokafka
 import uvloop
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
-from bench.measure import Section, histogram, latency_us_of, make_value, stamp, summarize_latencies
+from bench.measure import (
+    Section,
+    e2e_result,
+    histogram,
+    latency_us_of,
+    make_value,
+    stamp,
+    summarize_latencies,
+)
 from bench.spec import RunResult, RunSpec
 
 CALLS_PER_CLOCK_CHECK = 100
@@ -206,18 +214,8 @@ async def _e2e(spec: RunSpec) -> RunResult:
     finally:
         await consumer.stop()
         await producer.stop()
-    measured_from = int((section.started + spec.warmup_s) * 1e9)
-    latencies = [lat for now, lat in samples if now - lat * 1000 >= measured_from]
-    return RunResult(
-        records=len(latencies),
-        failed=deliveries.failed + (total - len(samples)),
-        elapsed_s=section.elapsed,
-        cpu_s=section.cpu,
-        latency_us=summarize_latencies(latencies),
-        histogram=histogram(latencies),
-        settings={"producer": producer_settings, "consumer": consumer_settings, **_versions()},
-        note=f"received {len(samples)}/{total}",
-    )
+    return e2e_result(spec, section, samples, total, deliveries.failed,
+                      {"producer": producer_settings, "consumer": consumer_settings, **_versions()})
 
 
 async def _consume(spec: RunSpec) -> RunResult:

@@ -9,7 +9,15 @@ from typing import Any
 import confluent_kafka
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
-from bench.measure import Section, histogram, latency_us_of, make_value, stamp, summarize_latencies
+from bench.measure import (
+    Section,
+    e2e_result,
+    histogram,
+    latency_us_of,
+    make_value,
+    stamp,
+    summarize_latencies,
+)
 from bench.spec import RunResult, RunSpec
 
 CALLS_PER_CLOCK_CHECK = 1000
@@ -194,18 +202,8 @@ def e2e(spec: RunSpec) -> RunResult:
     stop.set()
     reader.join()
     consumer.close()
-    measured_from = int((section.started + spec.warmup_s) * 1e9)
-    latencies = [lat for now, lat in samples if now - lat * 1000 >= measured_from]
-    return RunResult(
-        records=len(latencies),
-        failed=deliveries.failed + (total - len(samples)),
-        elapsed_s=section.elapsed,
-        cpu_s=section.cpu,
-        latency_us=summarize_latencies(latencies),
-        histogram=histogram(latencies),
-        settings={"producer": producer_settings, "consumer": consumer_settings, **_version()},
-        note=f"received {len(samples)}/{total}",
-    )
+    return e2e_result(spec, section, samples, total, deliveries.failed,
+                      {"producer": producer_settings, "consumer": consumer_settings, **_version()})
 
 
 def consume(spec: RunSpec) -> RunResult:

@@ -9,7 +9,15 @@ from typing import Any
 import kafka
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from bench.measure import Section, histogram, latency_us_of, make_value, stamp, summarize_latencies
+from bench.measure import (
+    Section,
+    e2e_result,
+    histogram,
+    latency_us_of,
+    make_value,
+    stamp,
+    summarize_latencies,
+)
 from bench.spec import RunResult, RunSpec
 
 CALLS_PER_CLOCK_CHECK = 100
@@ -176,18 +184,8 @@ def e2e(spec: RunSpec) -> RunResult:
     reader.join()
     consumer.close()
     producer.close()
-    measured_from = int((section.started + spec.warmup_s) * 1e9)
-    latencies = [lat for now, lat in samples if now - lat * 1000 >= measured_from]
-    return RunResult(
-        records=len(latencies),
-        failed=deliveries.failed + (total - len(samples)),
-        elapsed_s=section.elapsed,
-        cpu_s=section.cpu,
-        latency_us=summarize_latencies(latencies),
-        histogram=histogram(latencies),
-        settings={"producer": producer_settings, "consumer": consumer_settings, **_versions()},
-        note=f"received {len(samples)}/{total}",
-    )
+    return e2e_result(spec, section, samples, total, deliveries.failed,
+                      {"producer": producer_settings, "consumer": consumer_settings, **_versions()})
 
 
 def consume(spec: RunSpec) -> RunResult:

@@ -10,6 +10,7 @@ import kafkaev
 from bench.measure import (
     Section,
     cpu_seconds,
+    e2e_result,
     histogram,
     latency_us_of,
     make_value,
@@ -225,12 +226,8 @@ def e2e(spec: RunSpec) -> RunResult:
             loop.run_until_complete(_sleep(0.01))
     client.stop()
     _close(client)
-    measured_from = int((section.started + spec.warmup_s) * 1e9)
-    latencies = [lat for now, lat in samples if now - lat * 1000 >= measured_from]
-    return RunResult(records=len(latencies), failed=deliveries.failed + (total - len(samples)),
-                     elapsed_s=section.elapsed, cpu_s=section.cpu, latency_us=summarize_latencies(latencies),
-                     histogram=histogram(latencies), settings={**settings, "api": "on_message", **_version()},
-                     note=f"received {len(samples)}/{total}")
+    return e2e_result(spec, section, samples, total, deliveries.failed,
+                      {**settings, "api": "on_message", **_version()})
 
 
 async def _sleep(seconds: float) -> None:
