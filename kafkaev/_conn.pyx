@@ -917,12 +917,18 @@ cdef class BaseConnection:
                                          client_software_version=_proto_version())
         self._send(API_API_VERSIONS, version, body, self._on_api_versions, self._connect_timeout, True)
 
-    def _on_api_versions(self, response, err):
-        if err is not None:
-            if self._state == ST_HANDSHAKING:
-                self._fail(err)
-            return
+    cdef bint _handshake_step_lost(self, object err):
+        """True when a handshake answer must not be acted on: the connection left the handshake
+        meanwhile, or the request failed (which fails the connection, once)."""
         if self._state != ST_HANDSHAKING:
+            return True
+        if err is not None:
+            self._fail(err)
+            return True
+        return False
+
+    def _on_api_versions(self, response, err):
+        if self._handshake_step_lost(err):
             return
         code = response.error_code
         if code == errors.UNSUPPORTED_VERSION:
@@ -968,9 +974,7 @@ cdef class BaseConnection:
                    self._connect_timeout, True)
 
     def _on_sasl_handshake(self, response, err):
-        if err is not None or self._state != ST_HANDSHAKING:
-            if err is not None and self._state == ST_HANDSHAKING:
-                self._fail(err)
+        if self._handshake_step_lost(err):
             return
         if response.error_code != errors.NONE:
             self._fail(KafkaError(errors.AUTHENTICATION, (
@@ -986,9 +990,7 @@ cdef class BaseConnection:
                    self._on_sasl_authenticate, self._connect_timeout, True)
 
     def _on_sasl_authenticate(self, response, err):
-        if err is not None or self._state != ST_HANDSHAKING:
-            if err is not None and self._state == ST_HANDSHAKING:
-                self._fail(err)
+        if self._handshake_step_lost(err):
             return
         if response.error_code != errors.NONE:
             self._fail(KafkaError(errors.AUTHENTICATION, (
