@@ -14,7 +14,7 @@ import warnings
 import weakref
 from collections import deque
 
-from cpython.bytearray cimport PyByteArray_AS_STRING
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_FromStringAndSize
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memmove
@@ -73,6 +73,11 @@ FLUSH_THRESHOLD = 256 * 1024
 # Frames up to this size are framed in the shared receive buffer; larger ones get a buffer of
 # their exact size that the socket reads into directly (no quadratic concatenation).
 cdef Py_ssize_t RECV_BUFFER_SIZE = 256 * 1024
+# A large frame's buffer is allocated at the announced size up to this much (a Fetch
+# response of a few partitions at the default max_partition_fetch_bytes fits): one buffer,
+# no copy. Past it the buffer doubles as data arrives, so a garbage size prefix cannot
+# reserve more than this before the bytes really come.
+cdef Py_ssize_t LARGE_FRAME_UPFRONT = 4 * 1024 * 1024
 cdef Py_ssize_t SIZE_PREFIX = 4
 cdef int32_t MAX_CORRELATION_ID = 0x7FFFFFFF
 # The loop may run a timer up to its clock resolution early.
@@ -307,7 +312,8 @@ cdef class BaseConnection:
         dict _api_versions
         int16_t _versions[API_KEY_LIMIT]   # negotiated version, -1 = unusable
         # Receive side: frames up to RECV_BUFFER_SIZE are framed in _rbuf; a larger frame is
-        # read straight into _big, which doubles as data arrives up to the frame's exact size:
+        # read straight into _big, sized for the whole frame up to LARGE_FRAME_UPFRONT (no
+        # copy at all), beyond that doubling as data arrives up to the frame's exact size:
         # linear copying, and memory follows what the broker really sent, not what its size
         # prefix claims.
         bytearray _rbuf
@@ -690,13 +696,15 @@ cdef class BaseConnection:
         return self._rview[self._rend:]
 
     cdef void _grow_big(self, Py_ssize_t need):
-        """Make room in the large-frame buffer: double it (at least `need` free bytes, at most the
-        frame's size). A new bytearray each time: the transport may still hold a view of the old."""
+        """Make room in the large-frame buffer: the whole frame at once when it is at most
+        LARGE_FRAME_UPFRONT, else double it (at least `need` free bytes, at most the frame's
+        size). A new bytearray each time: the transport may still hold a view of the old. Not
+        zero-filled: the socket writes every byte before the frame is read."""
         cdef Py_ssize_t capacity = 0 if self._big is None else len(self._big)
-        cdef Py_ssize_t target = max(capacity * 2, 2 * RECV_BUFFER_SIZE, self._big_filled + need)
+        cdef Py_ssize_t target = max(capacity * 2, LARGE_FRAME_UPFRONT, self._big_filled + need)
         if target > self._big_size:
             target = self._big_size
-        bigger = bytearray(target)
+        bigger = PyByteArray_FromStringAndSize(NULL, target)
         if self._big_filled:
             memcpy(PyByteArray_AS_STRING(bigger), PyByteArray_AS_STRING(self._big), self._big_filled)
         self._big = bigger

@@ -201,11 +201,14 @@ def test_api_versions_fallback_on_unsupported_version(loop):
     run(loop, main())
 
 
-def test_large_response_is_framed_in_pieces(loop):
+# ~1.1 MB: one buffer of the frame's size; ~5.5 MB: past the connection's up-front allocation
+# (4 MiB), so the buffer grows while the frame arrives.
+@pytest.mark.parametrize("topic_count", [5000, 25000])
+def test_large_response_is_framed_in_pieces(loop, topic_count):
     """A response larger than the receive buffer arrives over many reads into its own buffer."""
     topics = [
         _proto.MetadataResponseTopic(error_code=0, name=f"topic-{i:06d}-" + "x" * 200, partitions=[])
-        for i in range(5000)
+        for i in range(topic_count)
     ]
     big = _proto.MetadataResponse(throttle_time_ms=0, brokers=[], cluster_id="fake", controller_id=-1,
                                   topics=topics)
@@ -225,9 +228,10 @@ def test_large_response_is_framed_in_pieces(loop):
                 conn.metadata(None, rec.cb(i))
             await asyncio.wait_for(rec.all_done, 20)
             rec.assert_each_once()
+            last = topic_count - 1
             for _, response, err in rec.results:
-                assert err is None and len(response.topics) == 5000
-                assert response.topics[4999].name.startswith("topic-004999-")
+                assert err is None and len(response.topics) == topic_count
+                assert response.topics[last].name.startswith(f"topic-{last:06d}-")
             conn.disconnect()
         finally:
             await broker.stop()
