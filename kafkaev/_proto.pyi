@@ -144,6 +144,7 @@ def read_records(
     check_crcs: bool = True, read_committed: bool = False,
     aborted_transactions: Sequence[object] | None = None, max_uncompressed_size: int = ...,
 ) -> FetchedRecords: ...
+def next_fetch_offset(records: _BytesLike | None, fetch_offset: int = 0) -> int: ...
 
 class DecodedRecord:
     attributes: int

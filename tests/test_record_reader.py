@@ -26,6 +26,7 @@ from kafkaev._proto import (
     Message,
     crc32c,
     decode_record_batches,
+    next_fetch_offset,
     read_records,
     xxh32,
 )
@@ -163,6 +164,23 @@ def test_truncated_last_batch_keeps_the_complete_ones_at_every_cut() -> None:
         assert fetched.truncated == (cut not in (0, len(first), len(data)))
         assert fetched.next_offset == (0, 3, 7)[complete]
         assert fetched.bytes_read == (0, len(first), len(data))[complete]
+
+
+def test_next_fetch_offset_from_headers_agrees_with_decoding() -> None:
+    """The fetcher sends its next Fetch from next_fetch_offset before decoding: it must say
+    what read_records says, for every kind of entry and at every cut of the set."""
+    inner = b"".join(legacy_message(i, 1, 0, None, b"v%d" % i, timestamp=TS + i) for i in range(3))
+    compressed_wrapper = legacy_message(12, 1, 1, None, gzip.compress(inner))
+    data = (data_batch(0, 3) + control_batch(3, producer_id=5, kind=CONTROL_COMMIT)
+            + legacy_message(4, 0, 0, None, b"a") + legacy_message(5, 1, 0, b"k", b"b")
+            + aiokafka_batch(codec=CODECS["gzip"], base_offset=6) + compressed_wrapper)
+    assert read_records("t", 0, data, 0).next_offset == 13
+    for cut in range(len(data) + 1):
+        for fetch_offset in (0, 4, 9, 13, 20):
+            expected = read_records("t", 0, data[:cut], fetch_offset).next_offset
+            assert next_fetch_offset(data[:cut], fetch_offset) == expected, (cut, fetch_offset)
+    assert next_fetch_offset(memoryview(bytearray(data)), 0) == 13
+    assert next_fetch_offset(None, 7) == 7
 
 
 def test_log_append_time_uses_the_batch_max_timestamp() -> None:

@@ -841,6 +841,53 @@ def read_records(str topic not None, int32_t partition, records, int64_t fetch_o
     return out
 
 
+cdef int64_t _rr_scan_next_offset(const uint8_t *data, Py_ssize_t n, int64_t next_offset) noexcept nogil:
+    """read_set's next_offset from the entry headers alone. Stops at a cut or malformed entry:
+    read_records either reports the same cut as truncated or raises for the malformed one."""
+    cdef Py_ssize_t pos = 0
+    cdef int32_t length, last_offset_delta
+    cdef int64_t entry_next
+    cdef int magic
+    cdef const uint8_t *entry
+    while n - pos >= _RR_LOG_OVERHEAD:
+        entry = data + pos
+        length = _rr_be32(entry + 8)
+        if length < _RR_LEGACY_V0_MIN_SIZE or length > n - pos - _RR_LOG_OVERHEAD:
+            break
+        magic = entry[_RR_MAGIC_OFFSET]
+        if magic == 2:
+            if _RR_LOG_OVERHEAD + length < _RR_V2_HEADER_SIZE:
+                break
+            last_offset_delta = _rr_be32(entry + 23)
+            if last_offset_delta < 0:
+                break
+            entry_next = _rr_be64(entry) + last_offset_delta + 1
+        elif magic == 0 or magic == 1:
+            entry_next = _rr_be64(entry) + 1       # a wrapper's offset is its last inner one
+        else:
+            break
+        if entry_next > next_offset:
+            next_offset = entry_next
+        pos += _RR_LOG_OVERHEAD + length
+    return next_offset
+
+
+def next_fetch_offset(records, int64_t fetch_offset=0):
+    """Where the fetch after this record set starts: what read_records(..., fetch_offset)
+    reports as next_offset for a well-formed set, read from the entry headers only (no record
+    decoded, no CRC checked), so the next Fetch can go out before the records are decoded.
+    For a malformed set it stops at the bad entry; read_records then raises for it."""
+    if records is None:
+        return fetch_offset
+    cdef object view = _rr_byte_view(records, "records")
+    cdef Py_buffer buf
+    PyObject_GetBuffer(view, &buf, PyBUF_SIMPLE)
+    try:
+        return _rr_scan_next_offset(<const uint8_t *>buf.buf, buf.len, fetch_offset)
+    finally:
+        PyBuffer_Release(&buf)
+
+
 # ------------------------------------------------------------------ the inspection decoder
 
 @cython.final
