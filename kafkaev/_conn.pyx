@@ -828,17 +828,12 @@ cdef class BaseConnection:
     cdef int _send(self, int16_t api_key, int16_t version, object body, object cb,
                    double timeout_s, bint expect_response) except -1:
         cdef WriteBuffer buf = self._wbuf
-        cdef Py_ssize_t start = buf._length
         cdef int32_t correlation_id = self._next_correlation_id
         cdef _InFlight entry
         cdef double deadline
-        try:
-            encode_request(buf, api_key, version, correlation_id, self._client_id, body)
-        except BaseException:
-            # Roll back the half-written frame: the buffer holds other requests too.
-            buf._length = start
-            buf._frame_start = -1
-            raise
+        # encode_request rewinds its own half-written frame on failure: the buffer holds
+        # other requests too.
+        encode_request(buf, api_key, version, correlation_id, self._client_id, body)
         self._next_correlation_id = 0 if correlation_id == MAX_CORRELATION_ID else correlation_id + 1
         self.requests_sent += 1
         if expect_response:
@@ -854,7 +849,7 @@ cdef class BaseConnection:
                 self._arm_timer(deadline)
         else:
             self._after_flush.append(cb)
-        if buf._length >= FLUSH_THRESHOLD:
+        if buf.total_length() >= FLUSH_THRESHOLD:
             self._flush(False)
         elif not self._flush_scheduled:
             self._flush_scheduled = True
@@ -867,13 +862,18 @@ cdef class BaseConnection:
 
     cdef void _flush(self, bint from_loop):
         cdef WriteBuffer buf = self._wbuf
-        if buf._length == 0 or self._transport is None:
+        cdef Py_ssize_t size = buf.total_length()
+        if size == 0 or self._transport is None:
             return
-        data = buf.to_bytes()
+        chunks = buf.chunks()
         buf.reset()
-        self._transport.write(data)
+        if len(chunks) == 1:
+            self._transport.write(chunks[0])
+        else:
+            # Record batches go out as they are (writev), not copied into one block.
+            self._transport.writelines(chunks)
         self.writes += 1
-        self.bytes_sent += len(data)
+        self.bytes_sent += size
         if self._after_flush:
             done = self._after_flush
             self._after_flush = []

@@ -6,6 +6,12 @@ cimport cython
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
 
+# A position in a WriteBuffer to rewind to: bytes written and large bytes referenced.
+cdef struct WriteMark:
+    Py_ssize_t length
+    Py_ssize_t referenced
+
+
 # final: no subclasses, so method calls bind directly instead of through the vtable.
 @cython.final
 cdef class WriteBuffer:
@@ -16,11 +22,20 @@ cdef class WriteBuffer:
         Py_ssize_t _frame_start   # offset of the open frame's size prefix, or -1
         char _small[512]          # inline storage: most requests never allocate
         int _view_count           # exported buffers; growing while > 0 is refused
+        # Large bytes values are referenced in place of being copied: (offset in _buf they
+        # follow, the bytes object). None while there are none.
+        list _referenced
+        Py_ssize_t _referenced_size      # bytes held by _referenced
+        Py_ssize_t _frame_referenced     # _referenced_size when the open frame started
 
     cdef inline int _ensure(self, Py_ssize_t extra) except -1
     cdef int start_frame(self) except -1          # reserve the Int32 size prefix
     cdef int end_frame(self) except -1            # fill it in with the frame's length
     cdef int reset(self) except -1                # forget the contents, keep the memory
+    cdef WriteMark mark(self) noexcept
+    cdef int rewind(self, WriteMark mark) except -1  # drop what was written after mark
+    cdef Py_ssize_t total_length(self) noexcept      # written plus referenced bytes
+    cdef list chunks(self)                           # the contents as bytes objects, in order
 
     cdef int write_int8(self, int8_t v) except -1
     cdef int write_int16(self, int16_t v) except -1
@@ -34,6 +49,7 @@ cdef class WriteBuffer:
     cdef int write_varlong(self, int64_t v) except -1      # zig-zag
     cdef int write_raw(self, const char *data, Py_ssize_t n) except -1
     cdef int write_pybuffer(self, object data) except -1   # any bytes-like, no prefix
+    cdef int write_bytes_ref(self, bytes data) except -1   # no prefix, no copy: referenced
 
     # Classic encodings: Int16/Int32 length prefix, -1 for null.
     cdef int write_string(self, object s) except -1            # str; None not allowed

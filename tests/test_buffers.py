@@ -342,3 +342,47 @@ def test_exported_view_blocks_growth_and_reset():
     buf.write("raw", b"x" * 1000)
     buf.clear()
     assert buf.to_bytes() == b""
+
+
+def test_large_bytes_are_referenced_not_copied():
+    batch = bytes(range(256)) * 100  # 25,600 bytes: a record batch, say
+    buf = WriteBuffer()
+    buf.begin_frame()
+    buf.write("int16", 1)
+    buf.write("compact_bytes", batch)
+    buf.write("int32", 9)
+    buf.finish_frame()
+    chunks = buf.as_chunks()
+    assert len(chunks) == 3 and chunks[1] is batch  # the batch goes out as it is
+    data = buf.to_bytes()
+    assert data == b"".join(chunks) and len(buf) == len(data)
+    body = 2 + 3 + len(batch) + 4  # int16, uvarint(len + 1) of 3 bytes, batch, int32
+    assert data[:4] == struct.pack(">i", body) and data[4:6] == b"\x00\x01"
+    assert data[9 : 9 + len(batch)] == batch and data[-4:] == struct.pack(">i", 9)
+    with pytest.raises(BufferError, match="referenced"):
+        memoryview(buf)
+
+
+def test_small_bytes_are_copied():
+    buf = WriteBuffer().write("bytes", b"x" * 100)
+    assert len(buf.as_chunks()) == 1 and memoryview(buf).nbytes == 104
+
+
+def test_rewind_drops_what_came_after_the_mark():
+    first, second = b"a" * 20000, b"b" * 30000
+    buf = WriteBuffer()
+    buf.begin_frame()
+    buf.write("bytes", first)
+    buf.finish_frame()
+    kept = buf.to_bytes()
+    mark = buf.position()
+    buf.begin_frame()  # a request that fails half-way through encoding
+    buf.write("bytes", second)
+    buf.rewind_to(mark)
+    assert buf.to_bytes() == kept and len(buf) == len(kept)
+    buf.begin_frame()  # the rewind closed the abandoned frame
+    buf.write("int8", 1)
+    buf.finish_frame()
+    assert buf.to_bytes() == kept + b"\x00\x00\x00\x01\x01"
+    buf.clear()
+    assert buf.as_chunks() == [b""] and len(buf) == 0

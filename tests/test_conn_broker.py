@@ -134,6 +134,43 @@ def test_produce_fetch_and_acks0(kafka, make_topic, loop):
     run(loop, main())
 
 
+def test_large_batches_go_out_uncopied_and_intact(kafka, make_topic, loop):
+    """Batches past the WriteBuffer's reference threshold are written as their own chunks
+    (writev), interleaved with small requests: the broker must see every frame intact."""
+    topic = make_topic(partitions=2)
+    values = [bytes([i]) * 40_000 for i in range(6)]
+
+    async def main():
+        conn = Connection(loop)
+        assert await connect(conn, kafka.bootstrap) is None
+        await wait_until_fetchable(conn, topic, 0)
+        await wait_until_fetchable(conn, topic, 1)
+        rec = Recorder(6, loop)
+        conn.produce_batch([(topic, 0, record_batch(*values[:2])), (topic, 1, record_batch(values[2]))],
+                           rec.cb(0), acks=1)
+        conn.metadata([topic], rec.cb(1))
+        conn.produce(topic, 0, record_batch(values[3]), rec.cb(2), acks=1)
+        conn.produce(topic, 1, record_batch(*values[4:]), rec.cb(3), acks=1)
+        conn.metadata([topic], rec.cb(4))
+        conn.produce(topic, 0, record_batch(b"small"), rec.cb(5), acks=1)
+        await asyncio.wait_for(rec.all_done, 30)
+        rec.assert_each_once()
+        assert all(err is None for _, _, err in rec.results)
+        for partition, expected in ((0, [*values[:2], values[3], b"small"]), (1, [values[2], *values[4:]])):
+            got: list[bytes] = []
+            offset = 0
+            while len(got) < len(expected):
+                response, err = await call(conn.fetch, topic, partition, offset, max_wait_ms=200)
+                assert err is None
+                fetched = _proto.read_records(topic, partition, response.responses[0].partitions[0].records, offset)
+                got += [bytes(m.value) for m in fetched.messages]
+                offset = fetched.next_offset
+            assert got == expected
+        conn.disconnect()
+
+    run(loop, main())
+
+
 def test_generic_request_and_version_checks(kafka, topic, loop):
     async def main():
         conn = Connection(loop)

@@ -30,6 +30,10 @@ cdef enum:
     MAX_VARINT64_BYTES = 10
     UUID_SIZE = 16
     INLINE_BUFFER_SIZE = 512     # must match WriteBuffer._small in _proto.pxd
+    # A bytes value at least this large (a record batch, typically) is referenced by the
+    # buffer instead of copied into it, and goes to the socket as its own write chunk;
+    # below it one memcpy is cheaper than one more chunk.
+    REFERENCE_MIN_SIZE = 16384
 
 cdef char _EMPTY[1]
 
@@ -101,6 +105,10 @@ cdef class WriteBuffer:
     Python code can read it back with ``to_bytes()`` or export it zero-copy
     (``memoryview(buf)``); while a view is alive the buffer refuses to grow or
     reset, so the exported bytes can never move under the reader.
+
+    Large ``bytes`` values (record batches) are not copied in: the buffer keeps a
+    reference and ``chunks()`` hands them to the socket as they are, so a batch
+    is copied once, by the kernel, on its way out.
     """
 
     def __cinit__(self):
@@ -109,6 +117,9 @@ cdef class WriteBuffer:
         self._length = 0
         self._frame_start = -1
         self._view_count = 0
+        self._referenced = None
+        self._referenced_size = 0
+        self._frame_referenced = 0
 
     def __dealloc__(self):
         if self._buf != self._small:
@@ -146,6 +157,7 @@ cdef class WriteBuffer:
             raise ValueError("WriteBuffer: a frame is already open")
         self._ensure(4)
         self._frame_start = self._length
+        self._frame_referenced = self._referenced_size
         self._length += 4
         return 0
 
@@ -153,7 +165,7 @@ cdef class WriteBuffer:
         cdef Py_ssize_t size
         if self._frame_start == -1:
             raise ValueError("WriteBuffer: no frame is open")
-        size = self._length - self._frame_start - 4
+        size = self._length - self._frame_start - 4 + (self._referenced_size - self._frame_referenced)
         if size > INT32_MAX_LENGTH:
             raise ValueError(f"WriteBuffer: frame of {size} bytes exceeds the Int32 size prefix")
         _pack_int32(self._buf + self._frame_start, <int32_t>size)
@@ -165,7 +177,47 @@ cdef class WriteBuffer:
             raise BufferError("WriteBuffer: cannot reset while a memoryview of it is alive")
         self._length = 0
         self._frame_start = -1
+        self._referenced = None
+        self._referenced_size = 0
         return 0
+
+    cdef WriteMark mark(self) noexcept:
+        cdef WriteMark m
+        m.length = self._length
+        m.referenced = len(self._referenced) if self._referenced is not None else 0
+        return m
+
+    cdef int rewind(self, WriteMark mark) except -1:
+        """Forgets everything written after ``mark`` (a half-encoded request), including a
+        frame opened after it."""
+        cdef Py_ssize_t i
+        if self._referenced is not None:
+            for i in range(mark.referenced, len(self._referenced)):
+                self._referenced_size -= len(<bytes>(<tuple>self._referenced[i])[1])
+            del self._referenced[mark.referenced:]
+        self._length = mark.length
+        if self._frame_start >= mark.length:
+            self._frame_start = -1
+        return 0
+
+    cdef Py_ssize_t total_length(self) noexcept:
+        return self._length + self._referenced_size
+
+    cdef list chunks(self):
+        """The contents in order as bytes objects: copies of the written stretches, the
+        referenced values themselves. For ``transport.writelines``."""
+        cdef Py_ssize_t start = 0, offset
+        if self._referenced is None:
+            return [PyBytes_FromStringAndSize(self._buf, self._length)]
+        out = []
+        for offset, data in self._referenced:
+            if offset > start:
+                out.append(PyBytes_FromStringAndSize(self._buf + start, offset - start))
+            out.append(data)
+            start = offset
+        if self._length > start:
+            out.append(PyBytes_FromStringAndSize(self._buf + start, self._length - start))
+        return out
 
     # --- fixed width ---
 
@@ -225,6 +277,13 @@ cdef class WriteBuffer:
         self._length += n
         return 0
 
+    cdef int write_bytes_ref(self, bytes data) except -1:
+        if self._referenced is None:
+            self._referenced = []
+        self._referenced.append((self._length, data))
+        self._referenced_size += PyBytes_GET_SIZE(data)
+        return 0
+
     cdef int write_pybuffer(self, object data) except -1:
         cdef Py_buffer view
         if PyBytes_CheckExact(data):
@@ -278,7 +337,10 @@ cdef class WriteBuffer:
                 self.write_uvarint(<uint64_t>n + 1)
             else:
                 self.write_int32(<int32_t>n)
-            self.write_raw(p, n)
+            if n >= REFERENCE_MIN_SIZE and not release:
+                self.write_bytes_ref(<bytes>b)
+            else:
+                self.write_raw(p, n)
         finally:
             if release:
                 PyBuffer_Release(&view)
@@ -355,14 +417,18 @@ cdef class WriteBuffer:
     # --- Python surface ---
 
     cpdef bytes to_bytes(self):
-        return PyBytes_FromStringAndSize(self._buf, self._length)
+        if self._referenced is None:
+            return PyBytes_FromStringAndSize(self._buf, self._length)
+        return b"".join(self.chunks())
 
     def __len__(self):
-        return self._length
+        return self.total_length()
 
     def __getbuffer__(self, Py_buffer *view, int flags):
         if flags & PyBUF_WRITABLE:
             raise BufferError("WriteBuffer exports read-only views")
+        if self._referenced is not None:
+            raise BufferError("WriteBuffer: holds referenced values, not one contiguous block (use to_bytes)")
         view.buf = self._buf
         view.obj = self
         view.len = self._length
@@ -449,6 +515,21 @@ cdef class WriteBuffer:
     def clear(self):
         """Python twin of reset()."""
         self.reset()
+
+    def position(self):
+        """Python twin of mark(): ``(bytes written, values referenced)``."""
+        cdef WriteMark m = self.mark()
+        return (m.length, m.referenced)
+
+    def rewind_to(self, position):
+        """Python twin of rewind(), taking what ``position()`` returned."""
+        cdef WriteMark m
+        m.length, m.referenced = position
+        self.rewind(m)
+
+    def as_chunks(self):
+        """Python twin of chunks()."""
+        return self.chunks()
 
 
 cdef ReadBuffer _new_read_buffer():

@@ -606,7 +606,7 @@ cdef int encode_request(WriteBuffer buf, int16_t api_key, int16_t api_version, i
                         object client_id, object body) except -1:
     """Writes one complete request frame: size prefix, header, body."""
     cdef _ApiSpec a = _checked_api(api_key, api_version, False)
-    cdef Py_ssize_t mark = buf._length
+    cdef WriteMark mark = buf.mark()
     if not isinstance(body, a.request.cls):
         raise TypeError(f"body must be a {a.request.name} for {a.name}, got {type(body).__name__}")
     buf.start_frame()
@@ -621,8 +621,7 @@ cdef int encode_request(WriteBuffer buf, int16_t api_key, int16_t api_version, i
         buf.end_frame()
     except BaseException:
         # Drop the half-written frame: the buffer may hold other requests for the socket.
-        buf._length = mark
-        buf._frame_start = -1
+        buf.rewind(mark)
         raise
     return 0
 
