@@ -18,14 +18,16 @@ from bench.measure import (
     stamp,
     summarize_latencies,
 )
-from bench.spec import RunResult, RunSpec
+from bench.spec import PRODUCE_BUFFER_BYTES, RunResult, RunSpec
 
 CALLS_PER_CLOCK_CHECK = 1000
 CONSUME_BATCH = 10000
 # librdkafka's own queue limits are far below a benchmark's burst; raise them (as its docs advise
-# for throughput) so produce() measures the client, not BufferError back-off.
+# for throughput) so produce() measures the client, not BufferError back-off. The byte limit is
+# the one every client gets: 2 GiB queued of 10 kB records outlasts any flush deadline.
 QUEUE_MAX_MESSAGES = 2_000_000
-QUEUE_MAX_KBYTES = 2_097_151
+QUEUE_MAX_KBYTES = PRODUCE_BUFFER_BYTES // 1024
+BUFFER_FULL_POLL_S = 0.001  # how long a full queue waits for delivery reports before a retry
 
 
 class Deliveries:
@@ -93,11 +95,12 @@ def _produce_for(producer: Producer, topic: str, value: bytes, seconds: float) -
     deadline = time.perf_counter() + seconds
     while time.perf_counter() < deadline:
         for _ in range(CALLS_PER_CLOCK_CHECK):
-            try:
-                produce(topic, value)
-            except BufferError:  # local queue full: serve delivery reports, then retry
-                producer.poll(0.001)
-                produce(topic, value)
+            while True:
+                try:
+                    produce(topic, value)
+                    break
+                except BufferError:  # local queue full: serve delivery reports, then retry
+                    producer.poll(BUFFER_FULL_POLL_S)
             calls += 1
         producer.poll(0)
     return calls

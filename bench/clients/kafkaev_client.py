@@ -17,15 +17,15 @@ from bench.measure import (
     stamp,
     summarize_latencies,
 )
-from bench.spec import CONSUME_PER_MESSAGE, RunResult, RunSpec
+from bench.spec import CONSUME_PER_MESSAGE, PRODUCE_BUFFER_BYTES, RunResult, RunSpec
 from kafkaev.client import Client
 from kafkaev.producer import BufferFullError
 from kafkaev.runner import default_loop
 from kafkaev.types import OFFSET_BEGINNING
 
 CALLS_PER_TICK = 1000  # produce() calls between two turns of the loop
+BUFFER_FULL_BACKOFF_S = 0.001  # the same pause as the confluent-kafka run's BUFFER_FULL_POLL_S
 BATCH_SIZE = 1024 * 1024
-BUFFER_MEMORY = 256 * 1024 * 1024
 FLUSH_TIMEOUT_S = 20.0
 PROBE_TIMEOUT_S = 15.0  # e2e: how long the first probe record may take to come back
 STALL_MARGIN_S = 10.0  # consume: seconds past the time cap before a silent run counts as stalled
@@ -50,7 +50,7 @@ def _compression(spec: RunSpec) -> str | None:
 
 
 def _throughput_settings(spec: RunSpec) -> dict[str, Any]:
-    return {"acks": spec.acks, "linger_ms": 5, "batch_size": BATCH_SIZE, "buffer_memory": BUFFER_MEMORY,
+    return {"acks": spec.acks, "linger_ms": 5, "batch_size": BATCH_SIZE, "buffer_memory": PRODUCE_BUFFER_BYTES,
             "compression": _compression(spec)}
 
 
@@ -98,17 +98,22 @@ def _produce_for(client: Client, topic: str, value: bytes, seconds: float, cb: D
 
     def pump() -> None:
         calls = state["calls"]
+        full = False
         try:
             for _ in range(CALLS_PER_TICK):
                 produce(topic, None, value, cb)
                 calls += 1
         except BufferFullError:
-            pass  # the loop drains the buffer before the next chunk
+            full = True
         state["calls"] = calls
-        if time.perf_counter() < deadline:
-            loop.call_soon(pump)
-        else:
+        if time.perf_counter() >= deadline:
             loop.stop()
+        elif full:
+            # Let acknowledgements free the buffer, as the confluent-kafka run does with
+            # a short poll, instead of spinning on BufferFullError.
+            loop.call_later(BUFFER_FULL_BACKOFF_S, pump)
+        else:
+            loop.call_soon(pump)
 
     loop.call_soon(pump)
     loop.run_forever()
