@@ -1,8 +1,9 @@
 """The producing half of ``kafkaev.Client``.
 
-``Producer.produce`` is the per-record hot path: type checks, partition choice and one
-``RecordBatchBuilder.append`` C call; everything else (opening batches, buffer memory,
-waiting for unknown topics) is on slower paths reached only when needed.
+``Producer.produce`` is the per-record hot path, one C call: type checks, partition choice,
+the append into the partition's open batch and the callback's registration all run in
+``kafkaev._producer.ProducerCore``. Everything else (opening batches, buffer memory, waiting
+for unknown topics) is on slower paths in Python, reached only when needed.
 
 Files: ``partitioner`` (partition choice), ``accumulator`` (batches, linger, memory),
 ``sender`` (Produce requests, answers, retries), ``idempotence`` (producer id, sequences).
@@ -11,60 +12,22 @@ Files: ``partitioner`` (partition choice), ``accumulator`` (batches, linger, mem
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from typing import Any
 
+from .._producer import RECORD_OVERHEAD, ProducerCore, coerce_bytes
 from ..config import ClientConfig
 from ..errors import DESTROY, MESSAGE_TOO_LARGE, STATE, UNKNOWN_TOPIC_OR_PARTITION, KafkaError
 from ..metadata import ClusterMetadata, Metadata, TopicInfo
 from ..pool import ConnectionPool
-from .accumulator import RECORD_OVERHEAD, Accumulator, BufferFullError, TopicState
-from .partitioner import custom_partition, murmur2
+from .accumulator import Accumulator, BufferFullError, TopicState
+from .partitioner import custom_partition
 from .sender import Sender
 
 __all__ = ["BufferFullError", "Producer"]
 
 DeliveryCallback = Callable[[Any, KafkaError | None], object]
-_BYTES_LIKE = (bytearray, memoryview)
-_time_ns = time.time_ns
-
-
-def _coerce(value: object, name: str) -> bytes | None:
-    """key/value: bytes-like, str (UTF-8) or None; anything else is the caller's bug."""
-    if value is None or type(value) is bytes:
-        return value  # type: ignore[return-value]
-    if isinstance(value, str):
-        return value.encode()
-    if isinstance(value, (bytes, *_BYTES_LIKE)):
-        return bytes(value)
-    raise TypeError(f"produce: '{name}' must be bytes, bytearray, memoryview, str or None, got {type(value).__name__}")
-
-
-def _coerce_headers(headers: object) -> list[tuple[str, bytes | None]]:
-    """A list of (str, bytes|str|None) pairs, or a dict; repeated keys are allowed in the list form."""
-    items: Iterable[Any]
-    if isinstance(headers, Mapping):
-        items = headers.items()
-    elif isinstance(headers, (list, tuple)):
-        items = headers
-    else:
-        raise TypeError(f"produce: 'headers' must be a list of (str, bytes) pairs or a dict, got {type(headers).__name__}")
-    out: list[tuple[str, bytes | None]] = []
-    for item in items:
-        if not isinstance(item, (tuple, list)) or len(item) != 2 or not isinstance(item[0], str):
-            raise TypeError(f"produce: 'headers' entries must be (str, bytes|str|None) pairs, got {item!r}")
-        hv = item[1]
-        if hv is not None and type(hv) is not bytes:
-            if isinstance(hv, str):
-                hv = hv.encode()
-            elif isinstance(hv, _BYTES_LIKE):
-                hv = bytes(hv)
-            else:
-                raise TypeError(f"produce: value of header {item[0]!r} must be bytes, str or None, got {type(hv).__name__}")
-        out.append((item[0], hv))
-    return out
 
 
 class _Waiting:
@@ -77,7 +40,10 @@ class _Waiting:
         self.size = 0
 
 
-class Producer:
+class Producer(ProducerCore):
+    """``produce()`` (the per-record path) is inherited from ``kafkaev._producer.ProducerCore``;
+    this class supplies the slower paths: topics not known yet, metadata, flush, close."""
+
     def __init__(
         self,
         config: ClientConfig,
@@ -88,15 +54,16 @@ class Producer:
         *,
         builder_factory: Callable[[int, int], Any] | None = None,
     ) -> None:
+        acc = Accumulator(config, loop, self._on_ready, builder_factory)
+        self._sender = Sender(config, loop, acc, metadata, pool, report, self._on_batch_done)
+        partitioner = config.partitioner
+        super().__init__(acc, self._sender.wake,
+                         partial(custom_partition, partitioner) if partitioner is not None else None,
+                         config.max_request_size, self._produce_slow)
         self._config = config
         self._loop = loop
         self._md = metadata
         self._report = report
-        self._acc = Accumulator(config, loop, self._on_ready, builder_factory)
-        self._sender = Sender(config, loop, self._acc, metadata, pool, report, self._on_batch_done)
-        self._topics = self._acc.topics  # the hot path's dict: topic name -> TopicState
-        self._partitioner = config.partitioner
-        self._max_request_size = config.max_request_size
         self._waiting: dict[str, _Waiting] = {}
         self._waiting_count = 0
         self._waiting_bytes = 0
@@ -104,109 +71,19 @@ class Producer:
         self.closed = False
         metadata.add_listener(self._on_metadata)
 
-    # --- the hot path --------------------------------------------------------------------------
-    def produce(
-        self,
-        topic: str,
-        key: Any,
-        value: Any,
-        cb: DeliveryCallback | None = None,
-        *,
-        partition: int | None = None,
-        headers: Any = None,
-        timestamp_ms: int | None = None,
-    ) -> None:
-        # key/value types are checked by the builder's C append (and murmur2), which name the
-        # argument in their TypeError; only rarer arguments are checked here.
-        if headers is not None:
-            headers = _coerce_headers(headers)
-        if timestamp_ms is not None:
-            if type(timestamp_ms) is not int or timestamp_ms < 0:
-                raise TypeError(f"produce: 'timestamp_ms' must be an int >= 0 or None, got {timestamp_ms!r}")
-        elif cb is not None:
-            timestamp_ms = _time_ns() // 1_000_000  # the callback reports it (CreateTime)
-        if cb is not None and not callable(cb):
-            raise TypeError(f"produce: 'cb' must be callable or None, got {type(cb).__name__}")
-        tstate = self._topics.get(topic)
-        if tstate is None:  # unknown topic, or the producer is closed (abandon() empties the dict)
-            self._produce_slow(topic, key, value, cb, partition, headers, timestamp_ms)
-            return
-        if partition is None:
-            if self._partitioner is not None:
-                partition = custom_partition(self._partitioner, topic, key, tstate.num_partitions)
-            elif key is None:
-                partition = tstate.sticky.current
-                if partition < 0:
-                    partition = tstate.sticky.choose(tstate.num_partitions, tstate.available)
-                part = tstate.parts[partition]
-                batch = part.batch
-                if batch is not None:
-                    index = batch.builder.append(timestamp_ms, key, value, headers)
-                    if index >= 0:
-                        if cb is not None:
-                            batch.cbs.append((index, cb, timestamp_ms))
-                        return
-                    # KIP-480: the sticky partition's batch is full; move on to another partition
-                    self._acc.close_batch(batch)
-                    self._sender.wake()
-                    part = tstate.parts[tstate.sticky.choose(tstate.num_partitions, tstate.available)]
-                    batch = part.batch
-                    if batch is not None:
-                        self._acc.close_batch(batch)  # a batch left over from keyed/explicit records
-                self._append_new(part, key, value, headers, timestamp_ms, cb)
-                return
-            else:
-                partition = murmur2(key) % tstate.num_partitions
-        elif type(partition) is not int or not 0 <= partition < tstate.num_partitions:
-            raise ValueError(
-                f"produce: 'partition' {partition!r} is out of range for topic {topic!r} "
-                f"({tstate.num_partitions} partitions)"
-            )
-        part = tstate.parts[partition]
-        batch = part.batch
-        if batch is not None:
-            index = batch.builder.append(timestamp_ms, key, value, headers)
-            if index >= 0:
-                if cb is not None:
-                    batch.cbs.append((index, cb, timestamp_ms))
-                return
-            self._acc.close_batch(batch)
-            self._sender.wake()
-        self._append_new(part, key, value, headers, timestamp_ms, cb)
-
-    def _append_new(self, part: Any, key: Any, value: Any, headers: Any, timestamp_ms: int | None,
-                    cb: DeliveryCallback | None) -> None:
-        key = _coerce(key, "key")
-        value = _coerce(value, "value")
-        size = RECORD_OVERHEAD + (len(key) if key is not None else 0) + (len(value) if value is not None else 0)
-        if headers:
-            size += sum(len(k) + (len(v) if v is not None else 0) + 8 for k, v in headers)
-        if size > self._max_request_size:
-            raise KafkaError(
-                MESSAGE_TOO_LARGE,
-                f"produce: record of {size} bytes (key + value + headers) is larger than "
-                f"max_request_size ({self._max_request_size})",
-            )
-        batch = self._acc.new_batch(part, size)
-        index = batch.builder.append(timestamp_ms, key, value, headers)
-        if index < 0:  # cannot happen with capacity >= size; never lose the record silently
-            raise KafkaError(MESSAGE_TOO_LARGE, f"produce: record of {size} bytes did not fit an empty batch")
-        if cb is not None:
-            batch.cbs.append((index, cb, timestamp_ms))
-
     # --- topics not known yet ------------------------------------------------------------------
     def _produce_slow(self, topic: Any, key: Any, value: Any, cb: DeliveryCallback | None, partition: Any,
-                      headers: Any, timestamp_ms: int | None) -> None:
+                      headers: Any, timestamp_ms: int) -> None:
+        """A record whose topic is not in the table; produce() already stamped its CreateTime,
+        so it keeps the time it was produced, not when the topic appears."""
         if self.closed:
             raise KafkaError(STATE, "produce: the client is closed")
         if not isinstance(topic, str) or not topic:
             raise TypeError(f"produce: 'topic' must be a non-empty str, got {topic!r}")
         if partition is not None and (type(partition) is not int or partition < 0):
             raise ValueError(f"produce: 'partition' must be an int >= 0 or None, got {partition!r}")
-        key = _coerce(key, "key")
-        value = _coerce(value, "value")
-        if timestamp_ms is None:
-            timestamp_ms = time.time_ns() // 1_000_000  # stamped now, not when the topic appears
+        key = coerce_bytes(key, "key")
+        value = coerce_bytes(value, "value")
         info = self._md.topic(topic)
         if info is not None:
             self._md.add_topics((topic,), auto_create=True)  # keep its leaders refreshed

@@ -9,8 +9,9 @@ the partition becomes *ready* for the sender.
   timer only ever looks at the oldest.
 * ``buffer_memory`` is reserved per batch (its capacity) when the batch opens and given back
   when the batch completes; a full buffer raises ``BufferFullError`` from ``produce``.
-* Callbacks are stored per batch as ``(index, cb, timestamp)`` only for records that have one,
-  and RecordMetadata is built only when the batch completes.
+* The state a record touches on its way in (``TopicState``, ``PartitionState``,
+  ``ProducerBatch`` with its ``Deliveries``) is defined in C, in ``kafkaev._producer``, so
+  that ``produce()`` reads it as struct fields; this module decides when batches open and close.
 """
 
 from __future__ import annotations
@@ -21,15 +22,12 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from .._producer import PartitionState, ProducerBatch, TopicState
 from ..config import ClientConfig
 from ..errors import QUEUE_FULL, KafkaError
-from .partitioner import StickyPartition
 
-NO_SEQUENCE = -1
-NO_LEADER = -1
-# Bytes a record adds to a batch beyond key, value and headers (length, attributes, deltas,
-# varint prefixes): the upper bound used for the oversize check and memory reservation.
-RECORD_OVERHEAD = 32
+__all__ = ["Accumulator", "BufferFullError", "PartitionState", "ProducerBatch", "TopicState"]
+
 # RecordBatch v2 header: base offset .. record count.
 BATCH_HEADER_SIZE = 61
 
@@ -53,85 +51,6 @@ class BufferFullError(KafkaError):
 
     def __reduce__(self) -> tuple[object, ...]:
         return (type(self), (self.message,))
-
-
-class ProducerBatch:
-    """One RecordBatch for one partition, from its first record until it completes."""
-
-    __slots__ = (
-        "id", "part", "builder", "cbs", "created", "deadline", "reserved", "data", "record_count",
-        "base_seq", "producer_epoch", "attempts", "last_error", "outcome_unknown",
-    )
-
-    def __init__(self, batch_id: int, part: PartitionState, builder: Any, created: float, deadline: float,
-                 reserved: int) -> None:
-        self.id = batch_id  # creation order; within a partition also the sequence order
-        self.part = part
-        self.builder = builder
-        # (index in batch, cb, CreateTime); the time is set whenever a cb is (produce() stamps it)
-        self.cbs: list[tuple[int, Callable[..., Any], int | None]] = []
-        self.created = created
-        self.deadline = deadline  # loop time after which the records fail with MSG_TIMED_OUT
-        self.reserved = reserved  # bytes of buffer_memory held
-        self.data: bytes | None = None  # the encoded batch, built once at first send, resent as is
-        self.record_count = 0
-        self.base_seq = NO_SEQUENCE
-        self.producer_epoch = -1
-        self.attempts = 0
-        self.last_error: KafkaError | None = None
-        # The last attempt ended without an answer (connection lost, request timed out):
-        # the broker may have written it.
-        self.outcome_unknown = False
-
-
-class PartitionState:
-    """Producer state of one topic-partition: its open batch, queued batches and sequencing."""
-
-    __slots__ = (
-        "topic", "partition", "tstate", "batch", "queue", "in_flight", "leader", "leader_epoch",
-        "next_seq", "retry_at", "retrying",
-    )
-
-    def __init__(self, tstate: TopicState, partition: int) -> None:
-        self.topic = tstate.name
-        self.partition = partition
-        self.tstate = tstate
-        self.batch: ProducerBatch | None = None  # open batch, still taking records
-        self.queue: deque[ProducerBatch] = deque()  # closed batches in sequence order, not in flight
-        self.in_flight: deque[ProducerBatch] = deque()  # sent, awaiting an answer, in send order
-        self.leader = NO_LEADER
-        self.leader_epoch = -1
-        self.next_seq = 0
-        self.retry_at = 0.0  # loop time before which the queue is not sent (retry backoff)
-        # Idempotence: a batch failed retriably; send nothing new until every batch in flight
-        # is answered, then resend the queue in sequence order.
-        self.retrying = False
-
-    def __repr__(self) -> str:
-        return f"<PartitionState {self.topic}[{self.partition}] leader={self.leader}>"
-
-
-class TopicState:
-    """Producer state of one topic: its partitions and the sticky partition for keyless records."""
-
-    __slots__ = ("name", "parts", "num_partitions", "sticky", "available")
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.parts: list[PartitionState] = []
-        self.num_partitions = 0
-        self.sticky = StickyPartition()
-        self.available: list[int] = []  # partitions with a leader
-
-    def update(self, leaders: list[tuple[int, int]]) -> None:
-        """Apply (leader, leader_epoch) per partition from metadata; partitions only grow."""
-        for p in range(len(self.parts), len(leaders)):
-            self.parts.append(PartitionState(self, p))
-        for part, (leader, epoch) in zip(self.parts, leaders, strict=False):
-            part.leader = leader
-            part.leader_epoch = epoch
-        self.num_partitions = len(self.parts)
-        self.available = [p.partition for p in self.parts if p.leader >= 0]
 
 
 class Accumulator:

@@ -42,7 +42,6 @@ from ..errors import (
 )
 from ..metadata import BrokerInfo, Metadata
 from ..pool import ConnectionPool, Role
-from ..types import RecordMetadata
 from .accumulator import Accumulator, PartitionState, ProducerBatch
 from .idempotence import ProducerIdentity, next_sequence, restamp_batch
 
@@ -55,7 +54,6 @@ LEADER_ERRORS = frozenset({
 SEQUENCE_ERRORS = frozenset({OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID})
 # A connection closed under a request (not by close()): the outcome is unknown, retry.
 CONNECTION_CLOSED = frozenset({DESTROY, STATE})
-_new_tuple = tuple.__new__
 # Delivery deadlines are checked this often at most (seconds).
 SWEEP_INTERVAL_MAX_S = 0.1
 
@@ -274,21 +272,8 @@ class Sender:
     def _succeeded(self, batch: ProducerBatch, base_offset: int, log_append_time: int) -> None:
         self._leave_flight(batch)
         self._acc.release(batch)
-        cbs = batch.cbs
-        if cbs:
-            batch.cbs = []
-            part = batch.part
-            topic = part.topic
-            partition = part.partition
-            report = self._report
-            new = _new_tuple  # RecordMetadata without the NamedTuple's Python-level __new__
-            meta_type = RecordMetadata
-            for i, cb, ts in cbs:
-                try:
-                    cb(new(meta_type, (topic, partition, base_offset + i if base_offset >= 0 else -1,
-                                       log_append_time if log_append_time >= 0 else ts)), None)
-                except Exception as exc:  # noqa: BLE001 - a user callback must not starve the others
-                    report(exc)
+        part = batch.part
+        batch.deliveries.complete(part.topic, part.partition, base_offset, log_append_time, self._report)
         self._on_batch_done()
 
     def _failed(self, batch: ProducerBatch, err: KafkaError, answer: Any, endpoints: Any) -> None:
@@ -352,13 +337,7 @@ class Sender:
 
     def fail_records(self, batch: ProducerBatch, err: KafkaError) -> None:
         self._acc.release(batch)
-        report = self._report
-        for _i, cb, _ts in batch.cbs:
-            try:
-                cb(None, err)
-            except Exception as exc:  # noqa: BLE001
-                report(exc)
-        batch.cbs = []
+        batch.deliveries.fail(err, self._report)
         self._on_batch_done()
 
     # --- idempotence ---------------------------------------------------------------------------

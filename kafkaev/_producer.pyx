@@ -1,0 +1,38 @@
+# cython: language_level=3
+"""The producer's per-record work, in C: the state a record touches on its way into a batch,
+``produce()`` itself, and the delivery callbacks of each batch.
+
+The policy around it stays in Python (``kafkaev/producer/``): opening and closing batches,
+linger, buffer memory, requests, retries, idempotence. ``kafkaev.producer.Producer`` subclasses
+``ProducerCore`` and supplies those slow paths; the public API is documented in _producer.pyi.
+
+Files: ``_producing/state.pxi`` (batch, partition and topic state; the sticky partition),
+``_producing/delivery.pxi`` (a batch's callbacks and their completion),
+``_producing/produce.pxi`` (argument checks, partition choice, append).
+"""
+
+cimport cython
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_GET_SIZE
+from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
+from cpython.mem cimport PyMem_Free, PyMem_Realloc
+from cpython.object cimport PyObject
+from cpython.unicode cimport PyUnicode_CheckExact
+from libc.stdint cimport int32_t, int64_t
+
+from kafkaev._proto cimport RecordBatchBuilder, murmur2_positive
+
+import random
+from collections import deque
+from collections.abc import Mapping
+
+from kafkaev._proto import murmur2
+from kafkaev.errors import MESSAGE_TOO_LARGE, UNKNOWN_TOPIC_OR_PARTITION, KafkaError
+from kafkaev.types import RecordMetadata
+
+cdef extern from "Python.h":
+    const char *PyUnicode_AsUTF8AndSize(object s, Py_ssize_t *size) except NULL
+
+
+include "_producing/state.pxi"
+include "_producing/delivery.pxi"
+include "_producing/produce.pxi"

@@ -1,0 +1,224 @@
+# produce(): argument checks, partition choice and one append into the partition's open
+# batch, in one C call. Anything else (opening a batch, a topic not known yet, a closed
+# producer) is a slow path in Python, reached only when needed.
+
+from libc.time cimport time_t
+
+cdef extern from "<time.h>" nogil:
+    ctypedef int clockid_t
+    cdef struct timespec:
+        time_t tv_sec
+        long tv_nsec
+    int clock_gettime(clockid_t clk, timespec *ts)
+    clockid_t CLOCK_REALTIME
+
+cpdef enum:
+    # Bytes a record adds to a batch beyond key, value and headers (length, attributes,
+    # deltas, varint prefixes): the bound used for the oversize check and memory reservation.
+    RECORD_OVERHEAD = 32
+
+cdef enum:
+    # What each header adds beyond its key and value (the two varint lengths, rounded up).
+    HEADER_OVERHEAD = 8
+    NS_PER_MS = 1000000
+    MS_PER_S = 1000
+
+_BYTES_LIKE = (bytearray, memoryview)
+
+
+cdef inline int64_t _wall_clock_ms() noexcept nogil:
+    """CreateTime now: milliseconds since the epoch, as time.time_ns() // 1_000_000."""
+    cdef timespec ts
+    clock_gettime(CLOCK_REALTIME, &ts)
+    return <int64_t>ts.tv_sec * MS_PER_S + ts.tv_nsec // NS_PER_MS
+
+
+def coerce_bytes(value, str name):
+    """key/value: bytes-like, str (UTF-8) or None; anything else is the caller's bug."""
+    if value is None or PyBytes_CheckExact(value):
+        return value
+    if isinstance(value, str):
+        return (<str>value).encode()
+    if isinstance(value, (bytes, *_BYTES_LIKE)):
+        return bytes(value)
+    raise TypeError(f"produce: '{name}' must be bytes, bytearray, memoryview, str or None, got {type(value).__name__}")
+
+
+def coerce_headers(headers):
+    """A list of (str, bytes|str|None) pairs, or a dict; repeated keys are allowed in the list form."""
+    cdef list out = []
+    if isinstance(headers, Mapping):
+        items = headers.items()
+    elif isinstance(headers, (list, tuple)):
+        items = headers
+    else:
+        raise TypeError(f"produce: 'headers' must be a list of (str, bytes) pairs or a dict, got {type(headers).__name__}")
+    for item in items:
+        if not isinstance(item, (tuple, list)) or len(item) != 2 or not isinstance(item[0], str):
+            raise TypeError(f"produce: 'headers' entries must be (str, bytes|str|None) pairs, got {item!r}")
+        hv = item[1]
+        if hv is not None and not PyBytes_CheckExact(hv):
+            if isinstance(hv, str):
+                hv = (<str>hv).encode()
+            elif isinstance(hv, _BYTES_LIKE):
+                hv = bytes(hv)
+            else:
+                raise TypeError(f"produce: value of header {item[0]!r} must be bytes, str or None, got {type(hv).__name__}")
+        out.append((item[0], hv))
+    return out
+
+
+cdef inline bint _borrow(obj, const char **data, Py_ssize_t *size) except -1:
+    """Pointer and length of a None, bytes or str key/value (-1 for None); False for any
+    other type, which the builder's own append then converts or refuses by name."""
+    if obj is None:
+        data[0] = NULL
+        size[0] = -1
+    elif PyBytes_CheckExact(obj):
+        data[0] = PyBytes_AS_STRING(obj)
+        size[0] = PyBytes_GET_SIZE(obj)
+    elif PyUnicode_CheckExact(obj):
+        data[0] = PyUnicode_AsUTF8AndSize(obj, size)
+    else:
+        return False
+    return True
+
+
+cdef Py_ssize_t _append_record(ProducerBatch batch, int64_t timestamp, key, value, cb, headers) except -2:
+    """Append one record to an open batch and remember its callback; the record's offset
+    delta, or -1 when the batch is full."""
+    cdef const char *key_data
+    cdef const char *value_data
+    cdef Py_ssize_t key_size, value_size, delta
+    builder = batch.builder
+    if (type(builder) is RecordBatchBuilder and _borrow(key, &key_data, &key_size)
+            and _borrow(value, &value_data, &value_size)):
+        delta = (<RecordBatchBuilder>builder).append_raw(timestamp, key_data, key_size, value_data, value_size,
+                                                        headers)
+    else:
+        delta = builder.append(timestamp, key, value, headers)
+    if delta >= 0 and cb is not None:
+        batch.deliveries.add(cb, <int32_t>delta, timestamp)
+    return delta
+
+
+cdef class ProducerCore:
+    """The per-record path of ``kafkaev.producer.Producer``, which subclasses it.
+
+    ``accumulator`` opens (``new_batch(part, record_size)``) and closes (``close_batch(batch)``)
+    batches and holds ``topics`` (name -> TopicState); ``wake()`` tells the sender that a batch
+    is ready; ``custom_partition(topic, key, num_partitions)`` is the checked user partitioner or
+    None; ``unknown_topic(topic, key, value, cb, partition, headers, timestamp_ms)`` takes a
+    record whose topic is not in ``topics`` (not known yet, or the producer is closed).
+    """
+
+    cdef readonly object _acc
+    cdef readonly dict _topics
+    cdef object _wake
+    cdef object _custom_partition
+    cdef object _unknown_topic
+    cdef readonly Py_ssize_t _max_request_size
+
+    def __init__(self, accumulator, wake, custom_partition, Py_ssize_t max_request_size, unknown_topic):
+        self._acc = accumulator
+        self._topics = accumulator.topics
+        self._wake = wake
+        self._custom_partition = custom_partition
+        self._max_request_size = max_request_size
+        self._unknown_topic = unknown_topic
+
+    def produce(self, topic, key, value, cb=None, *, partition=None, headers=None, timestamp_ms=None):
+        """Queue one record; ``cb(RecordMetadata, None)`` or ``cb(None, KafkaError)`` exactly once.
+
+        Raises at once, queueing nothing: TypeError/ValueError naming a bad argument, KafkaError
+        MESSAGE_TOO_LARGE, BufferFullError when ``buffer_memory`` is full, STATE once closed.
+        """
+        cdef int64_t timestamp
+        cdef Py_ssize_t p, num_partitions
+        cdef TopicState tstate
+        if headers is not None:
+            headers = coerce_headers(headers)
+        if timestamp_ms is None:
+            timestamp = _wall_clock_ms()  # CreateTime, also reported to the callback
+        elif type(timestamp_ms) is not int or timestamp_ms < 0:
+            raise TypeError(f"produce: 'timestamp_ms' must be an int >= 0 or None, got {timestamp_ms!r}")
+        else:
+            timestamp = timestamp_ms
+        if cb is not None and not callable(cb):
+            raise TypeError(f"produce: 'cb' must be callable or None, got {type(cb).__name__}")
+        found = self._topics.get(topic)
+        if found is None:  # unknown topic, or the producer is closed (its table is then empty)
+            self._unknown_topic(topic, key, value, cb, partition, headers, timestamp)
+            return
+        tstate = <TopicState>found
+        num_partitions = tstate.num_partitions
+        if num_partitions <= 0:  # the metadata layer never hands over such a topic; no modulo by zero
+            raise KafkaError(UNKNOWN_TOPIC_OR_PARTITION, f"produce: topic {topic!r} has no partitions")
+        if partition is None:
+            if self._custom_partition is not None:
+                p = self._custom_partition(topic, key, num_partitions)
+            elif key is None:
+                self._append_sticky(tstate, timestamp, value, cb, headers)
+                return
+            elif PyBytes_CheckExact(key):
+                p = murmur2_positive(PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key)) % num_partitions
+            else:
+                p = murmur2(key) % num_partitions  # str or bytes-like; its TypeError names 'key'
+        elif type(partition) is not int or not 0 <= partition < num_partitions:
+            raise ValueError(
+                f"produce: 'partition' {partition!r} is out of range for topic {topic!r} "
+                f"({num_partitions} partitions)"
+            )
+        else:
+            p = partition
+        self._append(<PartitionState>tstate.parts[p], timestamp, key, value, cb, headers)
+
+    cdef int _append_sticky(self, TopicState tstate, int64_t timestamp, value, cb, headers) except -1:
+        """A keyless record joins the topic's sticky partition (KIP-480)."""
+        cdef StickyPartition sticky = tstate.sticky
+        cdef Py_ssize_t p = sticky.current
+        cdef PartitionState part
+        if p < 0:
+            p = sticky.choose(tstate.num_partitions, tstate.available)
+        part = <PartitionState>tstate.parts[p]
+        batch = part.batch
+        if batch is not None:
+            if _append_record(batch, timestamp, None, value, cb, headers) >= 0:
+                return 0
+            # the sticky partition's batch is full: send it and move on to another partition
+            self._acc.close_batch(batch)
+            self._wake()
+            part = <PartitionState>tstate.parts[sticky.choose(tstate.num_partitions, tstate.available)]
+            if part.batch is not None:
+                self._acc.close_batch(part.batch)  # a batch left over from keyed/explicit records
+        return self._append_new(part, timestamp, None, value, cb, headers)
+
+    cdef int _append(self, PartitionState part, int64_t timestamp, key, value, cb, headers) except -1:
+        batch = part.batch
+        if batch is not None:
+            if _append_record(batch, timestamp, key, value, cb, headers) >= 0:
+                return 0
+            self._acc.close_batch(batch)
+            self._wake()
+        return self._append_new(part, timestamp, key, value, cb, headers)
+
+    cdef int _append_new(self, PartitionState part, int64_t timestamp, key, value, cb, headers) except -1:
+        """Open a batch for ``part`` sized for this record, and append the record."""
+        cdef Py_ssize_t size
+        key = coerce_bytes(key, "key")
+        value = coerce_bytes(value, "value")
+        size = RECORD_OVERHEAD + (len(key) if key is not None else 0) + (len(value) if value is not None else 0)
+        if headers:
+            for name, header_value in headers:
+                size += len(name) + (len(header_value) if header_value is not None else 0) + HEADER_OVERHEAD
+        if size > self._max_request_size:
+            raise KafkaError(
+                MESSAGE_TOO_LARGE,
+                f"produce: record of {size} bytes (key + value + headers) is larger than "
+                f"max_request_size ({self._max_request_size})",
+            )
+        batch = self._acc.new_batch(part, size)
+        if _append_record(batch, timestamp, key, value, cb, headers) < 0:
+            # cannot happen with capacity >= size; never lose the record silently
+            raise KafkaError(MESSAGE_TOO_LARGE, f"produce: record of {size} bytes did not fit an empty batch")
+        return 0

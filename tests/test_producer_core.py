@@ -1,0 +1,262 @@
+"""kafkaev._producer: produce() in C with the real RecordBatchBuilder, and each batch's
+delivery callbacks (no broker: the built batches are decoded back)."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import time
+from functools import partial
+
+import pytest
+
+from kafkaev._producer import Deliveries, ProducerCore
+from kafkaev._proto import RecordBatchBuilder, decode_record_batches, murmur2
+from kafkaev.config import ClientConfig
+from kafkaev.errors import DESTROY, MESSAGE_TOO_LARGE, KafkaError
+from kafkaev.producer.accumulator import Accumulator, TopicState
+from kafkaev.producer.partitioner import custom_partition
+from kafkaev.types import RecordMetadata
+
+PARTITIONS = 4
+
+
+@pytest.fixture
+def loop():
+    loop = asyncio.new_event_loop()
+    yield loop
+    loop.close()
+
+
+class Env:
+    """A ProducerCore over a real Accumulator (real builders) and one known topic "t"."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, partitioner=None, builder_factory=None, **options) -> None:
+        options.setdefault("linger_ms", 60_000)  # batches close only when full or asked to
+        config = ClientConfig(**options)
+        self.acc = Accumulator(config, loop, lambda: None, builder_factory)
+        self.tstate = self.acc.topics["t"] = TopicState("t")
+        self.tstate.update([(1, 0)] * PARTITIONS)
+        self.wakes = 0
+        self.unknown: list[tuple] = []
+        checked = partial(custom_partition, partitioner) if partitioner is not None else None
+        self.core = ProducerCore(self.acc, self.wake, checked, config.max_request_size, self.on_unknown)
+
+    def wake(self) -> None:
+        self.wakes += 1
+
+    def on_unknown(self, *record) -> None:
+        self.unknown.append(record)
+
+    def records(self, partition: int) -> list:
+        """Every record of the partition so far: its closed batches, then its open one."""
+        part = self.tstate.parts[partition]
+        batches = list(part.queue) + ([part.batch] if part.batch is not None else [])
+        out = []
+        for batch in batches:
+            for decoded in decode_record_batches(batch.builder.build()):
+                out.extend(decoded.records)
+        return out
+
+
+def calls():
+    got: list[tuple] = []
+
+    def cb(meta, err):
+        got.append((meta, err))
+    return got, cb
+
+
+def test_key_and_value_types_reach_the_batch_as_bytes(loop):
+    env = Env(loop)
+    cases = [(None, b"b"), (None, "s-é"), (None, bytearray(b"ba")), (None, memoryview(b"mv")), (None, None),
+             (b"k", b"1"), ("ké", b"2"), (bytearray(b"kb"), b"3")]
+    for key, value in cases:
+        env.core.produce("t", key, value, partition=1)
+    got = [(r.key, r.value) for r in env.records(1)]
+    assert got == [(None, b"b"), (None, "s-é".encode()), (None, b"ba"), (None, b"mv"), (None, None),
+                   (b"k", b"1"), ("ké".encode(), b"2"), (b"kb", b"3")]
+
+
+def test_keyed_records_follow_murmur2(loop):
+    env = Env(loop)
+    for i in range(40):
+        env.core.produce("t", f"key-{i}", b"v%d" % i)
+    for p in range(PARTITIONS):
+        for record in env.records(p):
+            assert murmur2(record.key) % PARTITIONS == p
+
+
+def test_keyless_records_stick_to_one_partition_until_its_batch_is_full(loop):
+    env = Env(loop, batch_size=2000)
+    value = b"x" * 100
+    env.core.produce("t", None, value)
+    first = env.tstate.sticky.current
+    for _ in range(10):
+        env.core.produce("t", None, value)
+    assert env.tstate.sticky.current == first and env.wakes == 0
+    assert len(env.records(first)) == 11
+    for _ in range(15):  # fills the first batch (18 records): it is closed and the next ones move on
+        env.core.produce("t", None, value)
+    assert env.wakes >= 1 and len(env.tstate.parts[first].queue) >= 1
+    assert env.tstate.sticky.current != first
+    assert sum(len(env.records(p)) for p in range(PARTITIONS)) == 26
+
+
+def test_headers_and_timestamps(loop):
+    env = Env(loop)
+    before = time.time_ns() // 1_000_000
+    env.core.produce("t", None, b"a", partition=0, headers={"h": "v"})
+    env.core.produce("t", None, b"b", partition=0, headers=[("x", None), ("x", bytearray(b"2"))], timestamp_ms=5)
+    after = time.time_ns() // 1_000_000
+    first, second = env.records(0)
+    assert before <= first.timestamp <= after and first.headers == [("h", b"v")]
+    assert second.timestamp == 5 and second.headers == [("x", None), ("x", b"2")]
+
+
+def test_custom_partitioner_is_called_and_checked(loop):
+    seen = []
+
+    def partitioner(topic, key, n):
+        seen.append((topic, key, n))
+        return 3 if key == b"k" else n
+    env = Env(loop, partitioner=partitioner)
+    env.core.produce("t", b"k", b"v")
+    assert seen == [("t", b"k", PARTITIONS)] and len(env.records(3)) == 1
+    with pytest.raises(ValueError, match="'partitioner' returned 4"):
+        env.core.produce("t", b"other", b"v")
+
+
+def test_unknown_topic_goes_to_the_slow_path_with_its_create_time(loop):
+    env = Env(loop)
+    _, cb = calls()
+    before = time.time_ns() // 1_000_000
+    env.core.produce("new", b"k", b"v", cb, partition=2, headers={"h": b"1"})
+    record = env.unknown.pop()
+    assert record[:6] == ("new", b"k", b"v", cb, 2, [("h", b"1")])
+    assert type(record[6]) is int and before <= record[6] <= time.time_ns() // 1_000_000
+    env.core.produce("new", None, b"v", timestamp_ms=7)
+    assert env.unknown.pop()[6] == 7
+
+
+@pytest.mark.parametrize(
+    "kwargs, exc, name",
+    [
+        ({"key": 5}, TypeError, "'key'"),
+        ({"key": None, "value": 5}, TypeError, "'value'"),
+        ({"value": object()}, TypeError, "'value'"),
+        ({"partition": PARTITIONS}, ValueError, "'partition'"),
+        ({"partition": True}, ValueError, "'partition'"),
+        ({"timestamp_ms": 1.5}, TypeError, "'timestamp_ms'"),
+        ({"cb": "no"}, TypeError, "'cb'"),
+        ({"headers": 5}, TypeError, "'headers'"),
+        ({"value": b"x" * 2_000_000}, KafkaError, "max_request_size"),
+    ],
+)
+def test_bad_input_raises_naming_the_argument(loop, kwargs, exc, name):
+    env = Env(loop)
+    args = {"key": b"k", "value": b"v"}
+    args.update(kwargs)
+    env.core.produce("t", None, b"first", partition=0)  # an open batch: the append path checks too
+    with pytest.raises(exc, match=name):
+        env.core.produce("t", args.pop("key"), args.pop("value"), **args)
+    assert sum(len(env.records(p)) for p in range(PARTITIONS)) == 1
+
+
+def test_a_record_too_large_for_any_batch_is_refused_before_opening_one(loop):
+    env = Env(loop, max_request_size=1000, batch_size=1000)
+    with pytest.raises(KafkaError, match="max_request_size") as info:
+        env.core.produce("t", None, b"x" * 1000)
+    assert info.value.code == MESSAGE_TOO_LARGE and env.acc.incomplete == 0
+
+
+def test_callbacks_complete_with_offsets_in_record_order(loop):
+    env = Env(loop)
+    results: dict[int, tuple] = {}
+
+    def cb_for(i):
+        def cb(meta, err):
+            assert i not in results, f"callback of record {i} called twice"
+            results[i] = (meta, err)
+        return cb
+    for i in range(10):
+        env.core.produce("t", None, b"v", cb_for(i) if i % 3 else None, partition=2, timestamp_ms=1000 + i)
+    batch = env.tstate.parts[2].batch
+    assert len(batch.deliveries) == 6
+    errors: list[BaseException] = []
+    batch.deliveries.complete("t", 2, 500, -1, errors.append)
+    assert sorted(results) == [1, 2, 4, 5, 7, 8]
+    for i, (meta, err) in results.items():
+        assert err is None and type(meta) is RecordMetadata
+        assert meta == ("t", 2, 500 + i, 1000 + i)
+        assert (meta.topic, meta.partition, meta.offset, meta.timestamp) == ("t", 2, 500 + i, 1000 + i)
+        assert not gc.is_tracked(meta)
+    assert not errors and len(batch.deliveries) == 0
+    batch.deliveries.complete("t", 2, 500, -1, errors.append)  # nothing left: nobody is called twice
+    assert len(results) == 6
+
+
+def test_log_append_time_and_acks0_offsets():
+    deliveries = Deliveries()
+    got, cb = calls()
+    for i in range(3):
+        deliveries.add(cb, i, 100 + i)
+    deliveries.complete("t", 0, -1, 777, print)  # acks=0: no offsets; LogAppendTime wins
+    assert [meta for meta, _ in got] == [("t", 0, -1, 777)] * 3
+
+
+def test_a_raising_callback_is_reported_and_the_others_still_run():
+    deliveries = Deliveries()
+    got, cb = calls()
+    boom = RuntimeError("user bug")
+
+    def bad(meta, err):
+        raise boom
+    deliveries.add(cb, 0, 1)
+    deliveries.add(bad, 1, 1)
+    deliveries.add(cb, 2, 1)
+    reported: list[BaseException] = []
+    deliveries.complete("t", 0, 10, -1, reported.append)
+    assert reported == [boom] and [meta.offset for meta, _ in got] == [10, 12]
+
+
+def test_fail_calls_every_callback_once_with_the_error():
+    deliveries = Deliveries()
+    got, cb = calls()
+    for i in range(5):
+        deliveries.add(cb, i, 1)
+    err = KafkaError(DESTROY, "closed")
+    deliveries.fail(err, print)
+    deliveries.fail(err, print)
+    assert got == [(None, err)] * 5
+
+
+class Delegating:
+    """Not a RecordBatchBuilder: produce() goes through its Python-level append."""
+
+    def __init__(self, codec: int, capacity: int) -> None:
+        self.inner = RecordBatchBuilder(codec, capacity)
+        self.appends = 0
+
+    def append(self, timestamp_ms, key, value, headers):
+        self.appends += 1
+        return self.inner.append(timestamp_ms, key, value, headers)
+
+    def build(self, **kwargs) -> bytes:
+        return self.inner.build(**kwargs)
+
+    @property
+    def record_count(self) -> int:
+        return self.inner.record_count
+
+
+def test_builder_stand_ins_still_work(loop):
+    env = Env(loop, builder_factory=Delegating)
+    got, cb = calls()
+    env.core.produce("t", None, b"v", cb, partition=0, timestamp_ms=3)
+    env.core.produce("t", b"k", "w", partition=0, timestamp_ms=4)
+    batch = env.tstate.parts[0].batch
+    assert batch.builder.appends == 2
+    assert [(r.key, r.value, r.timestamp) for r in env.records(0)] == [(None, b"v", 3), (b"k", b"w", 4)]
+    batch.deliveries.complete("t", 0, 0, -1, print)
+    assert got == [(("t", 0, 0, 3), None)]
