@@ -29,6 +29,7 @@ from kafkaev import _proto, errors
 from kafkaev._conn import Connection
 
 PENDING = 20
+API_FETCH = 1
 # Memory the connection may allocate while a fault is handled; a 2 GB size prefix honoured would
 # blow far past it.
 MEMORY_BOUND = 8 * 1024 * 1024
@@ -269,6 +270,30 @@ def test_unreferenced_connection_closes_its_socket(loop):
                 del conn
                 gc.collect()
             await asyncio.wait_for(broker.closed_by_peer.wait(), 5)
+        finally:
+            await broker.stop()
+
+    run(loop, main())
+
+
+def test_fetch_is_written_inside_the_call(loop):
+    """A Fetch is not coalesced until the loop iteration ends: the consumer sends its next one
+    before it hands the previous response's records over, so the broker works meanwhile."""
+    def respond(req: FakeRequest) -> Reply:
+        return Reply(stall=True) if req.api_key == API_FETCH else normal_reply(req)
+
+    async def main():
+        broker = await FakeBroker(respond).start()
+        try:
+            conn = Connection(loop)
+            assert await connect(conn, f"127.0.0.1:{broker.port}") is None
+            before = conn.writes
+            results: list[object] = []
+            conn.fetch("topic", 0, 0, lambda resp, err: results.append(err))
+            assert conn.writes - before == 1  # no loop turn in between
+            conn.disconnect()
+            await asyncio.sleep(0)
+            assert len(results) == 1 and results[0] is not None  # failed once by the disconnect
         finally:
             await broker.stop()
 

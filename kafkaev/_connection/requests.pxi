@@ -155,6 +155,10 @@ cdef class Connection(BaseConnection):
             topics=list(by_topic.values()), forgotten_topics_data=forgotten_list, rack_id="")
         # The broker legitimately holds a fetch for max_wait_ms before answering.
         self._send(API_FETCH, v, req, cb, self._request_timeout + wait_ms / 1000.0, True)
+        # Written now, not coalesced until the loop iteration ends: the consumer sends its next
+        # Fetch before it hands the last response's records over, so that the broker reads its
+        # log while the callbacks run.
+        self._flush(False)
 
     def list_offsets(self, partitions, cb, *, isolation_level=0):
         _check_cb(cb)
