@@ -7,8 +7,9 @@ import asyncio
 import pytest
 from test_producer_logic import FakeBuilder
 
+from kafkaev._proto import RecordBatchBuilder
 from kafkaev.config import ClientConfig
-from kafkaev.producer.accumulator import Accumulator, BufferFullError, TopicState
+from kafkaev.producer.accumulator import SPARE_BUILDERS_MAX, Accumulator, BufferFullError, TopicState
 
 
 @pytest.fixture
@@ -86,3 +87,30 @@ def test_requeue_keeps_sequence_order(loop):
     for b in (batches[2], batches[0], batches[3], batches[1]):
         acc.requeue(b)
     assert list(part.queue) == batches
+
+
+def test_built_builders_are_reused_empty(loop):
+    acc = Accumulator(ClientConfig(batch_size=16384, linger_ms=1000), loop, lambda: None)  # real builders
+    tstate = acc.topics["t"] = TopicState("t")
+    tstate.update([(1, 0)] * 2)
+    first = acc.new_batch(tstate.parts[0], 10)
+    first.builder.append(0, None, b"v", None)
+    built = first.builder
+    acc.recycle(built)
+    acc.close_batch(first)
+    again = acc.new_batch(tstate.parts[1], 10)
+    assert again.builder is built and again.builder.record_count == 0
+    big = acc.new_batch(tstate.parts[0], 20000)  # its own size: a fresh builder, never kept
+    assert big.builder is not built
+    acc.recycle(big.builder)
+    for _ in range(SPARE_BUILDERS_MAX + 2):
+        acc.recycle(RecordBatchBuilder(0, 16384))
+    assert len(acc._spare_builders) == SPARE_BUILDERS_MAX
+    assert all(b.max_batch_size == 16384 for b in acc._spare_builders)
+
+
+def test_stand_in_builders_are_not_recycled(loop):
+    acc, tstate, _ = make(loop)
+    batch = acc.new_batch(tstate.parts[0], 10)
+    acc.recycle(batch.builder)
+    assert acc.new_batch(tstate.parts[1], 10).builder is not batch.builder

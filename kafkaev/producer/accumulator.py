@@ -9,6 +9,8 @@ the partition becomes *ready* for the sender.
   timer only ever looks at the oldest.
 * ``buffer_memory`` is reserved per batch (its capacity) when the batch opens and given back
   when the batch completes; a full buffer raises ``BufferFullError`` from ``produce``.
+* A batch's builder, once the batch is built, is emptied and kept for the next batch of the
+  default size (a few at most): its grown buffer is reused rather than allocated again.
 * The state a record touches on its way in (``TopicState``, ``PartitionState``,
   ``ProducerBatch`` with its ``Deliveries``) is defined in C, in ``kafkaev._producer``, so
   that ``produce()`` reads it as struct fields; this module decides when batches open and close.
@@ -30,6 +32,10 @@ __all__ = ["Accumulator", "BufferFullError", "PartitionState", "ProducerBatch", 
 
 # RecordBatch v2 header: base offset .. record count.
 BATCH_HEADER_SIZE = 61
+# Emptied builders kept for the next batches of the default size: their grown buffers are
+# reused instead of being reallocated (and page-faulted in) batch after batch. Each holds
+# up to batch_size bytes outside buffer_memory.
+SPARE_BUILDERS_MAX = 4
 
 
 def default_builder_factory(compression_type: int, capacity: int) -> Any:
@@ -60,6 +66,9 @@ class Accumulator:
                  builder_factory: Callable[[int, int], Any] | None = None) -> None:
         self._config = config
         self._new_builder = builder_factory if builder_factory is not None else default_builder_factory
+        # only RecordBatchBuilders are recycled (reset() empties one, keeping its memory)
+        self._recycles = builder_factory is None
+        self._spare_builders: list[Any] = []
         self._loop = loop
         self._on_ready = on_ready  # the sender's "something is ready" hook
         self._linger_s = config.linger_ms / 1000.0
@@ -91,7 +100,11 @@ class Accumulator:
                 "to be sent or acknowledged; let the event loop run, then produce again"
             )
         now = self._loop.time()
-        builder = self._new_builder(config.compression_type, capacity)
+        spare = self._spare_builders
+        if spare and capacity == config.batch_size:
+            builder = spare.pop()
+        else:
+            builder = self._new_builder(config.compression_type, capacity)
         batch = ProducerBatch(next(self._ids), part, builder, now, now + self._delivery_timeout_s, capacity)
         self.buffered += capacity
         self.incomplete += 1
@@ -114,6 +127,13 @@ class Accumulator:
             return
         part.queue.append(batch)
         self.ready[part] = None
+
+    def recycle(self, builder: Any) -> None:
+        """The builder of a batch just built: kept, emptied, for a later batch of the default size."""
+        if (self._recycles and len(self._spare_builders) < SPARE_BUILDERS_MAX
+                and builder.max_batch_size == self._config.batch_size):
+            builder.reset()
+            self._spare_builders.append(builder)
 
     def release(self, batch: ProducerBatch) -> None:
         """The batch completed (acknowledged or failed): give back its memory."""

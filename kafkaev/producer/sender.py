@@ -210,8 +210,9 @@ class Sender:
                                        base_sequence=batch.base_seq)
         else:
             data = batch.builder.build()
-        batch.builder = None  # its buffer is no longer needed; the bytes are what is resent
         acc = self._acc
+        acc.recycle(batch.builder)  # its records are in the bytes, which are what is resent
+        batch.builder = None
         acc.buffered += len(data) - batch.reserved
         batch.reserved = len(data)
         batch.data = data
