@@ -4,6 +4,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from kafkaev.errors import KafkaError
+from kafkaev.producer.accumulator import Accumulator
 
 DeliveryCallback = Callable[[Any, KafkaError | None], object]
 
@@ -108,14 +109,14 @@ class ProducerCore:
     """The per-record path of kafkaev.producer.Producer, which subclasses it."""
 
     @property
-    def _acc(self) -> Any: ...  # the Accumulator
+    def _acc(self) -> Accumulator: ...
     @property
     def _topics(self) -> dict[str, TopicState]: ...
     @property
     def _max_request_size(self) -> int: ...
     def __init__(
         self,
-        accumulator: Any,
+        accumulator: Accumulator,
         wake: Callable[[], None],
         custom_partition: Callable[[str, Any, int], int] | None,
         max_request_size: int,
