@@ -1,6 +1,6 @@
 """Continuous, pipelined fetching: one Fetch per leader at a time, the next one sent
-as soon as the previous answer has been decoded, before its records are handed to
-the callbacks (the broker reads its log while they run). No poll timer.
+as soon as the previous answer has arrived, before its records are decoded and handed
+to the callbacks (the broker reads its log while they run). No poll timer.
 
 Each leader has a ``LeaderFetcher`` with its own incremental fetch session
 (KIP-227). A response is applied in two passes. First every partition's errors,
@@ -16,8 +16,8 @@ free memory.
 
 ``position`` (what commit() sends) only moves past records once they were handed
 over; ``fetch_offset`` runs ahead while they are. Back-pressure: records are delivered
-inside the response callback, so at most one decoded response per leader is held; a
-paused partition leaves the fetch session and whatever the broker had already sent for
+inside the response callback, so at most one response per leader is held (and one
+partition's decoded records); a paused partition leaves the fetch session and whatever the broker had already sent for
 it is dropped (and fetched again on resume).
 """
 
