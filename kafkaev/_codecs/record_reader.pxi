@@ -129,23 +129,40 @@ cdef inline bint _rr_uvarint(const uint8_t **pp, const uint8_t *end, int max_byt
     return False
 
 
-cdef inline bint _rr_varint(const uint8_t **pp, const uint8_t *end, int64_t *out) noexcept nogil:
-    """Zig-zag Varint (at most 5 bytes, an Int32)."""
+cdef bint _rr_varint_long_form(const uint8_t **pp, const uint8_t *end, int64_t *out) noexcept nogil:
     cdef uint64_t raw
-    cdef const uint8_t *p = pp[0]
-    if p < end and p[0] < 0x80:              # one-byte fast path: most lengths and deltas
-        pp[0] = p + 1
-        out[0] = <int64_t>(p[0] >> 1) ^ -<int64_t>(p[0] & 1)
-        return True
     if not _rr_uvarint(pp, end, _RR_MAX_VARINT_BYTES, &raw) or raw > 0xFFFFFFFFULL:
         return False
     out[0] = <int32_t>((<uint32_t>raw >> 1) ^ -(<uint32_t>raw & 1))
     return True
 
 
+cdef inline bint _rr_varint(const uint8_t **pp, const uint8_t *end, int64_t *out) noexcept nogil:
+    """Zig-zag Varint (at most 5 bytes, an Int32). Only the one- and two-byte forms (lengths
+    and deltas below 8192) are inline: small enough that the compiler inlines them at every
+    call."""
+    cdef const uint8_t *p = pp[0]
+    cdef uint32_t raw
+    if p < end and p[0] < 0x80:
+        pp[0] = p + 1
+        out[0] = <int64_t>(p[0] >> 1) ^ -<int64_t>(p[0] & 1)
+        return True
+    if end - p >= 2 and p[1] < 0x80:
+        raw = (<uint32_t>p[0] & 0x7F) | (<uint32_t>p[1] << 7)
+        pp[0] = p + 2
+        out[0] = <int64_t>(raw >> 1) ^ -<int64_t>(raw & 1)
+        return True
+    return _rr_varint_long_form(pp, end, out)
+
+
 cdef inline bint _rr_varlong(const uint8_t **pp, const uint8_t *end, int64_t *out) noexcept nogil:
     """Zig-zag Varlong (at most 10 bytes, an Int64)."""
     cdef uint64_t raw
+    cdef const uint8_t *p = pp[0]
+    if p < end and p[0] < 0x80:              # one byte: timestamp deltas within +-63 ms
+        pp[0] = p + 1
+        out[0] = <int64_t>(p[0] >> 1) ^ -<int64_t>(p[0] & 1)
+        return True
     if not _rr_uvarint(pp, end, _RR_MAX_VARLONG_BYTES, &raw):
         return False
     out[0] = <int64_t>((raw >> 1) ^ -(raw & 1))
