@@ -334,6 +334,23 @@ def test_buffer_full_raises_and_memory_is_bounded(loop):
     assert info.value.code == -184 and env.producer._acc.buffered <= 4096
 
 
+def test_records_admitted_while_their_topic_was_unknown_are_not_failed_for_memory(loop):
+    # Waiting records count their own bytes; once the topic is known each opens batches that
+    # reserve a full batch_size. Admitted records must still all be delivered.
+    broker = FakeBroker(loop, partitions=4)
+    env = make(loop, broker, buffer_memory=8192, batch_size=4096, linger_ms=1)
+    results, cb_for = collect()
+    admitted = 0
+    with pytest.raises(BufferFullError):
+        for i in range(1000):
+            env.producer.produce("t", None, b"x" * 100, cb_for(i), partition=i % 4)
+            admitted += 1
+    assert admitted > 8192 // 4096  # more records than fit in that many full-size batches
+    run_until(loop, lambda: len(results) == admitted)
+    assert all(err is None for _meta, err in results.values())
+    assert env.producer._acc.buffered == 0 and not env.producer._acc.readmitting
+
+
 def test_unknown_topic_times_out_clearly(loop):
     broker = FakeBroker(loop, partitions=1)
     env = make(loop, broker, metadata_wait_ms=200)

@@ -122,22 +122,29 @@ class Producer(ProducerCore):
             self._add_topic(info)
         else:
             err = err or KafkaError(DESTROY, "the client was closed before the topic's metadata arrived")
-        for key, value, cb, partition, headers, ts in waiting.records:
-            if err is None:
-                try:
-                    self.produce(topic, key, value, cb, partition=partition, headers=headers, timestamp_ms=ts)
-                    continue
-                except ValueError as exc:  # partition out of range, now that the count is known
-                    record_err: KafkaError = KafkaError(UNKNOWN_TOPIC_OR_PARTITION, str(exc))
-                except KafkaError as exc:  # buffer full meanwhile, record too large
-                    record_err = exc
-            else:
-                record_err = err
-            if cb is not None:
-                try:
-                    cb(None, record_err)
-                except Exception as exc:  # noqa: BLE001
-                    self._report(exc)
+        # These records were admitted against buffer_memory when produced; failing one now
+        # because batches reserve their full capacity would break that promise. The overshoot
+        # is bounded: their bytes were within the limit, plus one batch's slack per partition.
+        self._acc.readmitting = True
+        try:
+            for key, value, cb, partition, headers, ts in waiting.records:
+                if err is None:
+                    try:
+                        self.produce(topic, key, value, cb, partition=partition, headers=headers, timestamp_ms=ts)
+                        continue
+                    except ValueError as exc:  # partition out of range, now that the count is known
+                        record_err: KafkaError = KafkaError(UNKNOWN_TOPIC_OR_PARTITION, str(exc))
+                    except KafkaError as exc:  # record too large for the topic's limits
+                        record_err = exc
+                else:
+                    record_err = err
+                if cb is not None:
+                    try:
+                        cb(None, record_err)
+                    except Exception as exc:  # noqa: BLE001
+                        self._report(exc)
+        finally:
+            self._acc.readmitting = False
         if self._flush_waiters:
             self._acc.close_all()  # these records were produced before the pending flush()
         self._sender.wake()

@@ -87,6 +87,9 @@ class Accumulator:
         self._linger_timer: asyncio.TimerHandle | None = None
         self.buffer_memory = config.buffer_memory
         self.buffered = 0  # bytes reserved by batches not yet completed
+        # Records that waited for their topic's metadata were admitted against buffer_memory
+        # when produced; while they are appended the limit is not applied again (see Producer).
+        self.readmitting = False
         self.incomplete = 0  # batches not yet completed (open, queued or in flight)
 
     # --- batches -------------------------------------------------------------------------------
@@ -94,7 +97,7 @@ class Accumulator:
         """Open a batch for ``part`` able to take a record of ``record_size`` bytes."""
         config = self._config
         capacity = max(config.batch_size, record_size + BATCH_HEADER_SIZE)
-        if self.buffered + capacity > self.buffer_memory:
+        if self.buffered + capacity > self.buffer_memory and not self.readmitting:
             raise BufferFullError(
                 f"buffer_memory ({self.buffer_memory} bytes) is full: {self.buffered} bytes are waiting "
                 "to be sent or acknowledged; let the event loop run, then produce again"
