@@ -4,6 +4,7 @@ broker killed on the three-node cluster."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 import uuid
@@ -141,24 +142,39 @@ def test_mixed_cooperative_group_keeps_partitions_in_place(kafka, make_topic, lo
 class CommitWatch:
     """Samples the group's committed offsets from another thread and records any step back."""
 
+    # librdkafka can keep asking a coordinator that died; after this many failed lookups in a
+    # row the watcher starts over with a fresh consumer (a fresh FindCoordinator).
+    FAILURES_BEFORE_RECONNECT = 3
+
     def __init__(self, bootstrap: str, topic: str, group: str, partitions: int) -> None:
-        self.admin = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": group,
-                                               "enable.auto.commit": False})
+        self.config = {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False}
+        self.admin = confluent_kafka.Consumer(self.config)
         self.parts = [confluent_kafka.TopicPartition(topic, p) for p in range(partitions)]
         self.highest: dict[int, int] = {}
         self.backwards: list[tuple[int, int, int]] = []
         self.samples = 0
+        self.failures = 0
+        self.reconnects = 0
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
     def _run(self) -> None:
+        failed_in_a_row = 0
         while not self.stop.is_set():
             try:
                 committed = self.admin.committed(self.parts, timeout=5)
             except confluent_kafka.KafkaException:
+                self.failures += 1
+                failed_in_a_row += 1
+                if failed_in_a_row >= self.FAILURES_BEFORE_RECONNECT:
+                    self.admin.close()
+                    self.admin = confluent_kafka.Consumer(self.config)
+                    self.reconnects += 1
+                    failed_in_a_row = 0
                 time.sleep(0.1)
                 continue
+            failed_in_a_row = 0
             for tp in committed:
                 if tp.offset < 0:
                     continue
@@ -217,6 +233,17 @@ def test_auto_commit_with_a_member_killed_mid_stream_loses_nothing(kafka, make_t
 GROUP_SESSION_3NODE_MS = 10000
 
 
+def run_committed(loop: Any, client: Any, topic: str, partitions: int = 4) -> Any:
+    """What a member reads back as committed (for a failure message): {partition: offset} or the error."""
+    future = loop.create_future()
+    client.committed([(topic, p) for p in range(partitions)],
+                     lambda result, err: future.done() or future.set_result(err if err is not None else result))
+    try:
+        return loop.run_until_complete(asyncio.wait_for(future, 10))
+    except asyncio.TimeoutError:
+        return "no answer within 10 s"
+
+
 @pytest.mark.slow
 def test_group_recovers_when_the_coordinator_broker_dies(kafka3, loop):
     topic = kafka3.create_topic(kafka3.unique_topic_name("coordinator-kill"), partitions=4)
@@ -244,8 +271,15 @@ def test_group_recovers_when_the_coordinator_broker_dies(kafka3, loop):
             return len(seen) >= 4000
 
         run_until(loop, complete, 60, "every record after the coordinator died")
-        run_until(loop, lambda: all(watch.highest.get(p) == 1000 for p in range(4)), 60,
-                  "commits to reach the end through the new coordinator")
+        try:
+            run_until(loop, lambda: all(watch.highest.get(p) == 1000 for p in range(4)), 60,
+                      "commits to reach the end through the new coordinator")
+        except AssertionError as exc:
+            mine = [run_committed(loop, m.client, topic) for m in members]
+            raise AssertionError(
+                f"{exc}: the watcher saw {watch.highest} ({watch.samples} samples, {watch.failures} failed, "
+                f"{watch.reconnects} reconnects); the members read {mine} and reported {[m.received.errors for m in members]}"
+            ) from None
         recovered_after = time.monotonic() - killed_at
         assert not watch.backwards, watch.backwards
         assert recovered_after < 60
