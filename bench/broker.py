@@ -15,7 +15,7 @@ PREFILL_QUEUE_MESSAGES = 1_000_000
 
 
 class ExistingCluster(KafkaCluster):
-    """A cluster someone else runs; the harness only creates topics on it."""
+    """A cluster someone else runs; the harness only creates topics on it, and deletes them after each run."""
 
     def __init__(self, bootstrap: str) -> None:
         super().__init__()

@@ -151,6 +151,17 @@ class Runner:
             self.consume_topic = name
         return self.consume_topic
 
+    def drop_run_topic(self, scenario: Scenario, spec: RunSpec) -> None:
+        """Delete the topic one run wrote, so the gigabytes of each produce run do not pile up
+        in the broker's page cache and disk and slow every later run (and whichever client
+        happens to run while the broker flushes them)."""
+        if not spec.topic or scenario.kind in (KIND_CONSUME, KIND_ENCODE, KIND_DECODE):
+            return
+        try:
+            self.cluster.delete_topic(spec.topic)
+        except Exception as exc:  # noqa: BLE001 - a leftover topic costs disk, not correctness
+            self.progress(f"could not delete {spec.topic}: {type(exc).__name__}: {exc}")
+
     def run_one(self, spec: RunSpec) -> RunResult:
         planned = spec.warmup_s + spec.duration_s * 3 + spec.count / 1000.0
         timeout = RUN_OVERHEAD_S + planned
@@ -183,6 +194,7 @@ class Runner:
             for entry in order:
                 outcome = outcomes[entry.label]
                 self.done += 1
+                spec = None
                 try:
                     spec = self.spec_for(scenario, entry, rep)
                     result = self.run_one(spec)
@@ -192,6 +204,9 @@ class Runner:
                     outcome.errors.append(f"{type(exc).__name__}: {exc}")
                     self.progress(f"{scenario.name:22s} {entry.label:20s} rep {rep + 1}: FAILED {exc}")
                     continue
+                finally:
+                    if spec is not None:
+                        self.drop_run_topic(scenario, spec)
                 figures = derive(scenario.kind, result, landed)
                 outcome.settings = result.settings
                 raw = report.raw_run(result)
