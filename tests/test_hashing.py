@@ -3,6 +3,7 @@ murmur2 against the Java client itself (Utils.murmur2 run in a JVM) and against
 librdkafka's Java-compatible partitioner on a real broker."""
 
 import random
+import random
 import shutil
 import subprocess
 import zlib
@@ -36,6 +37,17 @@ def test_crc32c_hardware_and_table_paths_agree_at_any_alignment(data, offset):
     # memoryview slices start at every alignment, exercising the unaligned head loop
     view = memoryview(b"\x00" * offset + data)[offset:]
     assert crc32c(view) == _crc32c_table(data)
+
+
+@pytest.mark.parametrize("length", [767, 768, 769, 775, 776, 1536, 24575, 24576, 24583, 49152 + 800, 1 << 20])
+@pytest.mark.parametrize("offset", [0, 3])
+def test_crc32c_interleaved_blocks_agree_with_the_table(length, offset):
+    # the hardware path runs three streams over 3 x 8 KiB and 3 x 256-byte blocks and joins
+    # them with shift tables: every boundary between those regimes must give the same CRC
+    data = random.Random(length).randbytes(length + offset)
+    view = memoryview(data)[offset:]
+    assert crc32c(view) == _crc32c_table(view)
+    assert crc32c(view[100:], crc32c(view[:100])) == crc32c(view)
 
 
 @given(st.binary(max_size=500), st.binary(max_size=500))
