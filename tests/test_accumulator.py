@@ -9,7 +9,13 @@ from test_producer_logic import FakeBuilder
 
 from kafkaev._proto import RecordBatchBuilder
 from kafkaev.config import ClientConfig
-from kafkaev.producer.accumulator import SPARE_BUILDERS_MAX, Accumulator, BufferFullError, TopicState
+from kafkaev.producer.accumulator import (
+    LOW_LATENCY_PIPELINE_DEPTH,
+    SPARE_BUILDERS_MAX,
+    Accumulator,
+    BufferFullError,
+    TopicState,
+)
 
 
 @pytest.fixture
@@ -114,3 +120,28 @@ def test_stand_in_builders_are_not_recycled(loop):
     batch = acc.new_batch(tstate.parts[0], 10)
     acc.recycle(batch.builder)
     assert acc.new_batch(tstate.parts[1], 10).builder is not batch.builder
+
+
+@pytest.mark.parametrize(("linger_ms", "sends_at"), [(0, LOW_LATENCY_PIPELINE_DEPTH), (5, 5)])
+def test_lingered_batch_waits_while_its_partition_has_enough_requests_out(loop, linger_ms, sends_at):
+    # linger_ms=0 pipelines at most LOW_LATENCY_PIPELINE_DEPTH small requests per partition;
+    # otherwise the lingered batch may go out up to max_in_flight
+    acc, tstate, ready = make(loop, linger_ms=linger_ms, max_in_flight=5)
+    part = tstate.parts[0]
+    for in_flight in range(6):
+        part.in_flight.clear()
+        part.in_flight.extend(object() for _ in range(in_flight))
+        batch = acc.new_batch(part, 10)
+        batch.builder.append(0, None, b"v", None)
+        loop.run_until_complete(asyncio.sleep(linger_ms / 1000 + 0.02))
+        if in_flight < sends_at:
+            assert part.batch is None and list(part.queue) == [batch], in_flight
+            part.queue.clear()
+            acc.ready.clear()
+        else:
+            assert part.batch is batch and part in acc.held, in_flight  # keeps taking records
+            part.in_flight.clear()
+            acc.close_held()  # an answer came back: the sender asks again
+            assert part.batch is None and list(part.queue) == [batch]
+            part.queue.clear()
+            acc.ready.clear()

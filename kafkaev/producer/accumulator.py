@@ -36,6 +36,12 @@ BATCH_HEADER_SIZE = 61
 # reused instead of being reallocated (and page-faulted in) batch after batch. Each holds
 # up to batch_size bytes outside buffer_memory.
 SPARE_BUILDERS_MAX = 4
+# At linger_ms=0 a lingered batch goes out once its partition has fewer requests than this in
+# flight: one being answered while the next is on the wire keeps the connection busy. More
+# small requests only queue in the broker, which answers a connection's requests one at a
+# time, and every record waits behind them (at 10,000 msg/s, 5 outstanding instead of 2
+# doubled the acknowledgement's median). Full batches still pipeline up to max_in_flight.
+LOW_LATENCY_PIPELINE_DEPTH = 2
 
 
 def default_builder_factory(compression_type: int, capacity: int) -> Any:
@@ -77,13 +83,15 @@ class Accumulator:
         self.topics: dict[str, TopicState] = {}
         self.ready: dict[PartitionState, None] = {}  # ordered set of partitions with queued batches
         self.open: deque[ProducerBatch] = deque()  # open batches in creation order (linger)
-        # Partitions whose open batch has lingered but which cannot send yet (max_in_flight
-        # requests out, or closed batches still queued): the batch stays open and keeps taking
+        # Partitions whose open batch has lingered but which cannot send yet (as many requests
+        # out as _lingered_in_flight allows, or closed batches still queued): the batch stays open and keeps taking
         # records until the sender can take it, as the Java client appends to a batch until it
         # is drained. Closing it at once would queue one tiny batch per linger period, and at
         # linger_ms=0 the backlog of one-request-per-batch falls ever further behind.
         self.held: dict[PartitionState, None] = {}
-        self._max_in_flight = config.max_in_flight
+        # How many requests a partition may have in flight before its lingered batch waits.
+        self._lingered_in_flight = (min(config.max_in_flight, LOW_LATENCY_PIPELINE_DEPTH) if config.linger_ms == 0
+                                    else config.max_in_flight)
         self._linger_timer: asyncio.TimerHandle | None = None
         self.buffer_memory = config.buffer_memory
         self.buffered = 0  # bytes reserved by batches not yet completed
@@ -158,7 +166,7 @@ class Accumulator:
                 break
             open_batches.popleft()
             part = batch.part
-            if part.queue or len(part.in_flight) >= self._max_in_flight:
+            if part.queue or len(part.in_flight) >= self._lingered_in_flight:
                 self.held[part] = None
                 continue
             self.close_batch(batch)
@@ -173,7 +181,7 @@ class Accumulator:
         before each round)."""
         lingered = self._loop.time() - self._linger_s
         for part in list(self.held):
-            if part.queue or len(part.in_flight) >= self._max_in_flight:
+            if part.queue or len(part.in_flight) >= self._lingered_in_flight:
                 continue
             del self.held[part]
             batch = part.batch
