@@ -3,7 +3,6 @@ murmur2 against the Java client itself (Utils.murmur2 run in a JVM) and against
 librdkafka's Java-compatible partitioner on a real broker."""
 
 import random
-import random
 import shutil
 import subprocess
 import zlib
