@@ -15,6 +15,8 @@ RESULT_PREFIX = "BENCH-RESULT "
 # Bytes a producer may hold unacknowledged, the same for every client that has such a limit:
 # a client allowed to queue more than the broker absorbs in a run only measures its queue.
 PRODUCE_BUFFER_BYTES = 256 * 1024 * 1024
+# How long a producer loop whose buffer is full waits for acknowledgements before it tries again.
+BUFFER_FULL_WAIT_S = 0.001
 
 # Scenario kinds: the client modules implement one function per kind.
 KIND_PRODUCE = "produce"  # as fast as possible for duration_s, then flush

@@ -18,7 +18,7 @@ from bench.measure import (
     stamp,
     summarize_latencies,
 )
-from bench.spec import PRODUCE_BUFFER_BYTES, RunResult, RunSpec
+from bench.spec import BUFFER_FULL_WAIT_S, PRODUCE_BUFFER_BYTES, RunResult, RunSpec
 
 CALLS_PER_CLOCK_CHECK = 1000
 CONSUME_BATCH = 10000
@@ -27,7 +27,6 @@ CONSUME_BATCH = 10000
 # the one every client gets: 2 GiB queued of 10 kB records outlasts any flush deadline.
 QUEUE_MAX_MESSAGES = 2_000_000
 QUEUE_MAX_KBYTES = PRODUCE_BUFFER_BYTES // 1024
-BUFFER_FULL_POLL_S = 0.001  # how long a full queue waits for delivery reports before a retry
 
 
 class Deliveries:
@@ -100,7 +99,7 @@ def _produce_for(producer: Producer, topic: str, value: bytes, seconds: float) -
                     produce(topic, value)
                     break
                 except BufferError:  # local queue full: serve delivery reports, then retry
-                    producer.poll(BUFFER_FULL_POLL_S)
+                    producer.poll(BUFFER_FULL_WAIT_S)
             calls += 1
         producer.poll(0)
     return calls

@@ -17,14 +17,13 @@ from bench.measure import (
     stamp,
     summarize_latencies,
 )
-from bench.spec import CONSUME_PER_MESSAGE, PRODUCE_BUFFER_BYTES, RunResult, RunSpec
+from bench.spec import BUFFER_FULL_WAIT_S, CONSUME_PER_MESSAGE, PRODUCE_BUFFER_BYTES, RunResult, RunSpec
 from kafkaev.client import Client
 from kafkaev.producer import BufferFullError
 from kafkaev.runner import default_loop
 from kafkaev.types import OFFSET_BEGINNING
 
 CALLS_PER_TICK = 1000  # produce() calls between two turns of the loop
-BUFFER_FULL_BACKOFF_S = 0.001  # the same pause as the confluent-kafka run's BUFFER_FULL_POLL_S
 BATCH_SIZE = 1024 * 1024
 FLUSH_TIMEOUT_S = 20.0
 PROBE_TIMEOUT_S = 15.0  # e2e: how long the first probe record may take to come back
@@ -111,7 +110,7 @@ def _produce_for(client: Client, topic: str, value: bytes, seconds: float, cb: D
         elif full:
             # Let acknowledgements free the buffer, as the confluent-kafka run does with
             # a short poll, instead of spinning on BufferFullError.
-            loop.call_later(BUFFER_FULL_BACKOFF_S, pump)
+            loop.call_later(BUFFER_FULL_WAIT_S, pump)
         else:
             loop.call_soon(pump)
 
