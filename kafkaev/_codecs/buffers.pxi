@@ -107,8 +107,8 @@ cdef class WriteBuffer:
     reset, so the exported bytes can never move under the reader.
 
     Large ``bytes`` values (record batches) are not copied in: the buffer keeps a
-    reference and ``chunks()`` hands them to the socket as they are, so a batch
-    is copied once, by the kernel, on its way out.
+    reference and ``chunks()`` hands them to the socket as they are: a built
+    batch is not copied again before the kernel takes it.
     """
 
     def __cinit__(self):
