@@ -1,6 +1,6 @@
 """The group membership state machine against a scripted coordinator: the protocol paths a real
 broker produces only under races (MEMBER_ID_REQUIRED, a cooperative revoke followed by a rejoin,
-expired membership, a fenced static member, a coordinator move)."""
+expired membership, a fenced static member, a coordinator move, a commit retried across one)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from kafkaev.config import ClientConfig
 from kafkaev.consumer.assignors import CooperativeStickyAssignor
 from kafkaev.consumer.context import ConsumerContext
 from kafkaev.consumer.group import GroupMember, GroupOptions, GroupState
+from kafkaev.consumer.offsets import CommitOffset
 from kafkaev.consumer.protocol import (
     decode_assignment,
     decode_subscription,
@@ -142,6 +143,15 @@ def no_committed(args):
     return NS(error_code=NONE, groups=None,
               topics=[NS(name=TOPIC, partitions=[NS(partition_index=p, committed_offset=-1, committed_leader_epoch=-1,
                                                     metadata=None, error_code=NONE) for _t, p in args["partitions"]])])
+
+
+def commit_refused(code: int):
+    def respond(args):
+        by_topic: dict[str, list[Any]] = {}
+        for t, p, *_ in args["offsets"]:
+            by_topic.setdefault(t, []).append(NS(partition_index=p, error_code=code))
+        return NS(topics=[NS(name=t, partitions=ps) for t, ps in by_topic.items()])
+    return respond
 
 
 def committed_ok(args):
@@ -282,3 +292,51 @@ def test_coordinator_move_is_rediscovered_without_losing_membership(harness):
     assert c.names().count("find") >= 2, "NOT_COORDINATOR makes the member look the coordinator up again"
     assert h.member.state is GroupState.STABLE and h.member.generation_id == 1
     assert not [e for e in h.events if e[0] in ("lost", "revoke")]
+
+
+def sent_commits(c: Coordinator) -> list[dict[int, int]]:
+    return [{p: offset for _t, p, offset, *_ in args["offsets"]} for name, args in c.calls if name == "commit"]
+
+
+def test_a_commit_retried_after_a_coordinator_move_never_lands_after_a_newer_one(harness):
+    """The failover race behind a committed offset going backwards: commit 500 meets a moving
+    coordinator, commit 1000 lands while 500 waits out its backoff; 500 must not be sent again."""
+    h = harness()
+    c = h.coordinator
+    c.script("commit", commit_refused(NOT_COORDINATOR), committed_ok)
+    older: list[Any] = []
+    newer: list[Any] = []
+    h.member.offsets.commit({TP(TOPIC, 0): CommitOffset(500)}, older.append)
+    h.run(0.01)  # the refusal arrives; the retry waits retry_backoff_ms
+    h.member.offsets.commit({TP(TOPIC, 0): CommitOffset(1000)}, newer.append)
+    h.run(0.4)
+    assert sent_commits(c) == [{0: 500}, {0: 1000}]
+    assert newer == [None]
+    assert len(older) == 1 and older[0].code == NOT_COORDINATOR and "newer commit" in older[0].message
+    assert h.member.offsets.last_committed[TP(TOPIC, 0)] == 1000
+
+
+def test_a_retried_commit_keeps_the_partitions_no_newer_commit_carries(harness):
+    h = harness()
+    c = h.coordinator
+    c.script("commit", commit_refused(NOT_COORDINATOR), committed_ok)
+    older: list[Any] = []
+    h.member.offsets.commit({TP(TOPIC, 0): CommitOffset(500), TP(TOPIC, 1): CommitOffset(700)}, older.append)
+    h.run(0.01)
+    h.member.offsets.commit({TP(TOPIC, 0): CommitOffset(1000)}, None)
+    h.run(0.4)
+    assert sent_commits(c) == [{0: 500, 1: 700}, {0: 1000}, {1: 700}]
+    # Partition 1 landed, partition 0 never will from this commit: the callback says so, once.
+    assert len(older) == 1 and older[0] is not None and "1 partition(s)" in older[0].message
+    assert h.member.offsets.last_committed == {TP(TOPIC, 0): 1000, TP(TOPIC, 1): 700}
+
+
+def test_a_commit_with_nothing_newer_is_retried_to_success(harness):
+    h = harness()
+    c = h.coordinator
+    c.script("commit", commit_refused(NOT_COORDINATOR), committed_ok)
+    done: list[Any] = []
+    h.member.offsets.commit({TP(TOPIC, 2): CommitOffset(42)}, done.append)
+    h.run(0.4)
+    assert sent_commits(c) == [{2: 42}, {2: 42}]
+    assert done == [None]

@@ -3,7 +3,10 @@
 Commits carry the member's generation and id, so a member that lost its
 partitions in a rebalance cannot overwrite the new owner's progress (the
 coordinator answers ILLEGAL_GENERATION / UNKNOWN_MEMBER_ID / FENCED_INSTANCE_ID,
-and the member rejoins). Coordinator moves are retried until request_timeout_ms.
+and the member rejoins). Coordinator moves are retried until request_timeout_ms,
+but only for partitions no newer commit has been issued for since: a retried
+old commit must never land after a newer one and move the group's offset back
+(the Java client leaves async commits unretried for the same reason).
 OffsetFetch asks for stable offsets under read_committed (KIP-447) and waits out
 UNSTABLE_OFFSET_COMMIT.
 """
@@ -17,6 +20,7 @@ from kafkaev.errors import (
     FENCED_INSTANCE_ID,
     ILLEGAL_GENERATION,
     NONE,
+    NOT_COORDINATOR,
     REBALANCE_IN_PROGRESS,
     TIMED_OUT,
     UNKNOWN_MEMBER_ID,
@@ -54,7 +58,7 @@ class Identity(Protocol):
 
 
 class OffsetManager:
-    __slots__ = ("ctx", "link", "member", "require_stable", "last_committed")
+    __slots__ = ("ctx", "link", "member", "require_stable", "last_committed", "_commits_issued", "_newest_commit")
 
     def __init__(self, ctx: ConsumerContext, link: CoordinatorLink, member: Identity, *, require_stable: bool) -> None:
         self.ctx = ctx
@@ -64,6 +68,10 @@ class OffsetManager:
         # Highest offset this member knows to be committed, per partition: auto-commit
         # never sends anything lower, so committed offsets do not go backwards.
         self.last_committed: dict[TopicPartition, int] = {}
+        # Every commit() gets the next number; per partition, the number of the newest
+        # commit that carries it. An attempt is retried only where it is still the newest.
+        self._commits_issued = 0
+        self._newest_commit: dict[TopicPartition, int] = {}
 
     # --- commit ------------------------------------------------------------------------------------
     def commit(
@@ -75,11 +83,42 @@ class OffsetManager:
                 self.ctx.loop.call_soon(self.ctx.call, cb, None)
             return
         deadline = self.ctx.loop.time() + self.ctx.config.request_timeout_ms / 1000.0
-        self._commit_attempt(dict(offsets), cb, deadline)
+        self._commits_issued += 1
+        serial = self._commits_issued
+        for tp in offsets:
+            self._newest_commit[tp] = serial
+        self._commit_attempt(dict(offsets), cb, deadline, serial)
+
+    def _still_newest(self, offsets: dict[TopicPartition, CommitOffset], serial: int) -> dict[TopicPartition, CommitOffset]:
+        return {tp: o for tp, o in offsets.items() if self._newest_commit.get(tp) == serial}
+
+    def _retry_later(
+        self, offsets: dict[TopicPartition, CommitOffset], cb: Callable[[KafkaError | None], object] | None,
+        deadline: float, serial: int, err: KafkaError,
+    ) -> None:
+        """Try ``offsets`` again after the backoff, minus what a newer commit now carries."""
+
+        def again() -> None:
+            current = self._still_newest(offsets, serial)
+            if len(current) == len(offsets):
+                self._commit_attempt(current, cb, deadline, serial)
+                return
+            # This commit did not land for some partitions and never will: say so, once.
+            replaced = KafkaError(err.code, f"{err.message or err.description}; not retried for "
+                                            f"{len(offsets) - len(current)} partition(s): a newer commit replaced it")
+            if not current:
+                if cb is not None:
+                    self.ctx.call(cb, replaced)
+                return
+            user_cb = cb
+            self._commit_attempt(current, lambda e: user_cb(e or replaced) if user_cb is not None else None,
+                                 deadline, serial)
+
+        self.ctx.loop.call_later(self.ctx.config.retry_backoff_ms / 1000.0, again)
 
     def _commit_attempt(
         self, offsets: dict[TopicPartition, CommitOffset], cb: Callable[[KafkaError | None], object] | None,
-        deadline: float,
+        deadline: float, serial: int,
     ) -> None:
         member = self.member
 
@@ -89,8 +128,7 @@ class OffsetManager:
 
         def retry_or_fail(err: KafkaError) -> None:
             if retriable_group_error(err) and self.ctx.loop.time() < deadline:
-                self.ctx.loop.call_later(self.ctx.config.retry_backoff_ms / 1000.0,
-                                         self._commit_attempt, offsets, cb, deadline)
+                self._retry_later(offsets, cb, deadline, serial, err)
             else:
                 finish(err)
 
@@ -122,8 +160,8 @@ class OffsetManager:
                                                  f"for group {member.group_id!r}")
             if retry and first is None:
                 if self.ctx.loop.time() < deadline:
-                    self.ctx.loop.call_later(self.ctx.config.retry_backoff_ms / 1000.0,
-                                             self._commit_attempt, retry, cb, deadline)
+                    moved = KafkaError(NOT_COORDINATOR, f"the coordinator of group {member.group_id!r} moved")
+                    self._retry_later(retry, cb, deadline, serial, moved)
                     return
                 first = KafkaError(TIMED_OUT, f"the coordinator of group {member.group_id!r} kept moving")
             finish(first)
