@@ -85,7 +85,8 @@ def all_scenarios(*, quick: bool) -> list[Scenario]:
     produce_metrics = (MSGS_PER_S, MB_PER_S, CPU_US_PER_RECORD)
     scenarios = [
         Scenario("produce_acks1", "Pipelined produce, acks=1, 100-byte values", KIND_PRODUCE,
-                 _entries(*clients, "java"), produce_metrics, {"acks": 1, "value_size": 100}, group="size"),
+                 _entries(*clients, "java", "raw-socket"), produce_metrics, {"acks": 1, "value_size": 100},
+                 group="size"),
         Scenario("produce_acks0", "Fire-and-forget produce, acks=0, 100-byte values", KIND_PRODUCE,
                  _entries(*clients), (CALL_RATE, DELIVERED_PER_S, CPU_US_PER_RECORD), {"acks": 0, "value_size": 100}),
         Scenario("roundtrip", "Sequential round trip (produce one, wait for the ack), linger 0", KIND_ROUNDTRIP,
@@ -112,7 +113,8 @@ def all_scenarios(*, quick: bool) -> list[Scenario]:
         if size != 100:
             scenarios.append(Scenario(
                 f"produce_acks1_{size}B", f"Pipelined produce, acks=1, {size}-byte values", KIND_PRODUCE,
-                _entries(*sweep_clients), produce_metrics, {"acks": 1, "value_size": size}, group="size"))
+                _entries(*sweep_clients, "raw-socket"), produce_metrics, {"acks": 1, "value_size": size},
+                group="size"))
     for codec in codecs:
         scenarios.append(Scenario(
             f"produce_{codec}", f"Pipelined produce, acks=1, 100-byte values, {codec}", KIND_PRODUCE,

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from bench.measure import histogram, percentile, summarize_latencies
 from bench.spec import RunResult, RunSpec
 
@@ -116,3 +118,74 @@ def test_kafkaev_consume_time_cap_ends_a_short_topic():
     [(delay, cap, _handle)] = loop.timers
     cap()  # the topic ran dry: the time cap fires
     assert counter.done and loop.stopped == 1 and counter.records == 4 and counter.delivered == 5
+
+
+def test_produce_floor_sends_the_batch_kafkaev_would_build():
+    """The ceiling writes the very bytes kafkaev's builder makes of a full batch in its runs."""
+    from bench.clients.kafkaev_client import BATCH_SIZE
+    from bench.floors.pipelined_produce import BATCH_SIZE as FLOOR_BATCH_SIZE
+    from bench.floors.wire import full_record_batch
+    from bench.measure import make_value
+    from kafkaev._proto import RecordBatchBuilder
+
+    assert FLOOR_BATCH_SIZE == BATCH_SIZE
+    timestamp_ms = 1_764_500_000_000
+    for size in (100, 10000):
+        value = make_value(size)
+        batch, count = full_record_batch(value, timestamp_ms, BATCH_SIZE)
+        builder = RecordBatchBuilder(max_batch_size=BATCH_SIZE)
+        while builder.append(timestamp_ms, None, value) >= 0:
+            pass
+        assert count == builder.record_count > 1
+        assert batch == builder.build()
+
+
+def test_every_pipelined_produce_scenario_has_the_ceiling():
+    from bench.scenarios import all_scenarios
+
+    for quick in (False, True):
+        sized = [s for s in all_scenarios(quick=quick) if s.group == "size"]
+        assert {s.params["value_size"] for s in sized} == {10, 100, 1000, 10000}
+        for scenario in sized:
+            assert scenario.entry("raw-socket").is_floor
+
+
+def test_produce_floor_counts_what_the_broker_holds(kafka, make_topic):
+    from bench.broker import landed_records
+    from bench.floors import produce
+
+    partitions = 3
+    topic = make_topic(partitions=partitions)
+    spec = RunSpec(client="raw-socket", kind="produce", bootstrap=kafka.bootstrap, topic=topic, value_size=10000,
+                   duration_s=0.3, warmup_s=0.1, partitions=partitions)
+    result = produce(spec)
+    per_batch = result.settings["records_per_batch"]
+    assert result.records > 0 and result.records % per_batch == 0 and result.warmup_records % per_batch == 0
+    assert result.failed == 0 and result.calls == result.records
+    assert result.bytes == result.records * spec.value_size
+    assert 0 < result.call_elapsed_s <= result.elapsed_s and result.cpu_s > 0
+    assert landed_records(kafka.bootstrap, topic, partitions) == result.warmup_records + result.records
+
+
+def test_produce_floor_fails_the_run_on_a_broker_error(kafka, topic):
+    from bench.floors.pipelined_produce import ProducePipeline
+    from bench.floors.wire import connect, full_record_batch, produce_request
+
+    batch, count = full_record_batch(b"v" * 1000, 1_764_500_000_000, 64 * 1024)
+    corrupt = batch[:-1] + b"w"  # the last value byte changes, the CRC-32C no longer matches
+    sock = connect(kafka.bootstrap)
+    pipeline = ProducePipeline(sock, [produce_request(0, topic, 0, corrupt, 1)], count, 1)
+    try:
+        with pytest.raises(RuntimeError, match="partition 0 answered CORRUPT_MESSAGE"):
+            pipeline.run_for(0.1)
+    finally:
+        pipeline.close()
+        sock.close()
+
+
+def test_produce_floor_needs_acknowledgements():
+    from bench.floors.pipelined_produce import produce
+
+    spec = RunSpec(client="raw-socket", kind="produce", bootstrap="127.0.0.1:1", topic="t", acks=0)
+    with pytest.raises(ValueError, match="'acks'"):
+        produce(spec)

@@ -1,0 +1,10 @@
+"""The raw-socket floors: what the broker and loopback cost when the client costs next to nothing.
+
+``roundtrip`` (one record, wait for the ack) and ``produce`` (full pre-encoded batches,
+pipelined) are the worker's ``raw-socket`` client; ``wire`` holds the bytes they send.
+"""
+
+from bench.floors.pipelined_produce import produce
+from bench.floors.roundtrip_latency import roundtrip
+
+__all__ = ["produce", "roundtrip"]

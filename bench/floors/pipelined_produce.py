@@ -1,0 +1,131 @@
+"""The ceiling for pipelined produce: a raw-socket client that does no per-record work.
+
+Before the clock starts it encodes, in plain Python, one full RecordBatch v2 of the scenario's
+values (as many records as fit in ``BATCH_SIZE``, the batch size kafkaev's run of the same
+scenario fills, CRC-32C included) and one Produce v7 request per partition carrying it; that
+encoding costs the floor nothing. In the measured section it only writes those same frames
+again and again, round-robin over the topic's partitions, over one blocking TCP socket, with at
+most ``MAX_IN_FLIGHT_PER_PARTITION`` requests per partition unanswered (kafkaev's
+``max_in_flight``), and reads every response in order, checking its correlation id, partition
+and error code: one error fails the run with its name. Its records per second are what the broker
+takes in on this machine when the client costs next to nothing: in the same run, no client
+can go faster, so a goal above it is out of reach here for any client.
+
+It does less than a producer must (no idempotence, the same bytes each time), so it is a ceiling,
+not a competitor.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections import deque
+from collections.abc import Sequence
+
+from bench.floors.wire import (
+    PRODUCE_VERSION,
+    connect,
+    full_record_batch,
+    produce_answer,
+    produce_request,
+    read_frame,
+)
+from bench.measure import Section, make_value
+from bench.spec import RunResult, RunSpec
+from kafkaev.errors import NONE, error_name
+
+# The batch size of the kafkaev produce runs (bench/clients/kafkaev_client.py, BATCH_SIZE); a
+# test keeps the two equal.
+BATCH_SIZE = 1024 * 1024
+# kafkaev's default max_in_flight: produce requests unanswered per partition.
+MAX_IN_FLIGHT_PER_PARTITION = 5
+ACKS_NONE = 0
+
+
+class ProducePipeline:
+    """Pre-encoded Produce frames written again and again over one socket, every answer checked.
+
+    Frame ``i`` must carry correlation id ``i`` and write partition ``i``: that is what its answer
+    is checked against.
+    """
+
+    __slots__ = ("_sock", "_reader", "_frames", "_records_per_frame", "_depth")
+
+    def __init__(self, sock: socket.socket, frames: Sequence[bytes], records_per_frame: int,
+                 in_flight_per_frame: int) -> None:
+        self._sock = sock
+        self._reader = sock.makefile("rb")
+        self._frames = frames
+        self._records_per_frame = records_per_frame
+        self._depth = in_flight_per_frame * len(frames)
+
+    def run_for(self, seconds: float) -> tuple[int, float]:
+        """Send for ``seconds``, then wait for every answer; returns the records acknowledged and
+        the seconds spent sending. An answer with an error raises ``RuntimeError`` naming it."""
+        sendall = self._sock.sendall
+        frames = self._frames
+        frame_count = len(frames)
+        depth = self._depth
+        clock = time.perf_counter
+        awaited: deque[int] = deque()  # frame indexes sent and not yet answered, oldest first
+        next_frame = 0
+        answered = 0
+        started = clock()
+        deadline = started + seconds
+        while clock() < deadline:
+            while len(awaited) < depth:
+                sendall(frames[next_frame])
+                awaited.append(next_frame)
+                next_frame = (next_frame + 1) % frame_count
+            self._check(awaited.popleft())
+            answered += 1
+        sending_s = clock() - started
+        while awaited:
+            self._check(awaited.popleft())
+            answered += 1
+        return answered * self._records_per_frame, sending_s
+
+    def _check(self, frame: int) -> None:
+        correlation_id, partition, error_code = produce_answer(read_frame(self._reader))
+        if error_code != NONE:
+            raise RuntimeError(f"raw-socket produce: partition {partition} answered {error_name(error_code)} "
+                               f"({error_code})")
+        if correlation_id != frame or partition != frame:
+            raise RuntimeError(f"raw-socket produce: expected the answer to request {frame} (partition {frame}), "
+                               f"got correlation id {correlation_id} for partition {partition}")
+
+    def close(self) -> None:
+        self._reader.close()
+
+
+def produce(spec: RunSpec) -> RunResult:
+    if spec.acks == ACKS_NONE:
+        raise ValueError("raw-socket produce: 'acks' must be 1 or -1, it counts acknowledged records; got 0")
+    batch, records_per_batch = full_record_batch(make_value(spec.value_size), int(time.time() * 1000), BATCH_SIZE)
+    frames = [produce_request(partition, spec.topic, partition, batch, spec.acks)
+              for partition in range(spec.partitions)]
+    sock = connect(spec.bootstrap)
+    pipeline = ProducePipeline(sock, frames, records_per_batch, MAX_IN_FLIGHT_PER_PARTITION)
+    try:
+        warm, _ = pipeline.run_for(spec.warmup_s)
+        with Section() as section:
+            acked, sending_s = pipeline.run_for(spec.duration_s)
+    finally:
+        pipeline.close()
+        sock.close()
+    return RunResult(
+        records=acked,
+        elapsed_s=section.elapsed,
+        call_elapsed_s=sending_s,
+        calls=acked,  # every record sent was acknowledged, or the run failed
+        warmup_records=warm,
+        cpu_s=section.cpu,
+        bytes=acked * spec.value_size,
+        settings={
+            "request": f"Produce v{PRODUCE_VERSION}, pre-encoded full batches, one blocking socket",
+            "acks": spec.acks,
+            "batch_size": BATCH_SIZE,
+            "records_per_batch": records_per_batch,
+            "max_in_flight_per_partition": MAX_IN_FLIGHT_PER_PARTITION,
+        },
+    )
