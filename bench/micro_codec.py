@@ -43,15 +43,14 @@ def make_records(count: int) -> list[tuple[int, bytes, bytes]]:
 
 
 def encode_kafkaev(records: list[tuple[int, bytes, bytes]], codec: int) -> int:
+    """The producer's own path: ``append`` per record, ``finish`` per batch, the builder reused."""
     builder = RecordBatchBuilder(codec, BATCH_SIZE)
     append = builder.append
     for timestamp, key, value in records:
         if append(timestamp, key, value, None) == -1:
-            builder.build(producer_id=1, producer_epoch=0, base_sequence=0)
-            builder = RecordBatchBuilder(codec, BATCH_SIZE)
-            append = builder.append
+            builder.finish(producer_id=1, producer_epoch=0, base_sequence=0)
             append(timestamp, key, value, None)
-    builder.build(producer_id=1, producer_epoch=0, base_sequence=0)
+    builder.finish(producer_id=1, producer_epoch=0, base_sequence=0)
     return len(records)
 
 

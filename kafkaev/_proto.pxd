@@ -3,6 +3,7 @@
 # requests, and a bounds-checked read cursor over one complete frame.
 
 cimport cython
+from cpython.ref cimport PyObject
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
 
@@ -146,7 +147,11 @@ cdef bytes decompress_payload(int codec, object data, Py_ssize_t max_size)
 @cython.final
 cdef class RecordBatchBuilder:
     cdef:
-        char *_records              # the uncompressed Records section
+        # A bytes object owned by this builder alone (refcount 1) until finish() hands it
+        # out: room for the batch header, then the uncompressed Records section. NULL
+        # before the first record and after finish().
+        PyObject *_storage
+        char *_records              # the Records section inside _storage
         Py_ssize_t _records_len
         Py_ssize_t _capacity
         int32_t _record_count
@@ -167,6 +172,12 @@ cdef class RecordBatchBuilder:
     cpdef bytes build(self, int64_t base_offset=*, int32_t partition_leader_epoch=*,
                       int64_t producer_id=*, int16_t producer_epoch=*, int32_t base_sequence=*,
                       bint transactional=*, bint is_control=*)
+    cpdef bytes finish(self, int64_t base_offset=*, int32_t partition_leader_epoch=*,
+                       int64_t producer_id=*, int16_t producer_epoch=*, int32_t base_sequence=*,
+                       bint transactional=*, bint is_control=*)
+    cdef void _stamp_header(self, char *out, Py_ssize_t total, int64_t base_offset, int32_t partition_leader_epoch,
+                            int64_t producer_id, int16_t producer_epoch, int32_t base_sequence,
+                            bint transactional, bint is_control) noexcept
     cpdef void reset(self)
 
 

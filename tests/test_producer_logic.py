@@ -38,7 +38,7 @@ HEADER = struct.Struct(">qiiBIhiqqqhii")  # RecordBatch v2 header, 61 bytes
 
 
 class FakeBuilder:
-    """Stands in for _proto.RecordBatchBuilder: same append/count/build contract."""
+    """Stands in for _proto.RecordBatchBuilder: same append/count/build/finish contract."""
 
     def __init__(self, compression, capacity):
         self.capacity = capacity
@@ -65,6 +65,12 @@ class FakeBuilder:
         head = HEADER.pack(0, 49 + len(body), 0, 2, 0, 0, len(self.records) - 1, 0, 0,
                            producer_id, producer_epoch, base_sequence, len(self.records))
         return head + body
+
+    def finish(self, **stamp):
+        data = self.build(**stamp)
+        self.records = []
+        self.size = HEADER.size
+        return data
 
 
 def parse(data):

@@ -145,6 +145,31 @@ def test_rebuild_restamps_header_and_keeps_records(codec_name):
     assert len(list(DefaultRecordBatch(fourth))) == 51
 
 
+@pytest.mark.parametrize("max_batch_size", [16384, 1 << 20], ids=["handed-over", "copied"])
+@pytest.mark.parametrize("codec_name", list(CODECS))
+def test_finish_equals_build_then_empties_the_builder(codec_name, max_batch_size):
+    builder = RecordBatchBuilder(codec=CODECS[codec_name], max_batch_size=max_batch_size)
+    for i in range(40):
+        builder.append(1_000 + i, b"key-%d" % i, b"x" * 100, [("h", b"%d" % i)])
+    stamp = {"base_offset": 7, "producer_id": 9, "producer_epoch": 2, "base_sequence": 40, "transactional": True}
+    expected = builder.build(**stamp)
+    finished = builder.finish(**stamp)
+    assert type(finished) is bytes and finished == expected
+    assert builder.record_count == 0 and builder.estimated_size == 61
+    # The next batch starts clean and never writes into the one handed out.
+    builder.append(5_000, None, b"next", None)
+    assert finished == expected
+    assert [r.value for r in DefaultRecordBatch(builder.finish())] == [b"next"]
+    assert DefaultRecordBatch(finished).validate_crc() and len(list(DefaultRecordBatch(finished))) == 40
+
+
+def test_finish_of_an_empty_builder_and_of_an_oversized_first_record():
+    builder = RecordBatchBuilder(max_batch_size=100)
+    assert header_of(builder.finish())["record_count"] == 0
+    builder.append(1, None, b"x" * 10_000, None)  # past max_batch_size: the buffer grew to take it
+    assert [r.value for r in DefaultRecordBatch(builder.finish())] == [b"x" * 10_000]
+
+
 def test_transactional_and_control_bits():
     builder = RecordBatchBuilder()
     # A transaction marker: key = version 0, type 1 (commit); value = version 0, coordinator epoch 5.

@@ -28,16 +28,25 @@
 #   [HeaderKeyLength => Varint, HeaderKey => String (UTF-8),
 #    HeaderValueLength => Varint (-1 for null), HeaderValue => Bytes]
 #
-# Records are appended one at a time into the builder's own growing buffer,
-# with no per-record Python objects. The uncompressed records are kept, so a
-# batch can be built again with a new producer epoch or base sequence (an
-# idempotent retry after an epoch bump) by re-stamping the header and
-# re-computing the CRC; the compressed payload is cached between builds.
+# Records are appended one at a time into the builder's own buffer, with no
+# per-record Python objects. That buffer is a bytes object with room for the
+# batch header in front, so finish() can stamp the header in place and hand
+# the object out as the batch: an uncompressed batch of up to 128 KiB is never
+# copied between its records' append and the socket. build() instead copies and keeps the
+# records, so a batch can be built again with a new producer epoch or base
+# sequence by re-stamping the header and re-computing the CRC; the compressed
+# payload is cached between builds.
 
 from cpython.long cimport PyLong_CheckExact
+from cpython.ref cimport Py_INCREF, Py_XDECREF
 from cpython.memoryview cimport PyMemoryView_FromMemory
 from cpython.buffer cimport PyBUF_READ
 from libc.time cimport time_t
+
+cdef extern from "Python.h":
+    # Resizes a bytes object nobody else references yet; on failure frees it and sets *bytes to NULL.
+    int _PyBytes_Resize(PyObject **bytes, Py_ssize_t newsize) except -1
+
 
 cdef extern from "<time.h>" nogil:
     ctypedef int clockid_t
@@ -76,8 +85,12 @@ cdef enum:
     # length (5) + attributes (1) + timestamp delta (10) + offset delta (5)
     # + key/value lengths (5 + 5) + header count (5).
     RECORD_OVERHEAD_MAX = 36
-    INITIAL_RECORDS_CAPACITY = 4096
     DEFAULT_MAX_BATCH_SIZE = 1048576   # the broker's default max.message.bytes, rounded
+    # finish() hands its buffer out only up to this size. Larger blocks come from mmap
+    # (glibc's threshold starts at 128 KiB and only follows the sizes freed): a fresh
+    # one per batch costs a page fault per 4 KiB touched, more than the copy it saves,
+    # so a large builder keeps its warm buffer and copies, as build() does.
+    HANDOVER_MAX_SIZE = 131072
 
 # Java's RecordBatch.NO_TIMESTAMP: base/max timestamp of a batch with no records.
 cdef int64_t NO_TIMESTAMP = -1
@@ -167,6 +180,7 @@ cdef class RecordBatchBuilder:
     """
 
     def __cinit__(self):
+        self._storage = NULL
         self._records = NULL
         self._records_len = 0
         self._capacity = 0
@@ -187,19 +201,34 @@ cdef class RecordBatchBuilder:
         self._max_batch_size = max_batch_size
 
     def __dealloc__(self):
-        PyMem_Free(self._records)
+        Py_XDECREF(self._storage)
+        self._storage = NULL
         self._records = NULL
 
     cdef int _grow(self, Py_ssize_t extra) except -1:
         cdef Py_ssize_t needed = self._records_len + extra
-        cdef Py_ssize_t new_capacity = self._capacity * 2 if self._capacity else INITIAL_RECORDS_CAPACITY
-        cdef char *new_records
-        while new_capacity < needed:
-            new_capacity *= 2
-        new_records = <char *>PyMem_Realloc(self._records, new_capacity)
-        if new_records is NULL:
-            raise MemoryError()
-        self._records = new_records
+        cdef Py_ssize_t new_capacity
+        cdef object storage
+        if self._storage is NULL:
+            # The batch's whole capacity at once: append refuses to go past it (only a
+            # first record may be larger), so the records never move, and pages of it
+            # that no record reaches are never touched.
+            new_capacity = max(needed, self._max_batch_size - BATCH_HEADER_SIZE)
+            storage = PyBytes_FromStringAndSize(NULL, BATCH_HEADER_SIZE + new_capacity)
+            Py_INCREF(storage)  # the builder's own reference, released in finish() or __dealloc__
+            self._storage = <PyObject *>storage
+        else:
+            new_capacity = self._capacity * 2
+            while new_capacity < needed:
+                new_capacity *= 2
+            try:
+                _PyBytes_Resize(&self._storage, BATCH_HEADER_SIZE + new_capacity)
+            except MemoryError:
+                self._storage = NULL
+                self._records = NULL
+                self._capacity = self._records_len = self._record_count = 0
+                raise
+        self._records = PyBytes_AS_STRING(<object>self._storage) + BATCH_HEADER_SIZE
         self._capacity = new_capacity
         return 0
 
@@ -313,34 +342,15 @@ cdef class RecordBatchBuilder:
                 records.release()
         return self._payload
 
-    cpdef bytes build(self, int64_t base_offset=0, int32_t partition_leader_epoch=-1,
-                      int64_t producer_id=-1, int16_t producer_epoch=-1, int32_t base_sequence=-1,
-                      bint transactional=False, bint is_control=False):
-        """The finished batch as bytes. Can be called again (e.g. with a new
-        producer epoch and base sequence): only the header is re-stamped."""
-        cdef const char *payload
-        cdef Py_ssize_t payload_len, total
-        cdef int16_t attributes = <int16_t>(self._codec & ATTR_COMPRESSION_MASK)
-        cdef bytes batch
-        cdef char *out
+    cdef void _stamp_header(self, char *out, Py_ssize_t total, int64_t base_offset, int32_t partition_leader_epoch,
+                            int64_t producer_id, int16_t producer_epoch, int32_t base_sequence,
+                            bint transactional, bint is_control) noexcept:
         cdef uint32_t crc
-        if self._codec == COMPRESSION_NONE:
-            # No intermediate copy: the records go straight into the batch.
-            payload = self._records
-            payload_len = self._records_len
-        else:
-            compressed = self._compressed_payload()
-            payload = PyBytes_AS_STRING(compressed)
-            payload_len = PyBytes_GET_SIZE(compressed)
-        total = BATCH_HEADER_SIZE + payload_len
-        if total - BATCH_LENGTH_EXCLUDED > INT32_MAX_LENGTH:
-            raise ValueError(f"RecordBatchBuilder.build: batch of {total} bytes exceeds the Int32 length")
+        cdef int16_t attributes = <int16_t>(self._codec & ATTR_COMPRESSION_MASK)
         if transactional:
             attributes |= ATTR_TRANSACTIONAL
         if is_control:
             attributes |= ATTR_CONTROL
-        batch = PyBytes_FromStringAndSize(NULL, total)
-        out = PyBytes_AS_STRING(batch)
         _pack_int64(out + OFFSET_BASE_OFFSET, base_offset)
         _pack_int32(out + OFFSET_BATCH_LENGTH, <int32_t>(total - BATCH_LENGTH_EXCLUDED))
         _pack_int32(out + OFFSET_LEADER_EPOCH, partition_leader_epoch)
@@ -353,11 +363,71 @@ cdef class RecordBatchBuilder:
         _pack_int16(out + OFFSET_PRODUCER_EPOCH, producer_epoch)
         _pack_int32(out + OFFSET_BASE_SEQUENCE, base_sequence)
         _pack_int32(out + OFFSET_RECORD_COUNT, <int32_t>self._record_count)
-        if payload_len:
-            memcpy(out + BATCH_HEADER_SIZE, payload, payload_len)
         with nogil:
             crc = crc32c_update(0, out + OFFSET_ATTRIBUTES, total - OFFSET_ATTRIBUTES)
         _pack_int32(out + OFFSET_CRC, <int32_t>crc)
+
+    cpdef bytes build(self, int64_t base_offset=0, int32_t partition_leader_epoch=-1,
+                      int64_t producer_id=-1, int16_t producer_epoch=-1, int32_t base_sequence=-1,
+                      bint transactional=False, bint is_control=False):
+        """The finished batch as bytes. Can be called again (e.g. with a new
+        producer epoch and base sequence): only the header is re-stamped."""
+        cdef const char *payload
+        cdef Py_ssize_t payload_len, total
+        cdef bytes batch
+        cdef char *out
+        if self._codec == COMPRESSION_NONE:
+            # One copy: the records straight into the batch.
+            payload = self._records
+            payload_len = self._records_len
+        else:
+            compressed = self._compressed_payload()
+            payload = PyBytes_AS_STRING(compressed)
+            payload_len = PyBytes_GET_SIZE(compressed)
+        total = BATCH_HEADER_SIZE + payload_len
+        if total - BATCH_LENGTH_EXCLUDED > INT32_MAX_LENGTH:
+            raise ValueError(f"RecordBatchBuilder.build: batch of {total} bytes exceeds the Int32 length")
+        batch = PyBytes_FromStringAndSize(NULL, total)
+        out = PyBytes_AS_STRING(batch)
+        if payload_len:
+            memcpy(out + BATCH_HEADER_SIZE, payload, payload_len)
+        self._stamp_header(out, total, base_offset, partition_leader_epoch, producer_id, producer_epoch,
+                           base_sequence, transactional, is_control)
+        return batch
+
+    cpdef bytes finish(self, int64_t base_offset=0, int32_t partition_leader_epoch=-1,
+                       int64_t producer_id=-1, int16_t producer_epoch=-1, int32_t base_sequence=-1,
+                       bint transactional=False, bint is_control=False):
+        """The batch, as ``build`` makes it, after which the builder is empty (as after
+        ``reset``). Uncompressed and up to HANDOVER_MAX_SIZE, the builder's own buffer
+        becomes the batch, header stamped in place: no copy, and a fresh buffer comes with
+        the next record."""
+        cdef Py_ssize_t total = BATCH_HEADER_SIZE + self._records_len
+        cdef bytes batch
+        if (self._codec != COMPRESSION_NONE or self._storage is NULL
+                or BATCH_HEADER_SIZE + self._capacity > HANDOVER_MAX_SIZE):
+            batch = self.build(base_offset, partition_leader_epoch, producer_id, producer_epoch, base_sequence,
+                               transactional, is_control)
+            self.reset()  # keeps the records buffer: a compressed batch is a new object anyway
+            return batch
+        if total - BATCH_LENGTH_EXCLUDED > INT32_MAX_LENGTH:
+            raise ValueError(f"RecordBatchBuilder.finish: batch of {total} bytes exceeds the Int32 length")
+        self._stamp_header(PyBytes_AS_STRING(<object>self._storage), total, base_offset, partition_leader_epoch,
+                           producer_id, producer_epoch, base_sequence, transactional, is_control)
+        if total < BATCH_HEADER_SIZE + self._capacity:
+            try:
+                _PyBytes_Resize(&self._storage, total)  # a shrink: in place
+            except MemoryError:  # the storage is gone (freed by the failed resize): start empty
+                self._records = NULL
+                self._capacity = 0
+                self.reset()
+                raise
+        batch = <bytes>self._storage  # a new reference: the builder's own is dropped below
+        Py_XDECREF(self._storage)
+        self._storage = NULL
+        self._records = NULL
+        self._capacity = 0
+        self.reset()
         return batch
 
     cpdef void reset(self):

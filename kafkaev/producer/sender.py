@@ -206,12 +206,12 @@ class Sender:
             batch.base_seq = part.next_seq
             batch.producer_epoch = identity.producer_epoch
             part.next_seq = next_sequence(part.next_seq, batch.record_count)
-            data = batch.builder.build(producer_id=identity.producer_id, producer_epoch=identity.producer_epoch,
-                                       base_sequence=batch.base_seq)
+            data = batch.builder.finish(producer_id=identity.producer_id, producer_epoch=identity.producer_epoch,
+                                        base_sequence=batch.base_seq)
         else:
-            data = batch.builder.build()
+            data = batch.builder.finish()
         acc = self._acc
-        acc.recycle(batch.builder)  # its records are in the bytes, which are what is resent
+        acc.recycle(batch.builder)  # empty now: the bytes hold the records, and are what is resent
         batch.builder = None
         acc.buffered += len(data) - batch.reserved
         batch.reserved = len(data)
