@@ -183,6 +183,22 @@ def test_produce_floor_fails_the_run_on_a_broker_error(kafka, topic):
         sock.close()
 
 
+def test_produce_floor_gives_up_on_a_partition_without_a_leader(kafka, topic):
+    from bench.floors.pipelined_produce import ProducePipeline
+    from bench.floors.wire import connect, full_record_batch, produce_request
+
+    batch, count = full_record_batch(b"v" * 100, 1_764_500_000_000, 1024)
+    frames = [produce_request(partition, topic, partition, batch, 1) for partition in range(2)]  # 1 partition
+    sock = connect(kafka.bootstrap)
+    pipeline = ProducePipeline(sock, frames, count, 1)
+    try:
+        with pytest.raises(RuntimeError, match="partition 1 answered UNKNOWN_TOPIC_OR_PARTITION"):
+            pipeline.wait_ready(0.2)
+    finally:
+        pipeline.close()
+        sock.close()
+
+
 def test_produce_floor_needs_acknowledgements():
     from bench.floors.pipelined_produce import produce
 

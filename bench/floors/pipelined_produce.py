@@ -3,13 +3,15 @@
 Before the clock starts it encodes, in plain Python, one full RecordBatch v2 of the scenario's
 values (as many records as fit in ``BATCH_SIZE``, the batch size kafkaev's run of the same
 scenario fills, CRC-32C included) and one Produce v7 request per partition carrying it; that
-encoding costs the floor nothing. In the measured section it only writes those same frames
-again and again, round-robin over the topic's partitions, over one blocking TCP socket, with at
-most ``MAX_IN_FLIGHT_PER_PARTITION`` requests per partition unanswered (kafkaev's
-``max_in_flight``), and reads every response in order, checking its correlation id, partition
-and error code: one error fails the run with its name. Its records per second are what the broker
-takes in on this machine when the client costs next to nothing: in the same run, no client
-can go faster, so a goal above it is out of reach here for any client.
+encoding costs the floor nothing. Once each partition has accepted one request (a topic just
+created may not have its leaders in place) and the warm-up is over, the measured section only
+writes those same frames again and again, round-robin over the topic's partitions, over one
+blocking TCP socket, with at most ``MAX_IN_FLIGHT_PER_PARTITION`` requests per partition
+unanswered (kafkaev's ``max_in_flight``), and reads every response in order, checking its
+correlation id, partition and error code: one error fails the run with its name. Its records
+per second are what the broker takes in on this machine when the client costs next to nothing:
+in the same run, no client producing over one connection (as every client of the harness does)
+can go faster, so a goal above it is out of reach here.
 
 It does less than a producer must (no idempotence, the same bytes each time), so it is a ceiling,
 not a competitor.
@@ -32,7 +34,13 @@ from bench.floors.wire import (
 )
 from bench.measure import Section, make_value
 from bench.spec import RunResult, RunSpec
-from kafkaev.errors import NONE, error_name
+from kafkaev.errors import (
+    LEADER_NOT_AVAILABLE,
+    NONE,
+    NOT_LEADER_OR_FOLLOWER,
+    UNKNOWN_TOPIC_OR_PARTITION,
+    error_name,
+)
 
 # The batch size of the kafkaev produce runs (bench/clients/kafkaev_client.py, BATCH_SIZE); a
 # test keeps the two equal.
@@ -40,6 +48,10 @@ BATCH_SIZE = 1024 * 1024
 # kafkaev's default max_in_flight: produce requests unanswered per partition.
 MAX_IN_FLIGHT_PER_PARTITION = 5
 ACKS_NONE = 0
+# A topic created a moment ago: its partitions may answer these until their leader is in place.
+LEADER_NOT_READY = frozenset({NOT_LEADER_OR_FOLLOWER, LEADER_NOT_AVAILABLE, UNKNOWN_TOPIC_OR_PARTITION})
+LEADER_WAIT_S = 0.05
+READY_TIMEOUT_S = 10.0
 
 
 class ProducePipeline:
@@ -85,14 +97,37 @@ class ProducePipeline:
             answered += 1
         return answered * self._records_per_frame, sending_s
 
+    def wait_ready(self, timeout_s: float) -> int:
+        """Send each frame once, alone, until its partition accepts it (a topic just created may
+        not have its leader in place yet); returns the records acknowledged. Any other error, or
+        a partition still not led after ``timeout_s``, raises ``RuntimeError``."""
+        deadline = time.perf_counter() + timeout_s
+        for frame, data in enumerate(self._frames):
+            while True:
+                self._sock.sendall(data)
+                error_code = self._answer(frame)
+                if error_code not in LEADER_NOT_READY or time.perf_counter() >= deadline:
+                    break
+                time.sleep(LEADER_WAIT_S)
+            self._fail_on(frame, error_code)
+        return len(self._frames) * self._records_per_frame
+
     def _check(self, frame: int) -> None:
+        self._fail_on(frame, self._answer(frame))
+
+    def _answer(self, frame: int) -> int:
+        """The error code of the next answer, which must be frame ``frame``'s."""
         correlation_id, partition, error_code = produce_answer(read_frame(self._reader))
-        if error_code != NONE:
-            raise RuntimeError(f"raw-socket produce: partition {partition} answered {error_name(error_code)} "
-                               f"({error_code})")
         if correlation_id != frame or partition != frame:
             raise RuntimeError(f"raw-socket produce: expected the answer to request {frame} (partition {frame}), "
                                f"got correlation id {correlation_id} for partition {partition}")
+        return error_code
+
+    @staticmethod
+    def _fail_on(frame: int, error_code: int) -> None:
+        if error_code != NONE:
+            raise RuntimeError(f"raw-socket produce: partition {frame} answered {error_name(error_code)} "
+                               f"({error_code})")
 
     def close(self) -> None:
         self._reader.close()
@@ -107,7 +142,8 @@ def produce(spec: RunSpec) -> RunResult:
     sock = connect(spec.bootstrap)
     pipeline = ProducePipeline(sock, frames, records_per_batch, MAX_IN_FLIGHT_PER_PARTITION)
     try:
-        warm, _ = pipeline.run_for(spec.warmup_s)
+        warm = pipeline.wait_ready(READY_TIMEOUT_S)
+        warm += pipeline.run_for(spec.warmup_s)[0]
         with Section() as section:
             acked, sending_s = pipeline.run_for(spec.duration_s)
     finally:
