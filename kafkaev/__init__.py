@@ -5,13 +5,13 @@ from typing import Any
 from kafkaev import errors
 from kafkaev.errors import KafkaError, ProtocolError, error_name
 from kafkaev.security import SASLConfig, TLSConfig
-from kafkaev.types import OFFSET_BEGINNING, OFFSET_END, RecordMetadata, TopicPartition
+from kafkaev.types import OFFSET_BEGINNING, OFFSET_END, OffsetAndMetadata, RecordMetadata, TopicPartition
 
 __version__ = "0.1.0"
 
 __all__ = [
     "OFFSET_BEGINNING", "OFFSET_END", "BufferFullError", "Client", "KafkaError", "ProtocolError", "RecordMetadata",
-    "Message", "TopicPartition", "crc32c", "error_name", "errors", "murmur2", "run", "stop",
+    "Message", "OffsetAndMetadata", "TopicPartition", "crc32c", "error_name", "errors", "murmur2", "run", "stop",
     "Connection", "SASLConfig", "TLSConfig", "Admin", "NewTopic",
     "Assignor", "RangeAssignor", "RoundRobinAssignor", "CooperativeStickyAssignor", "MemberSubscription",
     "GroupAssignment",

@@ -175,8 +175,9 @@ class Client:
     def commit(self, cb: Callable[[KafkaError | None], object] | None = None, offsets: Any = None) -> None:
         self._consumer.commit(cb, offsets)
 
-    def committed(self, partitions: Iterable[Any], cb: Callable[[Any, KafkaError | None], object]) -> None:
-        self._consumer.committed(partitions, cb)
+    def committed(self, partitions: Iterable[Any], cb: Callable[[Any, KafkaError | None], object], *,
+                  metadata: bool = False) -> None:
+        self._consumer.committed(partitions, cb, metadata=metadata)
 
     def unsubscribe(self, cb: Callable[[KafkaError | None], object] | None = None) -> None:
         self._consumer.unsubscribe(cb)

@@ -24,6 +24,20 @@ class RecordMetadata(NamedTuple):
     timestamp: int
 
 
+class OffsetAndMetadata(NamedTuple):
+    """A group's committed position in one partition.
+
+    ``offset`` is the next record to read (-1: nothing committed); ``metadata`` is the
+    string committed with it (the broker keeps up to ``offset.metadata.max.bytes``, 4096
+    by default); ``leader_epoch`` the partition leader epoch of the last record read, -1
+    when unknown.
+    """
+
+    offset: int
+    metadata: str | None = None
+    leader_epoch: int = -1
+
+
 # Special offsets understood by assign()/seek() (the ListOffsets timestamps).
 OFFSET_BEGINNING = -2
 OFFSET_END = -1

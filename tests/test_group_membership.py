@@ -1,6 +1,6 @@
 """Consumer groups on the real broker: a mixed group of kafkaev and confluent-kafka members
-under cooperative-sticky, auto-commit with a member killed mid-stream, and the coordinator's
-broker killed on the three-node cluster."""
+under cooperative-sticky, auto-commit with a member killed mid-stream, the coordinator's
+broker killed on the three-node cluster, and commit metadata strings."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ from typing import Any
 import confluent_kafka
 import confluent_kafka.admin
 import pytest
-from consumer_helpers import Received, close, connect, fill, parse, run_until, sleep
+from consumer_helpers import Received, call, close, connect, fill, parse, run_until, sleep
 
+import kafkaev
 from kafkaev.types import TopicPartition
 
 SESSION_MS = 6000  # the broker's group.min.session.timeout.ms
@@ -349,3 +350,37 @@ def test_eager_range_group_revokes_everything_before_rejoining(kafka, make_topic
     finally:
         for m in members:
             close(loop, m.client)
+
+
+def test_commit_stores_a_metadata_string_that_kafkaev_and_confluent_kafka_read_back(kafka, make_topic, loop):
+    topic = make_topic(partitions=2)
+    group = f"meta-{uuid.uuid4().hex[:8]}"
+    fill(kafka.bootstrap, topic, 2, 20)
+    member = Member(loop, kafka.bootstrap, topic, group, auto_commit=False)
+    try:
+        run_until(loop, lambda: len(member.owned) == 2, 30, "the assignment")
+        with pytest.raises(TypeError, match=r"metadata for .*\[0\] must be a str or None, got bytes"):
+            member.client.commit(None, {(topic, 0): kafkaev.OffsetAndMetadata(3, b"raw")})
+        with pytest.raises(ValueError, match=r"leader_epoch for .*\[1\] must be an int >= -1"):
+            member.client.commit(None, {(topic, 1): kafkaev.OffsetAndMetadata(3, None, -5)})
+        (err,) = call(loop, lambda cb: member.client.commit(cb, {
+            (topic, 0): kafkaev.OffsetAndMetadata(7, "checkpoint é"),
+            (topic, 1): 11,
+        }))
+        assert err is None
+        result, err = call(loop, lambda cb: member.client.committed([(topic, 0), (topic, 1)], cb, metadata=True))
+        assert err is None
+        assert result[TopicPartition(topic, 0)][:2] == (7, "checkpoint é")
+        assert result[TopicPartition(topic, 1)].offset == 11
+        assert not result[TopicPartition(topic, 1)].metadata  # none given: the broker stores ""
+        plain, err = call(loop, lambda cb: member.client.committed([(topic, 0)], cb))
+        assert plain == {TopicPartition(topic, 0): 7}
+        # A Java-compatible client sees the same string.
+        peer = confluent_kafka.Consumer({"bootstrap.servers": kafka.bootstrap, "group.id": group})
+        try:
+            (seen,) = peer.committed([confluent_kafka.TopicPartition(topic, 0)], timeout=10)
+        finally:
+            peer.close()
+        assert (seen.offset, seen.metadata) == (7, "checkpoint é")
+    finally:
+        close(loop, member.client)

@@ -21,7 +21,13 @@ from kafkaev.config import ClientConfig
 from kafkaev.errors import STATE, KafkaError
 from kafkaev.metadata import Metadata
 from kafkaev.pool import ConnectionPool
-from kafkaev.types import ISOLATION_READ_COMMITTED, OFFSET_BEGINNING, OFFSET_END, TopicPartition
+from kafkaev.types import (
+    ISOLATION_READ_COMMITTED,
+    OFFSET_BEGINNING,
+    OFFSET_END,
+    OffsetAndMetadata,
+    TopicPartition,
+)
 
 from .assignors import (
     Assignor,
@@ -35,12 +41,30 @@ from .assignors import (
 from .context import ConsumerContext
 from .fetcher import Fetcher
 from .group import GroupMember, GroupOptions, GroupState
-from .offsets import CommitOffset
+from .offsets import CommitOffset, Committed
 from .positions import list_offsets
 from .subscription import PartitionState, Phase, ResetKind, SubscriptionState
 
 ResultCallback = Callable[[Any, KafkaError | None], object]
 _UNSET: Any = object()
+
+
+def _commit_offset_of(tp: TopicPartition, value: object) -> CommitOffset:
+    """``commit``'s value for one partition: an offset, or an OffsetAndMetadata."""
+    offset: object = value
+    metadata: object = None
+    leader_epoch: object = -1
+    if isinstance(value, OffsetAndMetadata):
+        offset, metadata, leader_epoch = value
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise ValueError(f"commit: offset for {tp.topic}[{tp.partition}] must be an int >= 0, got {offset!r}")
+    if metadata is not None and not isinstance(metadata, str):
+        raise TypeError(f"commit: metadata for {tp.topic}[{tp.partition}] must be a str or None, "
+                        f"got {type(metadata).__name__}")
+    if isinstance(leader_epoch, bool) or not isinstance(leader_epoch, int) or leader_epoch < -1:
+        raise ValueError(f"commit: leader_epoch for {tp.topic}[{tp.partition}] must be an int >= -1, "
+                         f"got {leader_epoch!r}")
+    return CommitOffset(offset, leader_epoch, metadata)  # checked above
 
 
 def _partition_of(item: object, what: str) -> TopicPartition:
@@ -339,8 +363,9 @@ class Consumer:
         self.fetcher.start()
 
     def commit(self, cb: Callable[[KafkaError | None], object] | None = None,
-               offsets: dict[Any, int] | None = None) -> None:
-        """Commit the current positions (or ``{(topic, partition): offset}``); ``cb(err)`` once."""
+               offsets: dict[Any, int | OffsetAndMetadata] | None = None) -> None:
+        """Commit the current positions, or ``{(topic, partition): offset}`` where an offset
+        may be an ``OffsetAndMetadata`` to store a string with it; ``cb(err)`` once."""
         _check_cb("commit", cb)
         group = self._group("commit")
         if offsets is None:
@@ -349,20 +374,30 @@ class Consumer:
         if not isinstance(offsets, dict):
             raise TypeError(f"commit: 'offsets' must be a dict {{(topic, partition): offset}}, got {type(offsets).__name__}")
         explicit: dict[TopicPartition, CommitOffset] = {}
-        for key, offset in offsets.items():
+        for key, value in offsets.items():
             tp = _partition_of(key, "commit")
-            if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-                raise ValueError(f"commit: offset for {tp.topic}[{tp.partition}] must be an int >= 0, got {offset!r}")
-            explicit[tp] = CommitOffset(offset)
+            explicit[tp] = _commit_offset_of(tp, value)
         group.offsets.commit(explicit, cb)
 
-    def committed(self, partitions: Iterable[Any], cb: ResultCallback) -> None:
-        """``cb({(topic, partition): offset or -1}, err)``."""
+    def committed(self, partitions: Iterable[Any], cb: ResultCallback, *, metadata: bool = False) -> None:
+        """``cb({(topic, partition): offset or -1}, err)``; with ``metadata=True`` the values are
+        ``OffsetAndMetadata`` (offset, the committed string, the leader epoch)."""
         _check_cb("committed", cb, required=True)
+        if not isinstance(metadata, bool):
+            raise TypeError(f"committed: 'metadata' must be a bool, got {type(metadata).__name__}")
         group = self._group("committed")
         tps = [_partition_of(p, "committed") for p in partitions]
-        group.offsets.fetch(tps, lambda result, err: self.ctx.call(
-            cb, None if result is None else {tp: c.offset for tp, c in result.items()}, err))
+
+        def answer(result: dict[TopicPartition, Committed] | None, err: KafkaError | None) -> None:
+            if result is None:
+                self.ctx.call(cb, None, err)
+            elif metadata:
+                self.ctx.call(cb, {tp: OffsetAndMetadata(c.offset, c.metadata, c.leader_epoch)
+                                   for tp, c in result.items()}, err)
+            else:
+                self.ctx.call(cb, {tp: c.offset for tp, c in result.items()}, err)
+
+        group.offsets.fetch(tps, answer)
 
     def unsubscribe(self, cb: Callable[[KafkaError | None], object] | None = None) -> None:
         """Commit (auto_commit), revoke, leave the group; ``cb(err)`` once."""
