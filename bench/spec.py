@@ -17,6 +17,11 @@ RESULT_PREFIX = "BENCH-RESULT "
 PRODUCE_BUFFER_BYTES = 256 * 1024 * 1024
 # How long a producer loop whose buffer is full waits for acknowledgements before it tries again.
 BUFFER_FULL_WAIT_S = 0.001
+# The e2e producer loops sleep this long between two rounds of producing what is due. One
+# millisecond for every client: uvloop's timers count whole milliseconds and run a shorter
+# delay at once, so an event-loop client asked to wait 0.2 ms spins instead, taking a core the
+# broker needs while the threaded clients sleep.
+E2E_TICK_S = 0.001
 
 # Scenario kinds: the client modules implement one function per kind.
 KIND_PRODUCE = "produce"  # as fast as possible for duration_s, then flush

@@ -19,7 +19,7 @@ from bench.measure import (
     stamp,
     summarize_latencies,
 )
-from bench.spec import RunResult, RunSpec
+from bench.spec import E2E_TICK_S, RunResult, RunSpec
 
 CALLS_PER_CLOCK_CHECK = 100
 CONSUME_BATCH = 10000
@@ -204,7 +204,7 @@ async def _e2e(spec: RunSpec) -> RunResult:
                     future = await producer.send(spec.topic, stamp(value))
                     future.add_done_callback(deliveries)
                     sent += 1
-                await asyncio.sleep(0.0002)
+                await asyncio.sleep(E2E_TICK_S)
             await producer.flush()
             deadline = time.perf_counter() + 30
             while len(samples) < total and time.perf_counter() < deadline:

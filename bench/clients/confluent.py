@@ -18,7 +18,7 @@ from bench.measure import (
     stamp,
     summarize_latencies,
 )
-from bench.spec import BUFFER_FULL_WAIT_S, PRODUCE_BUFFER_BYTES, RunResult, RunSpec
+from bench.spec import BUFFER_FULL_WAIT_S, E2E_TICK_S, PRODUCE_BUFFER_BYTES, RunResult, RunSpec
 
 CALLS_PER_CLOCK_CHECK = 1000
 CONSUME_BATCH = 10000
@@ -196,7 +196,7 @@ def e2e(spec: RunSpec) -> RunResult:
                 producer.produce(spec.topic, stamp(value))
                 sent += 1
             producer.poll(0)
-            time.sleep(0.0002)
+            time.sleep(E2E_TICK_S)
         producer.flush(30)
         deadline = time.perf_counter() + 30
         while len(samples) < total and time.perf_counter() < deadline:

@@ -18,7 +18,7 @@ from bench.measure import (
     stamp,
     summarize_latencies,
 )
-from bench.spec import RunResult, RunSpec
+from bench.spec import E2E_TICK_S, RunResult, RunSpec
 
 CALLS_PER_CLOCK_CHECK = 100
 CONSUME_BATCH = 10000
@@ -175,7 +175,7 @@ def e2e(spec: RunSpec) -> RunResult:
             while sent < due:
                 producer.send(spec.topic, stamp(value)).add_errback(deliveries.error)
                 sent += 1
-            time.sleep(0.0002)
+            time.sleep(E2E_TICK_S)
         producer.flush()
         deadline = time.perf_counter() + 30
         while len(samples) < total and time.perf_counter() < deadline:

@@ -17,7 +17,14 @@ from bench.measure import (
     stamp,
     summarize_latencies,
 )
-from bench.spec import BUFFER_FULL_WAIT_S, CONSUME_PER_MESSAGE, PRODUCE_BUFFER_BYTES, RunResult, RunSpec
+from bench.spec import (
+    BUFFER_FULL_WAIT_S,
+    CONSUME_PER_MESSAGE,
+    E2E_TICK_S,
+    PRODUCE_BUFFER_BYTES,
+    RunResult,
+    RunSpec,
+)
 from kafkaev.client import Client
 from kafkaev.producer import BufferFullError
 from kafkaev.runner import default_loop
@@ -216,7 +223,7 @@ def e2e(spec: RunSpec) -> RunResult:
                 loop.stop()
                 return
             if state["sent"] < total:
-                loop.call_later(0.0002, tick)
+                loop.call_later(E2E_TICK_S, tick)
             else:
                 loop.stop()
 
