@@ -52,6 +52,9 @@ DEFAULT_MAX_REQUEST_SIZE = 1048588
 # The idempotent producer keeps at most this many batches in flight per partition:
 # the broker caches only the last five batch sequences per producer and partition.
 MAX_IN_FLIGHT_IDEMPOTENT = 5
+# More produce connections than this per broker only add sockets: a broker node has a handful
+# of request threads, and the default num.io.threads is 8.
+MAX_PRODUCE_CONNECTIONS = 8
 
 
 def _fail(name: str, expected: str, value: object) -> ValueError:
@@ -156,6 +159,7 @@ class ClientConfig:
     partitioner: Callable[[str, bytes | None, int], int] | None = None
     delivery_timeout_ms: int = 120000
     max_in_flight: int = 5  # produce requests in flight per partition
+    produce_connections: int = 1  # produce connections per broker; a partition always uses the same one
     buffer_memory: int = 32 * 1024 * 1024
     max_request_size: int = DEFAULT_MAX_REQUEST_SIZE
     retry_backoff_ms: int = 100
@@ -256,6 +260,7 @@ class ClientConfig:
                 raise _fail("acks", "-1 ('all') when idempotent=True", self.acks)
         else:
             _check_int("max_in_flight", self.max_in_flight, 1)
+        _check_int("produce_connections", self.produce_connections, 1, MAX_PRODUCE_CONNECTIONS)
         _check_int("max_request_size", self.max_request_size, 64)
         if self.batch_size > self.max_request_size:
             raise _fail("batch_size", f"at most max_request_size ({self.max_request_size})", self.batch_size)

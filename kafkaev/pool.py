@@ -1,4 +1,4 @@
-"""Broker connections, one per (node id, role), connected lazily and reconnected on demand.
+"""Broker connections, one per (node id, role, lane), connected lazily and reconnected on demand.
 
 Roles keep traffic with different latency profiles apart: a broker answers one socket's
 requests in order, so a long-poll Fetch would hold back every Produce response queued
@@ -9,6 +9,10 @@ behind it on a shared socket.
 * GROUP   - JoinGroup/SyncGroup/Heartbeat/LeaveGroup/OffsetCommit/OffsetFetch to the coordinator
 * ADMIN   - Metadata, FindCoordinator, ListOffsets, OffsetForLeaderEpoch and administrative
             requests (short answers that must not wait behind a long-poll Fetch)
+
+A lane numbers parallel connections of one role to one broker: a broker handles one request
+per connection at a time, so the producer can spread partitions over ``produce_connections``
+lanes to have a broker append several partitions' batches at once. Every other role uses lane 0.
 
 Connections are created with ``auto_reconnect=False``: the pool reconnects on the next
 ``get()`` after a failure, with exponential backoff, so a dead broker costs nothing until
@@ -38,11 +42,12 @@ class Role(enum.IntEnum):
 class _Slot:
     """One pooled connection and the callers waiting for it to become ready."""
 
-    __slots__ = ("node_id", "role", "conn", "waiters", "backoff_ms", "retry_at", "retry_handle")
+    __slots__ = ("node_id", "role", "lane", "conn", "waiters", "backoff_ms", "retry_at", "retry_handle")
 
-    def __init__(self, node_id: int, role: Role) -> None:
+    def __init__(self, node_id: int, role: Role, lane: int) -> None:
         self.node_id = node_id
         self.role = role
+        self.lane = lane
         self.conn: Any = None  # a Connection that is connecting or ready
         self.waiters: list[ConnectCallback] = []
         self.backoff_ms = 0  # grows after each failed connect, reset on success
@@ -64,7 +69,7 @@ def default_connection_factory(config: ClientConfig, loop: asyncio.AbstractEvent
 
 
 class ConnectionPool:
-    """Connections per (node_id, role).
+    """Connections per (node_id, role, lane).
 
     ``brokers`` maps node id -> (host, port); the metadata layer keeps it current through
     ``set_brokers``. ``on_connection_error(node_id, role, err)`` is called when a pooled
@@ -84,7 +89,7 @@ class ConnectionPool:
         self._loop = loop
         self._factory = connection_factory
         self._brokers: dict[int, tuple[str, int]] = {}
-        self._slots: dict[tuple[int, Role], _Slot] = {}
+        self._slots: dict[tuple[int, Role, int], _Slot] = {}
         self._closed = False
         self.on_connection_error = on_connection_error
         self.on_error = on_error
@@ -97,7 +102,7 @@ class ConnectionPool:
         drops out of metadata, and its in-flight requests settle on their own."""
         old = self._brokers
         self._brokers = {**old, **brokers}
-        for (node_id, _role), slot in list(self._slots.items()):
+        for (node_id, _role, _lane), slot in list(self._slots.items()):
             if node_id in old and node_id in brokers and old[node_id] != brokers[node_id]:
                 self._drop(slot, KafkaError(STATE, f"broker {node_id} moved to {brokers[node_id]}"))
 
@@ -109,14 +114,14 @@ class ConnectionPool:
         return list(self._brokers)
 
     # --- connections ---------------------------------------------------------------------------
-    def ready(self, node_id: int, role: Role) -> Any:
-        """The ready connection for (node_id, role), or None; never starts a connect."""
-        slot = self._slots.get((node_id, role))
+    def ready(self, node_id: int, role: Role, lane: int = 0) -> Any:
+        """The ready connection for (node_id, role, lane), or None; never starts a connect."""
+        slot = self._slots.get((node_id, role, lane))
         if slot is not None and slot.conn is not None and slot.conn.connected:
             return slot.conn
         return None
 
-    def get(self, node_id: int, role: Role, cb: ConnectCallback) -> None:
+    def get(self, node_id: int, role: Role, cb: ConnectCallback, lane: int = 0) -> None:
         """``cb(conn, None)`` with a ready connection, or ``cb(None, KafkaError)`` once.
 
         A ready connection is handed over at once (synchronously); otherwise the callback
@@ -125,10 +130,10 @@ class ConnectionPool:
         if self._closed:
             cb(None, KafkaError(DESTROY, "the client is closed"))
             return
-        key = (node_id, role)
+        key = (node_id, role, lane)
         slot = self._slots.get(key)
         if slot is None:
-            slot = self._slots[key] = _Slot(node_id, role)
+            slot = self._slots[key] = _Slot(node_id, role, lane)
         conn = slot.conn
         if conn is not None and conn.connected:
             cb(conn, None)
@@ -212,9 +217,9 @@ class ConnectionPool:
         if conn is not None:
             conn.disconnect()
 
-    def disconnect(self, node_id: int, role: Role) -> None:
+    def disconnect(self, node_id: int, role: Role, lane: int = 0) -> None:
         """Close one pooled connection (its pending requests fail with DESTROY)."""
-        slot = self._slots.get((node_id, role))
+        slot = self._slots.get((node_id, role, lane))
         if slot is not None:
             self._drop(slot, KafkaError(DESTROY, "connection closed by the client"))
 

@@ -17,6 +17,7 @@ import kafkaev.runner
 from kafkaev._proto import murmur2
 from kafkaev.client import Client
 from kafkaev.errors import MSG_TIMED_OUT, TRANSPORT, UNKNOWN_TOPIC_WAIT_TIMEOUT
+from kafkaev.pool import Role
 from kafkaev.producer import BufferFullError
 
 MILLION = int(os.environ.get("KAFKAEV_PRODUCER_RECORDS", "1000000"))
@@ -108,6 +109,28 @@ def test_acks_modes(kafka, make_topic, loop, acks):
             assert offs == list(range(len(offs)))  # each record's own offset, in order
     close(client, loop)
     assert len(read_back(kafka.bootstrap, topic, n)) == n
+
+
+def test_several_produce_connections_keep_each_partition_in_order_exactly_once(kafka, make_topic, uv):
+    topic = make_topic(partitions=6)
+    n = 60000
+    records = [(f"k{i % 97}", b"%d" % i) for i in range(n)]
+    client = Client(kafka.bootstrap, loop=uv, produce_connections=3, idempotent=True, linger_ms=1, batch_size=16384)
+    delivery = Delivery(n)
+    uv.run_until_complete(produce_all(client, topic, records, delivery))
+    flush(client, uv, timeout=60)
+    assert not delivery.errors and not delivery.duplicates and len(delivery.metas) == n
+    lanes = {ready.lane for (_node, role, _lane), ready in client._pool._slots.items() if role is Role.PRODUCE}
+    assert lanes == {0, 1, 2}, "the partitions went out over three connections"
+    close(client, uv)
+    got = read_back(kafka.bootstrap, topic, n, timeout=60)
+    assert sorted(int(m.value()) for m in got) == list(range(n))  # each once
+    last = {}
+    for msg in got:
+        i = int(msg.value())
+        assert i > last.get(msg.partition(), -1), "per-partition order broken"
+        last[msg.partition()] = i
+        assert (delivery.metas[i].partition, delivery.metas[i].offset) == (msg.partition(), msg.offset())
 
 
 def test_log_append_time_comes_from_the_broker(kafka, make_topic, loop):

@@ -95,6 +95,8 @@ class FakeBroker:
         self.init_calls = []
         self.connects = []
         self.down = set()
+        self.answer_delay_s = 0.0  # > 0: answers come this much later, so requests overlap
+        self.answered = []  # (connection, partitions, sent at, answered at) per acked Produce
 
     def factory(self, config, loop):
         return FakeConn(self)
@@ -190,7 +192,13 @@ class FakeConn:
             answers.append(NS(index=p, error_code=code, base_offset=base, log_append_time_ms=-1,
                               error_message=None, current_leader=cl))
         resp = NS(responses=[NS(name="t", partition_responses=answers)], node_endpoints=[])
-        b.loop.call_soon(cb, resp, None)
+        sent_at = b.loop.time()
+
+        def answer():
+            b.answered.append((self, [p for _t, p, _d in payload], sent_at, b.loop.time()))
+            cb(resp, None)
+
+        b.loop.call_later(b.answer_delay_s, answer) if b.answer_delay_s else b.loop.call_soon(answer)
 
 
 def make(loop, broker, **options):
@@ -252,6 +260,40 @@ def test_offsets_partitions_and_one_request_per_leader(loop):
     # everything lingered into one batch per partition, one request per leader
     assert sorted(node for node, _ in broker.requests) == [1, 2]
     assert all(len(batches) == 2 for _, batches in broker.requests)
+
+
+def test_partitions_spread_over_produce_connections_and_each_stays_on_one_while_in_flight(loop):
+    broker = FakeBroker(loop, partitions=6)
+    broker.answer_delay_s = 0.005
+    env = make(loop, broker, produce_connections=3, linger_ms=0, idempotent=True)
+    results, cb_for = collect()
+
+    async def produce_over_time():
+        for i in range(600):
+            env.producer.produce("t", None, b"%d" % i, cb_for(i), partition=i % 6)
+            if i % 20 == 19:
+                await asyncio.sleep(0.001)
+
+    loop.run_until_complete(produce_over_time())
+    run_until(loop, lambda: len(results) == 600)
+    assert not [r for r in results.values() if r[1] is not None]
+    for p in range(6):
+        assert broker.values(p) == [b"%d" % i for i in range(p, 600, 6)]  # in order, once each
+    assert len({conn for conn, *_ in broker.answered}) == 3
+    # Requests of one partition that were in flight together went on the same connection.
+    for p in range(6):
+        mine = sorted((sent, done, conn) for conn, parts, sent, done in broker.answered if p in parts)
+        for (_sent_a, done_a, conn_a), (sent_b, _done_b, conn_b) in zip(mine, mine[1:], strict=False):
+            if sent_b < done_a:
+                assert conn_a is conn_b, f"partition {p}: overlapping requests on two connections"
+    assert broker.init_calls == [(-1, -1)]
+
+
+def test_produce_connections_is_checked():
+    with pytest.raises(ValueError, match="'produce_connections' must be"):
+        ClientConfig(brokers="127.0.0.1:9001", produce_connections=0)
+    with pytest.raises(ValueError, match="'produce_connections' must be"):
+        ClientConfig(brokers="127.0.0.1:9001", produce_connections=99)
 
 
 def test_idempotent_retry_keeps_order_and_sequences(loop):

@@ -32,6 +32,9 @@ from kafkaev.types import OFFSET_BEGINNING
 
 CALLS_PER_TICK = 1000  # produce() calls between two turns of the loop
 BATCH_SIZE = 1024 * 1024
+# The README's high-throughput setting: a broker handles one request per connection at a time,
+# so the run's partitions (3) go out over up to three connections to their broker.
+PRODUCE_CONNECTIONS = 3
 FLUSH_TIMEOUT_S = 20.0
 PROBE_TIMEOUT_S = 15.0  # e2e: how long the first probe record may take to come back
 STALL_MARGIN_S = 10.0  # consume: seconds past the time cap before a silent run counts as stalled
@@ -57,7 +60,7 @@ def _compression(spec: RunSpec) -> str | None:
 
 def _throughput_settings(spec: RunSpec) -> dict[str, Any]:
     return {"acks": spec.acks, "linger_ms": 5, "batch_size": BATCH_SIZE, "buffer_memory": PRODUCE_BUFFER_BYTES,
-            "compression": _compression(spec)}
+            "produce_connections": PRODUCE_CONNECTIONS, "compression": _compression(spec)}
 
 
 def _latency_settings(spec: RunSpec) -> dict[str, Any]:

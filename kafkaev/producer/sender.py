@@ -79,6 +79,9 @@ class Sender:
         self._acks = config.acks
         self._max_in_flight = config.max_in_flight
         self._max_request_size = config.max_request_size
+        self._lanes = config.produce_connections
+        self._lane_of: dict[PartitionState, int] = {}  # the lane a partition last sent on
+        self._next_lane: dict[int, int] = {}  # per leader: the lane the next idle partition takes
         self._request_timeout_ms = config.request_timeout_ms
         self.identity = ProducerIdentity() if config.idempotent else None
         self._bump_needed = False
@@ -128,7 +131,7 @@ class Sender:
             return
         now = self._loop.time()
         max_in_flight = self._max_in_flight
-        by_leader: dict[int, list[PartitionState]] = {}
+        by_connection: dict[tuple[int, int], list[PartitionState]] = {}
         for part in list(acc.ready):
             if not part.queue:
                 del acc.ready[part]
@@ -145,21 +148,35 @@ class Sender:
             if part.leader < 0:
                 self._md.request_refresh()
                 continue
-            group = by_leader.get(part.leader)
+            key = (part.leader, self._lane(part))
+            group = by_connection.get(key)
             if group is None:
-                by_leader[part.leader] = [part]
+                by_connection[key] = [part]
             else:
                 group.append(part)
-        for leader, parts in by_leader.items():
-            conn = self._pool.ready(leader, Role.PRODUCE)
+        for (leader, lane), parts in by_connection.items():
+            conn = self._pool.ready(leader, Role.PRODUCE, lane)
             if conn is None:
-                self._pool.get(leader, Role.PRODUCE, self._on_connection)
+                self._pool.get(leader, Role.PRODUCE, self._on_connection, lane)
                 continue
             if conn.on_writable is None:
                 conn.on_writable = self._on_writable
             if not conn.writable:
                 continue  # back-pressure: on_writable(True) wakes us
             self._send_to(conn, parts)
+
+    def _lane(self, part: PartitionState) -> int:
+        """Which of the leader's produce connections ``part`` sends on. While it has requests in
+        flight, the one they went on: a partition's requests must stay in order on one socket.
+        Otherwise the leader's next lane in turn, so busy partitions spread over the lanes."""
+        if self._lanes == 1:
+            return 0
+        if part.in_flight:
+            return self._lane_of[part]
+        lane = self._next_lane.get(part.leader, 0)
+        self._next_lane[part.leader] = (lane + 1) % self._lanes
+        self._lane_of[part] = lane
+        return lane
 
     def _on_connection(self, conn: Any, err: KafkaError | None) -> None:
         if err is None:
