@@ -16,7 +16,7 @@ import kafkaev
 import kafkaev.runner
 from kafkaev._proto import murmur2
 from kafkaev.client import Client
-from kafkaev.errors import MSG_TIMED_OUT, TRANSPORT, UNKNOWN_TOPIC_WAIT_TIMEOUT
+from kafkaev.errors import MESSAGE_TOO_LARGE, MSG_TIMED_OUT, TRANSPORT, UNKNOWN_TOPIC_WAIT_TIMEOUT
 from kafkaev.pool import Role
 from kafkaev.producer import BufferFullError
 
@@ -131,6 +131,44 @@ def test_several_produce_connections_keep_each_partition_in_order_exactly_once(k
         assert i > last.get(msg.partition(), -1), "per-partition order broken"
         last[msg.partition()] = i
         assert (delivery.metas[i].partition, delivery.metas[i].offset) == (msg.partition(), msg.offset())
+
+
+@pytest.mark.parametrize("idempotent", [False, True], ids=["plain", "idempotent"])
+@pytest.mark.parametrize("codec", [None, "lz4"])
+def test_batches_above_the_topics_max_message_bytes_are_split_not_lost(kafka, make_topic, loop, idempotent, codec):
+    """The topic takes 20 kB batches; the producer builds 1 MiB ones: the broker refuses them
+    with MESSAGE_TOO_LARGE and the producer halves them until they fit, in order, once each."""
+    topic = make_topic(partitions=2, config={"max.message.bytes": "20000"})
+    n = 3000
+    values = [os.urandom(500) for _ in range(n)]  # incompressible: lz4 cannot make them fit
+    acks = -1 if idempotent else 1
+    client = Client(kafka.bootstrap, loop=loop, acks=acks, idempotent=idempotent, linger_ms=50,
+                    batch_size=1 << 20, compression=codec)
+    delivery = Delivery(n)
+    loop.run_until_complete(produce_all(client, topic, [(b"k%d" % (i % 2), values[i]) for i in range(n)], delivery))
+    flush(client, loop, timeout=60)
+    assert not delivery.errors and not delivery.duplicates and len(delivery.metas) == n
+    close(client, loop)
+    got = read_back(kafka.bootstrap, topic, n, timeout=60)
+    assert len(got) == n
+    index = {v: i for i, v in enumerate(values)}
+    last = {}
+    for msg in got:
+        i = index[msg.value()]
+        assert i > last.get(msg.partition(), -1), "per-partition order broken"
+        last[msg.partition()] = i
+        assert (delivery.metas[i].partition, delivery.metas[i].offset) == (msg.partition(), msg.offset())
+
+
+def test_a_single_record_above_the_topics_max_message_bytes_fails_once(kafka, make_topic, loop):
+    topic = make_topic(partitions=1, config={"max.message.bytes": "2000"})
+    client = Client(kafka.bootstrap, loop=loop, acks=1, linger_ms=0)
+    delivery = Delivery(2)
+    loop.run_until_complete(produce_all(client, topic, [(None, b"x" * 5000), (None, b"small")], delivery))
+    loop.run_until_complete(wait_for(lambda: delivery.complete, 30, "callbacks"))
+    assert [e.code for e in delivery.errors.values()] == [MESSAGE_TOO_LARGE]
+    assert delivery.metas[1].offset == 0
+    close(client, loop)
 
 
 def test_log_append_time_comes_from_the_broker(kafka, make_topic, loop):

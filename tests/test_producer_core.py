@@ -220,6 +220,18 @@ def test_a_raising_callback_is_reported_and_the_others_still_run():
     assert reported == [boom] and [meta.offset for meta, _ in got] == [10, 12]
 
 
+def test_split_moves_the_later_records_callbacks_with_their_deltas_rebased():
+    deliveries = Deliveries()
+    got, cb = calls()
+    for i in (0, 2, 3, 5):  # records 1 and 4 have no callback
+        deliveries.add(cb, i, 100 + i)
+    tail = deliveries.split(3)
+    assert (len(deliveries), len(tail)) == (2, 2)
+    deliveries.complete("t", 0, 10, -1, print)  # the first half landed at 10
+    tail.complete("t", 0, 50, -1, print)  # the second half at 50: its records 0 and 2
+    assert [(meta.offset, meta.timestamp) for meta, _ in got] == [(10, 100), (12, 102), (50, 103), (52, 105)]
+
+
 def test_fail_calls_every_callback_once_with_the_error():
     deliveries = Deliveries()
     got, cb = calls()

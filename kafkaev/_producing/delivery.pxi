@@ -77,6 +77,20 @@ cdef class Deliveries:
         self._slots[n].offset_delta = offset_delta
         return 0
 
+    cpdef Deliveries split(self, int32_t first_delta):
+        """Move the callbacks of the records from offset delta ``first_delta`` on into a new
+        Deliveries, their deltas counted from there (a batch split in two)."""
+        cdef Deliveries tail = Deliveries()
+        cdef Py_ssize_t i, keep = 0, n = PyList_GET_SIZE(self._callbacks)
+        for i in range(n):
+            if self._slots[i].offset_delta < first_delta:
+                keep += 1  # slots are in record order: every earlier record comes first
+            else:
+                tail.add(<object>PyList_GET_ITEM(self._callbacks, i), self._slots[i].offset_delta - first_delta,
+                         self._slots[i].timestamp)
+        del self._callbacks[keep:]
+        return tail
+
     cdef list _take(self, DeliverySlot **slots):
         """Hand over every callback and slot and start empty: each callback runs once, even
         if one of them produces again or the batch is failed while completing."""

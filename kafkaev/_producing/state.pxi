@@ -54,7 +54,7 @@ cdef class ProducerBatch:
     cdef readonly Py_ssize_t id         # creation order; within a partition also the sequence order
     cdef readonly PartitionState part
     cdef public object builder          # RecordBatchBuilder (or a test's stand-in); None once built
-    cdef readonly Deliveries deliveries  # callbacks of the records that have one
+    cdef public Deliveries deliveries   # callbacks of the records that have one
     cdef readonly double created        # loop time
     cdef readonly double deadline       # loop time after which the records fail with MSG_TIMED_OUT
     cdef public Py_ssize_t reserved     # bytes of buffer_memory held

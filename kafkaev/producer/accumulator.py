@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._producer import PartitionState, ProducerBatch, TopicState
+from .._proto import read_records
 from ..config import ClientConfig
 from ..errors import QUEUE_FULL, KafkaError
 
@@ -200,6 +201,29 @@ class Accumulator:
         if self._linger_timer is not None:
             self._linger_timer.cancel()
             self._linger_timer = None
+
+    def split(self, batch: ProducerBatch) -> None:
+        """Replace ``batch``, refused as larger than the topic allows, by two batches holding the
+        first and the second half of its records, queued in its place with their callbacks."""
+        part = batch.part
+        config = self._config
+        data = batch.data
+        assert data is not None  # refused by the broker, so it was built
+        records = read_records(part.topic, part.partition, data).messages
+        half = len(records) // 2
+        halves = ((records[:half], batch.deliveries), (records[half:], batch.deliveries.split(half)))
+        reserved = batch.reserved  # what the built batch holds passes to the first half
+        for chunk, deliveries in halves:
+            # The records fitted one builder of this size before: uncompressed, each half fits too.
+            builder = self._new_builder(config.compression_type, max(config.batch_size, len(data)))
+            for m in chunk:
+                builder.append(m.timestamp, m.key, m.value, m.headers or None)
+            replacement = ProducerBatch(batch.id, part, builder, batch.created, batch.deadline, reserved)
+            replacement.deliveries = deliveries
+            replacement.record_count = builder.record_count
+            self.requeue(replacement)  # the same id: after what precedes the original, before the rest
+            reserved = 0
+        self.incomplete += 1
 
     def requeue(self, batch: ProducerBatch) -> None:
         """Put a batch that must be retried back into its partition's queue, in sequence order."""

@@ -29,6 +29,7 @@ from ..errors import (
     DUPLICATE_SEQUENCE_NUMBER,
     FENCED_LEADER_EPOCH,
     LEADER_NOT_AVAILABLE,
+    MESSAGE_TOO_LARGE,
     MSG_TIMED_OUT,
     NONE,
     NOT_LEADER_OR_FOLLOWER,
@@ -300,6 +301,13 @@ class Sender:
         code = err.code
         batch.last_error = err
         batch.outcome_unknown = answer is None
+        if code == MESSAGE_TOO_LARGE and batch.record_count > 1:
+            # The topic's max.message.bytes is below this batch: its records go again as two
+            # halves, as the Java producer does; only a single record that is too large fails.
+            self._acc.split(batch)
+            if self.identity is not None and batch.base_seq >= 0:
+                self._bump_needed = True  # its sequence was never written: the later ones restart
+            return
         if self.identity is not None and code in SEQUENCE_ERRORS:
             if not self._earlier_pending(batch):
                 # the broker lost or rejects our sequence state: new epoch, sequences from 0
