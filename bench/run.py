@@ -317,6 +317,7 @@ def main(argv: list[str] | None = None) -> int:
         print("starting the embedded Apache Kafka broker ...", flush=True)
         cluster = start_embedded()
         embedded = True
+        print(f"broker log in {cluster.directory}", flush=True)
     try:
         runner = Runner(args, plan, cluster.bootstrap, cluster)
         runner.total = sum(len(s.entries) for s in scenarios) * plan.reps
@@ -329,7 +330,8 @@ def main(argv: list[str] | None = None) -> int:
         "started": started_at.isoformat(timespec="seconds"),
         "mode": "quick" if args.quick else "full",
         "machine": machine,
-        "broker": {"embedded": embedded, "bootstrap": cluster.bootstrap if not embedded else "embedded"},
+        "broker": {"embedded": embedded, "bootstrap": cluster.bootstrap if not embedded else "embedded",
+                   "log_directory": str(cluster.directory) if embedded else None},
         "plan": {name: getattr(plan, name) for name in plan.__slots__},
         "ratio_definition": "kafkaev / peer median; for metrics with higher_is_better=false lower is better",
         "scenarios": results,

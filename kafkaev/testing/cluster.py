@@ -203,7 +203,8 @@ def _java() -> str:
 class LocalCluster(KafkaCluster):
     """``nodes`` combined KRaft nodes (1 or 3 are the tested shapes), started by ``start()``.
 
-    ``directory`` holds configs, data and logs; by default a temporary folder removed by ``stop()``.
+    ``directory`` holds configs, data and logs; by default a temporary folder (in ``temp_parent``,
+    or the system's temporary directory) removed by ``stop()``.
     """
 
     capabilities = frozenset({Capability.SECURITY, Capability.FAULTS})
@@ -218,6 +219,7 @@ class LocalCluster(KafkaCluster):
         jvm_options: Sequence[str] = FAST_START_JVM_OPTIONS,
         start_timeout: float = START_TIMEOUT_S,
         broker_config: dict[str, str] | None = None,
+        temp_parent: Path | str | None = None,
     ) -> None:
         super().__init__()
         if nodes < 1:
@@ -232,7 +234,7 @@ class LocalCluster(KafkaCluster):
         self.broker_config = dict(broker_config or {})
         self._owns_directory = directory is None
         self.directory = (
-            Path(directory) if directory is not None else Path(tempfile.mkdtemp(prefix="kafkaev-"))
+            Path(directory) if directory is not None else Path(tempfile.mkdtemp(prefix="kafkaev-", dir=temp_parent))
         )
         self.directory.mkdir(parents=True, exist_ok=True)
         self.cluster_id = _cluster_id()
