@@ -183,7 +183,9 @@ class Connection:
         session_epoch: int = -1,
         forgotten: Iterable[tuple[str, Sequence[int]] | tuple[str, Sequence[int], Any]] = (),
     ) -> None:
-        """partitions: (topic, partition, offset, partition_max_bytes, current_leader_epoch[, topic_id]).
+        """partitions: (topic, partition, offset, partition_max_bytes, current_leader_epoch[, topic_id
+        [, last_fetched_epoch]]); topic_id may be None; last_fetched_epoch (KIP-320, v12+) lets the
+        broker answer a diverging_epoch when the log was truncated below offset.
         Fetch v13+ addresses topics by id: it is used only when every partition carries a
         topic_id (uuid.UUID); otherwise the request is capped at v12 (names).
         The request deadline is request_timeout_ms + max_wait_ms."""

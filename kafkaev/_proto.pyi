@@ -145,6 +145,9 @@ def read_records(
     aborted_transactions: Sequence[object] | None = None, max_uncompressed_size: int = ...,
 ) -> FetchedRecords: ...
 def next_fetch_offset(records: _BytesLike | None, fetch_offset: int = 0) -> int: ...
+def next_fetch_position(
+    records: _BytesLike | None, fetch_offset: int = 0, fetch_epoch: int = -1,
+) -> tuple[int, int]: ...
 
 class DecodedRecord:
     attributes: int

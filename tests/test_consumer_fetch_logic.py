@@ -16,7 +16,7 @@ import pytest
 from kafkaev._proto import RecordBatchBuilder, crc32c
 from kafkaev.config import ClientConfig
 from kafkaev.consumer import Consumer
-from kafkaev.errors import PROTOCOL, KafkaError
+from kafkaev.errors import OFFSET_OUT_OF_RANGE, PROTOCOL, KafkaError
 from kafkaev.metadata import Metadata
 from kafkaev.pool import ConnectionPool
 from kafkaev.types import TopicPartition
@@ -31,11 +31,11 @@ CRC_AT = 17
 LAST_OFFSET_DELTA_AT = 23
 
 
-def batch(base_offset: int, count: int, *, tag: bytes = b"v") -> bytes:
+def batch(base_offset: int, count: int, *, tag: bytes = b"v", leader_epoch: int = -1) -> bytes:
     builder = RecordBatchBuilder(0)
     for i in range(count):
         builder.append(TS + i, None, b"%s%d" % (tag, base_offset + i), None)
-    return builder.build(base_offset=base_offset)
+    return builder.build(base_offset=base_offset, partition_leader_epoch=leader_epoch)
 
 
 def control_batch(base_offset: int) -> bytes:
@@ -70,7 +70,9 @@ class ScriptedBroker:
         self.loop = loop
         self.logs = logs
         self.fetches: list[dict[int, int]] = []  # each request's {partition: offset}
-        self.held: list[Any] = []
+        self.last_fetched_epochs: list[dict[int, int]] = []  # each request's {partition: LastFetchedEpoch}
+        self.diverging: dict[int, Any] = {}  # partition -> EpochEndOffset for its next answer
+        self.held: list[tuple[list[tuple[Any, ...]], Any]] = []
 
     def factory(self, config: ClientConfig, loop: asyncio.AbstractEventLoop) -> FakeConn:
         return FakeConn(self)
@@ -82,22 +84,33 @@ class ScriptedBroker:
                   controller_id=NODE,
                   topics=[NS(name=TOPIC, topic_id=None, is_internal=False, error_code=0, partitions=partitions)])
 
-    def fetch(self, partitions: list[tuple[Any, ...]], cb: Any) -> None:
+    def fetch(self, partitions: list[tuple[Any, ...]], cb: Any, *, again: bool = False) -> None:
         offsets = {row[1]: row[2] for row in partitions}
-        self.fetches.append(offsets)
+        if not again:
+            self.fetches.append(offsets)
+            self.last_fetched_epochs.append({row[1]: row[6] for row in partitions})
         rows = []
         for p, offset in offsets.items():
             log = self.logs[p]
-            records = b"".join(raw for raw in log if next_offset_of(raw) > offset)
+            diverging = self.diverging.pop(p, None)
+            records = b"" if diverging else b"".join(raw for raw in log if next_offset_of(raw) > offset)
             end = next_offset_of(log[-1]) if log else 0
             rows.append(NS(partition_index=p, error_code=0, high_watermark=end, last_stable_offset=end,
-                           log_start_offset=0, aborted_transactions=None, current_leader=None, records=records))
-        if not any(row.records for row in rows):
-            self.held.append(cb)
+                           log_start_offset=0, aborted_transactions=None, current_leader=None,
+                           diverging_epoch=diverging, records=records))
+        if not any(row.records or row.diverging_epoch for row in rows):
+            self.held.append((partitions, cb))
             return
         response = NS(error_code=0, session_id=0, node_endpoints=[],
                       responses=[NS(topic=TOPIC, topic_id=None, partitions=rows)])
         self.loop.call_soon(cb, response, None)
+
+
+    def answer_held(self) -> None:
+        """Answer the held long polls again, as the log now stands."""
+        held, self.held = self.held, []
+        for partitions, cb in held:
+            self.fetch(partitions, cb, again=True)
 
 
 class FakeConn:
@@ -200,4 +213,28 @@ def test_a_set_of_control_records_only_moves_the_position(loop):
     consumer.start()
     run_until(loop, lambda: consumer.position(TOPIC, 0) == 1)
     assert batches == [[3]] and errors == []  # nothing delivered, the position stepped over the marker
+    consumer.close()
+
+
+def test_fetches_carry_the_last_fetched_epoch_and_a_diverging_log_is_rewound(loop):
+    """KIP-320: each Fetch names the leader epoch of the last batch fetched; a leader whose
+    log was truncated below that answers diverging_epoch, and the consumer resumes at its end."""
+    broker = ScriptedBroker(loop, {0: [batch(0, 3, leader_epoch=1), batch(3, 3, leader_epoch=2)]})
+    delivered: list[tuple[int, bytes]] = []
+    consumer, errors = consumer_for(loop, broker, on_message=lambda m: delivered.append((m.offset, m.value)))
+    consumer.assign([(TOPIC, 0, 0)])
+    consumer.start()
+    run_until(loop, lambda: len(delivered) == 6 and len(broker.held) == 1)
+    assert [f[0] for f in broker.fetches] == [0, 6]
+    assert [e[0] for e in broker.last_fetched_epochs] == [-1, 2]
+    # An unclean leader change: epoch 2 never happened on the new leader, whose epoch 1 ends at 3.
+    broker.logs[0] = [batch(0, 3, leader_epoch=1), batch(3, 1, tag=b"new", leader_epoch=3)]
+    broker.diverging[0] = NS(epoch=1, end_offset=3)
+    broker.answer_held()
+    run_until(loop, lambda: len(delivered) == 7)
+    assert delivered[-1] == (3, b"new3")
+    [err] = errors
+    assert err.code == OFFSET_OUT_OF_RANGE and "truncated below position 6" in str(err)
+    assert [f[0] for f in broker.fetches][-2:] == [3, 4] and broker.last_fetched_epochs[-2][0] == 1
+    assert broker.last_fetched_epochs[-1][0] == 3
     consumer.close()

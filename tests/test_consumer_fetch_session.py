@@ -12,7 +12,7 @@ A, B, C = TP("t", 0), TP("t", 1), TP("u", 0)
 
 
 def params(offset: int, topic_id=None) -> FetchParams:
-    return FetchParams(offset, 1 << 20, 3, topic_id)
+    return FetchParams(offset, 1 << 20, 3, topic_id, 2)
 
 
 def test_first_request_is_full_and_opens_a_session():
@@ -56,4 +56,4 @@ def test_a_recreated_topic_starts_a_new_session():
     s.completed(s.plan({A: params(0, old)}), 9)
     plan = s.plan({A: params(0, new)})
     assert plan.full and plan.send == {A: params(0, new)}
-    assert plan.request_partitions() == [("t", 0, 0, 1 << 20, 3, new)]
+    assert plan.request_partitions() == [("t", 0, 0, 1 << 20, 3, new, 2)]

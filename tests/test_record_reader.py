@@ -24,9 +24,11 @@ from kafkaev._proto import (
     TIMESTAMP_NOT_AVAILABLE,
     ControlRecord,
     Message,
+    RecordBatchBuilder,
     crc32c,
     decode_record_batches,
     next_fetch_offset,
+    next_fetch_position,
     read_records,
     xxh32,
 )
@@ -181,6 +183,21 @@ def test_next_fetch_offset_from_headers_agrees_with_decoding() -> None:
             assert next_fetch_offset(data[:cut], fetch_offset) == expected, (cut, fetch_offset)
     assert next_fetch_offset(memoryview(bytearray(data)), 0) == 13
     assert next_fetch_offset(None, 7) == 7
+
+
+def test_next_fetch_position_names_the_leader_epoch_of_the_batch_it_ends_after() -> None:
+    def epoch_batch(offset: int, count: int, leader_epoch: int) -> bytes:
+        builder = RecordBatchBuilder(0)
+        for i in range(count):
+            builder.append(TS + i, None, b"v", None)
+        return builder.build(base_offset=offset, partition_leader_epoch=leader_epoch)
+
+    first, second = epoch_batch(0, 3, 4), epoch_batch(3, 2, 7)
+    assert next_fetch_position(first + second, 0) == (5, 7)
+    assert next_fetch_position(first + second[:-1], 0) == (3, 4)  # the cut batch is fetched again
+    assert next_fetch_position(first, 3, 9) == (3, 9)  # nothing past the fetch offset: unchanged
+    assert next_fetch_position(None, 3, 9) == (3, 9)
+    assert next_fetch_position(first + legacy_message(3, 1, 0, None, b"x"), 0) == (4, -1)  # no epoch
 
 
 def test_log_append_time_uses_the_batch_max_timestamp() -> None:

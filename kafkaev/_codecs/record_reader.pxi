@@ -52,6 +52,7 @@ CONTROL_COMMIT = 1
 
 cdef enum:
     _RR_LOG_OVERHEAD = 12            # Offset/BaseOffset + Length: every entry starts so
+    _RR_V2_LEADER_EPOCH_OFFSET = 12
     _RR_MAGIC_OFFSET = 16
     _RR_V2_CRC_OFFSET = 17
     _RR_V2_ATTRIBUTES_OFFSET = 21
@@ -68,6 +69,8 @@ cdef enum:
 
     _RR_MAX_VARINT_BYTES = 5
     _RR_MAX_VARLONG_BYTES = 10
+
+    _RR_NO_LEADER_EPOCH = -1         # legacy entries carry none
 
 
 # What went wrong inside a record, for the error message.
@@ -417,7 +420,7 @@ cdef struct _BatchHeader:
 cdef inline void _rr_read_v2_header(const uint8_t *p, _BatchHeader *h) noexcept nogil:
     h.base_offset = _rr_be64(p)
     h.batch_length = _rr_be32(p + 8)
-    h.leader_epoch = _rr_be32(p + 12)
+    h.leader_epoch = _rr_be32(p + _RR_V2_LEADER_EPOCH_OFFSET)
     h.magic = <int8_t>p[16]
     h.crc = <uint32_t>_rr_be32(p + 17)
     h.attributes = _rr_be16(p + 21)
@@ -858,11 +861,14 @@ def read_records(str topic not None, int32_t partition, records, int64_t fetch_o
     return out
 
 
-cdef int64_t _rr_scan_next_offset(const uint8_t *data, Py_ssize_t n, int64_t next_offset) noexcept nogil:
-    """read_set's next_offset from the entry headers alone. Stops at a cut or malformed entry:
-    read_records either reports the same cut as truncated or raises for the malformed one."""
+cdef int64_t _rr_scan_next_offset(const uint8_t *data, Py_ssize_t n, int64_t next_offset,
+                                  int32_t *last_epoch) noexcept nogil:
+    """read_set's next_offset from the entry headers alone, and in ``last_epoch`` the partition
+    leader epoch of the entry that ends there (-1 for a legacy one; untouched when no entry
+    moves the offset). Stops at a cut or malformed entry: read_records either reports the same
+    cut as truncated or raises for the malformed one."""
     cdef Py_ssize_t pos = 0
-    cdef int32_t length, last_offset_delta
+    cdef int32_t length, last_offset_delta, entry_epoch
     cdef int64_t entry_next
     cdef int magic
     cdef const uint8_t *entry
@@ -879,12 +885,15 @@ cdef int64_t _rr_scan_next_offset(const uint8_t *data, Py_ssize_t n, int64_t nex
             if last_offset_delta < 0:
                 break
             entry_next = _rr_be64(entry) + last_offset_delta + 1
+            entry_epoch = _rr_be32(entry + _RR_V2_LEADER_EPOCH_OFFSET)
         elif magic == 0 or magic == 1:
             entry_next = _rr_be64(entry) + 1       # a wrapper's offset is its last inner one
+            entry_epoch = _RR_NO_LEADER_EPOCH
         else:
             break
         if entry_next > next_offset:
             next_offset = entry_next
+            last_epoch[0] = entry_epoch
         pos += _RR_LOG_OVERHEAD + length
     return next_offset
 
@@ -894,15 +903,25 @@ def next_fetch_offset(records, int64_t fetch_offset=0):
     reports as next_offset for a well-formed set, read from the entry headers only (no record
     decoded, no CRC checked), so the next Fetch can go out before the records are decoded.
     For a malformed set it stops at the bad entry; read_records then raises for it."""
+    return next_fetch_position(records, fetch_offset)[0]
+
+
+def next_fetch_position(records, int64_t fetch_offset=0, int32_t fetch_epoch=-1):
+    """``(next_fetch_offset(records, fetch_offset), epoch)``: the epoch is the partition leader
+    epoch of the batch that ends right before that offset, the LastFetchedEpoch of the next
+    Fetch (KIP-320); ``fetch_epoch`` when no batch moves the offset, -1 after a legacy one."""
     if records is None:
-        return fetch_offset
+        return fetch_offset, fetch_epoch
     cdef object view = _rr_byte_view(records, "records")
     cdef Py_buffer buf
+    cdef int32_t epoch = fetch_epoch
+    cdef int64_t next_offset
     PyObject_GetBuffer(view, &buf, PyBUF_SIMPLE)
     try:
-        return _rr_scan_next_offset(<const uint8_t *>buf.buf, buf.len, fetch_offset)
+        next_offset = _rr_scan_next_offset(<const uint8_t *>buf.buf, buf.len, fetch_offset, &epoch)
     finally:
         PyBuffer_Release(&buf)
+    return next_offset, epoch
 
 
 # ------------------------------------------------------------------ the inspection decoder

@@ -111,12 +111,12 @@ cdef class Connection(BaseConnection):
         cdef int32_t sess_id = _int32("session_id", session_id)
         cdef int32_t sess_epoch = _int32("session_epoch", session_epoch)
         for item in partitions:
-            if not isinstance(item, tuple) or not 5 <= len(item) <= 6:
+            if not isinstance(item, tuple) or not 5 <= len(item) <= 7:
                 raise TypeError("partitions entries must be (topic, partition, offset, partition_max_bytes, "
-                                "current_leader_epoch[, topic_id]) tuples")
+                                "current_leader_epoch[, topic_id[, last_fetched_epoch]]) tuples")
             topic = item[0]
             _check_str("partitions topic", topic)
-            topic_id = item[5] if len(item) == 6 else None
+            topic_id = item[5] if len(item) >= 6 else None
             if topic_id is None:
                 all_ids = False
             fetch_topic = by_topic.get(topic)
@@ -128,7 +128,8 @@ cdef class Connection(BaseConnection):
                 partition=_partition("partitions partition", item[1]),
                 fetch_offset=_int64("partitions offset", item[2]),
                 partition_max_bytes=_int32("partitions partition_max_bytes", item[3]),
-                current_leader_epoch=_int32("partitions current_leader_epoch", item[4])))
+                current_leader_epoch=_int32("partitions current_leader_epoch", item[4]),
+                last_fetched_epoch=_int32("partitions last_fetched_epoch", item[6]) if len(item) == 7 else -1))
         forgotten_list = []
         for item in forgotten:
             if not isinstance(item, tuple) or not 2 <= len(item) <= 3:

@@ -3,7 +3,7 @@
 The first Fetch to a broker is a full request with session id 0 and epoch 0,
 asking the broker to open a session. Afterwards each request carries the
 session id and the next epoch, and lists only partitions that were added or
-whose fetch parameters changed (offset, max bytes, leader epoch, topic id);
+whose fetch parameters changed (offset, max bytes, leader epochs, topic id);
 partitions the consumer stopped fetching are listed as forgotten. The broker
 keeps the rest at the parameters it last saw. Any error or lost connection
 throws the session away and the next request is full again.
@@ -28,6 +28,7 @@ class FetchParams(NamedTuple):
     max_bytes: int
     current_leader_epoch: int
     topic_id: Any  # uuid.UUID, or None when the metadata has no id
+    last_fetched_epoch: int  # leader epoch of the batch before offset, -1 when unknown
 
 
 @dataclass(slots=True)
@@ -42,13 +43,8 @@ class FetchPlan:
 
     def request_partitions(self) -> list[tuple[Any, ...]]:
         """The ``fetch_multi`` partition tuples."""
-        rows: list[tuple[Any, ...]] = []
-        for tp, p in self.send.items():
-            if p.topic_id is None:
-                rows.append((tp.topic, tp.partition, p.offset, p.max_bytes, p.current_leader_epoch))
-            else:
-                rows.append((tp.topic, tp.partition, p.offset, p.max_bytes, p.current_leader_epoch, p.topic_id))
-        return rows
+        return [(tp.topic, tp.partition, p.offset, p.max_bytes, p.current_leader_epoch, p.topic_id,
+                 p.last_fetched_epoch) for tp, p in self.send.items()]
 
     def request_forgotten(self, topic_ids: dict[str, Any]) -> list[tuple[Any, ...]]:
         """The ``fetch_multi`` forgotten tuples: (topic, [partitions][, topic_id])."""

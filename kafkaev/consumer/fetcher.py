@@ -231,7 +231,7 @@ class Fetcher:
         for state in states:
             _leader, epoch = ctx.leader(state.topic, state.partition)
             wanted[state.tp] = FetchParams(state.fetch_offset, config.max_partition_fetch_bytes, epoch,
-                                           ctx.topic_id(state.topic))
+                                           ctx.topic_id(state.topic), state.fetch_epoch)
             sent[state.tp] = _Sent(state, state.generation, state.fetch_offset)
             state.in_flight = True
         plan = leader.session.plan(wanted)
@@ -323,7 +323,10 @@ class Fetcher:
                         or state.fetch_offset != s.offset):
                     continue  # seeked, reset, paused mid-way or revoked while in flight: stale data
                 code = p.error_code
-                if code == NONE:
+                diverging = p.diverging_epoch
+                if code == NONE and diverging is not None and diverging.end_offset >= 0:
+                    self._diverged(state, diverging)
+                elif code == NONE:
                     delivery = self._records(state, p)
                     if delivery is not None:
                         deliveries.append(delivery)
@@ -336,6 +339,21 @@ class Fetcher:
                     state.fail()
                     self.ctx.report(KafkaError(code, f"fetching {topic}[{p.partition_index}]"))
         return deliveries
+
+    def _diverged(self, state: PartitionState, diverging: Any) -> None:
+        """KIP-320: the leader's log no longer holds what was fetched below the fetch offset (an
+        unclean leader change truncated it): go back to where the last common epoch ends."""
+        end = diverging.end_offset
+        if end < state.position:
+            self.ctx.report(KafkaError(
+                OFFSET_OUT_OF_RANGE,
+                f"{state.topic}[{state.partition}]: the log was truncated below position {state.position} "
+                f"(leader epoch {diverging.epoch} ends at {end}); resuming at {end}",
+            ))
+            state.seek(end, diverging.epoch)
+        else:  # only what was fetched and not yet delivered is gone
+            state.fetch_offset = end
+            state.fetch_epoch = diverging.epoch
 
     def _leader_moved(self, state: PartitionState, p: Any, endpoints: Any) -> None:
         ctx = self.ctx
@@ -362,7 +380,8 @@ class Fetcher:
             return None
         offset = state.fetch_offset
         # From the batch headers only: the next Fetch goes out before any record is decoded.
-        state.fetch_offset = next_offset = _proto.next_fetch_offset(records, offset)
+        next_offset, state.fetch_epoch = _proto.next_fetch_position(records, offset, state.fetch_epoch)
+        state.fetch_offset = next_offset
         aborted = p.aborted_transactions if self.read_committed else None
         return _Delivery(state, records, aborted, state.generation, offset, next_offset)
 
@@ -379,7 +398,7 @@ class Fetcher:
         except KafkaError as exc:
             # A corrupt record set cannot be skipped safely: stop this partition and say so
             # (failing it makes the Fetch already sent past the set stale).
-            state.fetch_offset = state.position
+            state.rewind_fetch()
             state.fail()
             self.ctx.report(KafkaError(
                 exc.code, f"{state.topic}[{state.partition}] at offset {delivery.fetch_offset}: {exc.message}"))
@@ -391,30 +410,32 @@ class Fetcher:
             return  # an earlier callback seeked or revoked it: the records are stale
         if state.paused:
             # Paused by an earlier callback: these records are fetched again on resume.
-            state.fetch_offset = state.position
+            state.rewind_fetch()
             return
         fetched = self._decode(delivery)
         if fetched is None:
             return
         epoch = fetched.last_leader_epoch if fetched.batch_count else UNKNOWN_EPOCH
-        resume_at = None
+        last_handed_over = None
         if fetched.messages:
             state.interrupted = False
-            resume_at = self._deliver(state, fetched.messages)
+            last_handed_over = self._deliver(state, fetched.messages)
             if state.generation != delivery.generation or self.ctx.subscription.get(state.tp) is not state:
                 return  # the callback seeked or revoked: its new position stands
         # else: only control records, aborted or compacted-away offsets: step over them.
-        if resume_at is None:
+        if last_handed_over is None:
             state.position = delivery.next_offset
             if epoch != UNKNOWN_EPOCH:
                 state.position_epoch = epoch
         else:
             # Paused mid-way: resume after the last record handed over. The Fetch already
             # sent from next_offset is now stale (fetch_offset moved) and will be dropped.
-            state.position = state.fetch_offset = resume_at
+            state.position = last_handed_over.offset + 1
+            state.position_epoch = last_handed_over.leader_epoch
+            state.rewind_fetch()
 
-    def _deliver(self, state: PartitionState, messages: list[Any]) -> int | None:
-        """Hand the records over; returns the offset to resume from when the callback
+    def _deliver(self, state: PartitionState, messages: list[Any]) -> Any:
+        """Hand the records over; returns the last one handed over when the callback
         paused the partition mid-way, else None (all delivered)."""
         on_batch = self.on_batch
         if on_batch is not None:
@@ -432,7 +453,7 @@ class Fetcher:
             except Exception as exc:  # noqa: BLE001 - reported; delivery goes on
                 self.ctx.report(exc)
             if state.interrupted:
-                return msg.offset + 1
+                return msg
         return None
 
     # --- metadata -------------------------------------------------------------------------------

@@ -45,6 +45,9 @@ class PartitionState:
     # delivered (the next Fetch is already out), equal to it otherwise.
     fetch_offset: int = -1
     position_epoch: int = UNKNOWN_EPOCH  # leader epoch of the last delivered record's batch
+    # Leader epoch of the batch that ends right before fetch_offset: the Fetch's
+    # LastFetchedEpoch, so the leader can say when its log diverged from it (KIP-320).
+    fetch_epoch: int = UNKNOWN_EPOCH
     phase: Phase = Phase.AWAIT_RESET
     reset_kind: ResetKind = ResetKind.EARLIEST
     reset_timestamp: int = 0
@@ -84,11 +87,17 @@ class PartitionState:
         self.position = offset
         self.fetch_offset = offset
         self.position_epoch = epoch
+        self.fetch_epoch = epoch
         self.retry_at = 0.0
         self.phase = Phase.FETCHING
         self.generation += 1
         self.interrupted = True
         self.notify()
+
+    def rewind_fetch(self) -> None:
+        """Fetch again from the position: what was fetched past it is dropped."""
+        self.fetch_offset = self.position
+        self.fetch_epoch = self.position_epoch
 
     def request_reset(self, kind: ResetKind, timestamp: int = 0) -> None:
         self.reset_kind = kind
