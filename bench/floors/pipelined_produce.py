@@ -9,9 +9,10 @@ writes those same frames again and again, round-robin over the topic's partition
 blocking TCP socket, with at most ``MAX_IN_FLIGHT_PER_PARTITION`` requests per partition
 unanswered (kafkaev's ``max_in_flight``), and reads every response in order, checking its
 correlation id, partition and error code: one error fails the run with its name. Its records
-per second are what the broker takes in on this machine when the client costs next to nothing:
-in the same run, no client producing over one connection (as every client of the harness does)
-can go faster, so a goal above it is out of reach here.
+per second are what the broker takes in on this machine over one connection when the client
+costs next to nothing: in the same run, no client producing over one connection can go faster.
+kafkaev's throughput runs use ``produce_connections=3`` (one connection per partition of the
+run's topic), which lets the broker append several partitions at once and can pass it.
 
 It does less than a producer must (no idempotence, the same bytes each time), so it is a ceiling,
 not a competitor.
