@@ -304,7 +304,11 @@ class Sender:
         if code == MESSAGE_TOO_LARGE and batch.record_count > 1:
             # The topic's max.message.bytes is below this batch: its records go again as two
             # halves, as the Java producer does; only a single record that is too large fails.
-            self._acc.split(batch)
+            try:
+                self._acc.split(batch)
+            except KafkaError as exc:  # its own bytes did not decode: cannot happen, but fail it once
+                self._fail(batch, KafkaError(code, f"{err.message or err.name}; splitting the batch failed: {exc}"))
+                return
             if self.identity is not None and batch.base_seq >= 0:
                 self._bump_needed = True  # its sequence was never written: the later ones restart
             return
