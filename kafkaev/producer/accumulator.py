@@ -10,7 +10,9 @@ the partition becomes *ready* for the sender.
 * ``buffer_memory`` is reserved per batch (its capacity) when the batch opens and given back
   when the batch completes; a full buffer raises ``BufferFullError`` from ``produce``.
 * A batch's builder, once the batch is built, is emptied and kept for the next batch of the
-  default size (a few at most): its grown buffer is reused rather than allocated again.
+  default size (a few at most). A builder above 128 KiB keeps its buffer, which is reused
+  rather than allocated again; a smaller uncompressed one handed its buffer over as the batch
+  (``RecordBatchBuilder.finish``) and allocates the next one at its next record.
 * The state a record touches on its way in (``TopicState``, ``PartitionState``,
   ``ProducerBatch`` with its ``Deliveries``) is defined in C, in ``kafkaev._producer``, so
   that ``produce()`` reads it as struct fields; this module decides when batches open and close.
