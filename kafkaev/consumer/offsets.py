@@ -111,8 +111,8 @@ class OffsetManager:
                     self.ctx.call(cb, replaced)
                 return
             user_cb = cb
-            self._commit_attempt(current, lambda e: user_cb(e or replaced) if user_cb is not None else None,
-                                 deadline, serial)
+            report_replaced = None if user_cb is None else (lambda e: user_cb(e or replaced))
+            self._commit_attempt(current, report_replaced, deadline, serial)
 
         self.ctx.loop.call_later(self.ctx.config.retry_backoff_ms / 1000.0, again)
 
