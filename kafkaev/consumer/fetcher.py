@@ -343,16 +343,10 @@ class Fetcher:
     def _diverged(self, state: PartitionState, diverging: Any) -> None:
         """KIP-320: the leader's log no longer holds what was fetched below the fetch offset (an
         unclean leader change truncated it): go back to where the last common epoch ends."""
-        end = diverging.end_offset
-        if end < state.position:
-            self.ctx.report(KafkaError(
-                OFFSET_OUT_OF_RANGE,
-                f"{state.topic}[{state.partition}]: the log was truncated below position {state.position} "
-                f"(leader epoch {diverging.epoch} ends at {end}); resuming at {end}",
-            ))
-            state.seek(end, diverging.epoch)
+        if diverging.end_offset < state.position:
+            self.positions.resume_after_truncation(state, diverging.epoch, diverging.end_offset, diverging.epoch)
         else:  # only what was fetched and not yet delivered is gone
-            state.fetch_offset = end
+            state.fetch_offset = diverging.end_offset
             state.fetch_epoch = diverging.epoch
 
     def _leader_moved(self, state: PartitionState, p: Any, endpoints: Any) -> None:

@@ -273,15 +273,7 @@ class PositionResolver:
                         self.ctx.loop.call_later(self.ctx.config.retry_backoff_max_ms / 1000.0, self.kick)
                     continue
                 if 0 <= answer.end_offset < state.position:
-                    self.ctx.report(
-                        KafkaError(
-                            OFFSET_OUT_OF_RANGE,
-                            f"{tp.topic}[{tp.partition}]: the log was truncated below position {state.position} "
-                            f"(leader epoch {state.position_epoch} ends at {answer.end_offset}); "
-                            f"resuming at {answer.end_offset}",
-                        )
-                    )
-                    state.seek(answer.end_offset, answer.leader_epoch)
+                    self.resume_after_truncation(state, state.position_epoch, answer.end_offset, answer.leader_epoch)
                 else:
                     self._validated(state)
             self.on_ready()
@@ -297,6 +289,16 @@ class PositionResolver:
             self.apply_reset_policy(state)
         else:
             state.resume_fetching()
+
+    def resume_after_truncation(self, state: PartitionState, epoch: int, end_offset: int, end_epoch: int) -> None:
+        """The leader's log ends ``epoch`` at ``end_offset``, below the position: say so and
+        read on from there (KIP-320), whatever ``auto_offset_reset`` says."""
+        self.ctx.report(KafkaError(
+            OFFSET_OUT_OF_RANGE,
+            f"{state.topic}[{state.partition}]: the log was truncated below position {state.position} "
+            f"(leader epoch {epoch} ends at {end_offset}); resuming at {end_offset}",
+        ))
+        state.seek(end_offset, end_epoch)
 
     def apply_reset_policy(self, state: PartitionState) -> None:
         """OFFSET_OUT_OF_RANGE without truncation: auto_offset_reset, or an error."""
