@@ -239,6 +239,20 @@ def test_unknown_magic_and_bad_lengths_are_protocol_errors() -> None:
         read_records("t", 0, bytes(short), 0)
 
 
+def test_message_fields_are_read_only_and_read_by_callbacks_at_slot_speed() -> None:
+    # topic, key and value are member descriptors (specialized by the interpreter), the rest
+    # Cython properties: both read the same fields and refuse assignment alike.
+    decoded = read_records("t", 3, aiokafka_batch([(TS, None, b"v0", []), (TS, b"k1", None, [])]), 0).messages
+    assert [(m.topic, m.partition, m.offset, m.key, m.value) for m in decoded] == [
+        ("t", 3, 0, None, b"v0"), ("t", 3, 1, b"k1", None)]
+    assert type(Message.__dict__["value"]).__name__ == "member_descriptor"
+    for field in ("topic", "key", "value", "offset"):
+        with pytest.raises(AttributeError):
+            setattr(decoded[0], field, b"x")
+    blank = Message.__new__(Message)
+    assert (blank.topic, blank.key, blank.value) == (None, None, None)
+
+
 def test_arguments_are_checked() -> None:
     with pytest.raises(TypeError, match="records"):
         read_records("t", 0, 12345, 0)
