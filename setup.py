@@ -30,7 +30,7 @@ directives = {
 
 # All extensions by default; KAFKAEV_EXTENSIONS=kafkaev._proto builds a subset
 # while another module is mid-change.
-names = os.environ.get("KAFKAEV_EXTENSIONS", "kafkaev._proto,kafkaev._conn,kafkaev._producer").split(",")
+names = os.environ.get("KAFKAEV_EXTENSIONS", "kafkaev._proto,kafkaev._conn,kafkaev._producer,kafkaev._consumer").split(",")
 
 extensions = [
     Extension(

@@ -197,7 +197,7 @@ class Consumer:
         for tp in [_partition_of(p, "pause") for p in partitions]:
             state = self._state("pause", tp.topic, tp.partition)
             state.paused = True
-            state.interrupted = True
+            state.interrupt()
 
     def resume(self, partitions: Iterable[Any]) -> None:
         for tp in [_partition_of(p, "resume") for p in partitions]:

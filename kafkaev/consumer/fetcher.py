@@ -27,6 +27,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from kafkaev import _proto
+from kafkaev._consumer import deliver_each
 from kafkaev.errors import (
     DESTROY,
     FETCH_SESSION_ID_NOT_FOUND,
@@ -438,17 +439,9 @@ class Fetcher:
             except Exception as exc:  # noqa: BLE001 - reported; delivery goes on
                 self.ctx.report(exc)
             return None
-        on_message = self.on_message
-        if on_message is None:
+        if self.on_message is None:
             return None
-        for msg in messages:
-            try:
-                on_message(msg)
-            except Exception as exc:  # noqa: BLE001 - reported; delivery goes on
-                self.ctx.report(exc)
-            if state.interrupted:
-                return msg
-        return None
+        return deliver_each(self.on_message, messages, state, self.ctx.report)
 
     # --- metadata -------------------------------------------------------------------------------
     def on_metadata(self) -> None:

@@ -13,6 +13,7 @@ import enum
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
+from kafkaev._consumer import note_interruption
 from kafkaev.types import OFFSET_BEGINNING, OFFSET_END, TopicPartition
 
 # The leader epoch of a position whose epoch is unknown (before the first record).
@@ -91,8 +92,13 @@ class PartitionState:
         self.retry_at = 0.0
         self.phase = Phase.FETCHING
         self.generation += 1
-        self.interrupted = True
+        self.interrupt()
         self.notify()
+
+    def interrupt(self) -> None:
+        """Stop a delivery of this partition's records in progress after the current one."""
+        self.interrupted = True
+        note_interruption()
 
     def rewind_fetch(self) -> None:
         """Fetch again from the position: what was fetched past it is dropped."""
@@ -105,7 +111,7 @@ class PartitionState:
         self.retry_at = 0.0
         self.phase = Phase.AWAIT_RESET
         self.generation += 1
-        self.interrupted = True
+        self.interrupt()
 
     def request_validation(self, *, out_of_range: bool = False) -> bool:
         """Check the position against the leader's log before fetching on; False when
@@ -163,7 +169,7 @@ class SubscriptionState:
             if state is not None:
                 # An in-flight response for it must not be applied.
                 state.generation += 1
-                state.interrupted = True
+                state.interrupt()
                 removed.append(state)
                 state.notify()
         return removed

@@ -1,0 +1,94 @@
+"""kafkaev._consumer.deliver_each: the C loop that hands fetched records to ``on_message``.
+It stops after the record whose callback interrupted the partition being delivered, and only
+then; a raising callback is reported and delivery goes on. Real-broker tests of pause and seek
+from a callback: test_consumer_fetch.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafkaev._consumer import deliver_each
+from kafkaev._proto import Message
+from kafkaev.consumer.subscription import PartitionState
+from kafkaev.types import TopicPartition
+
+
+def state(partition: int = 0) -> PartitionState:
+    return PartitionState(TopicPartition("t", partition), "t", partition)
+
+
+def messages(count: int) -> list[Message]:
+    return [Message("t", 0, offset, None, b"v%d" % offset) for offset in range(count)]
+
+
+def test_every_record_is_handed_over_in_order_and_none_is_returned() -> None:
+    seen: list[int] = []
+    last = deliver_each(lambda m: seen.append(m.offset), messages(5), state(), _never_reported)
+    assert seen == [0, 1, 2, 3, 4]
+    assert last is None
+
+
+def test_a_raising_callback_is_reported_once_per_record_and_delivery_goes_on() -> None:
+    reported: list[BaseException] = []
+    seen: list[int] = []
+
+    def on_message(msg: Any) -> None:
+        seen.append(msg.offset)
+        if msg.offset % 2:
+            raise ValueError(msg.offset)
+
+    assert deliver_each(on_message, messages(5), state(), reported.append) is None
+    assert seen == [0, 1, 2, 3, 4]
+    assert [exc.args for exc in reported] == [(1,), (3,)]
+
+
+def test_interrupting_the_partition_stops_after_the_current_record() -> None:
+    delivering = state()
+    seen: list[int] = []
+
+    def on_message(msg: Any) -> None:
+        seen.append(msg.offset)
+        if msg.offset == 2:
+            delivering.interrupt()
+
+    last = deliver_each(on_message, messages(5), delivering, _never_reported)
+    assert seen == [0, 1, 2]
+    assert last is not None and last.offset == 2
+
+
+def test_a_raising_callback_that_interrupted_still_stops_delivery() -> None:
+    delivering = state()
+    reported: list[BaseException] = []
+
+    def on_message(msg: Any) -> None:
+        delivering.interrupt()
+        raise RuntimeError("after pausing")
+
+    last = deliver_each(on_message, messages(3), delivering, reported.append)
+    assert last is not None and last.offset == 0
+    assert len(reported) == 1
+
+
+def test_interrupting_another_partition_does_not_stop_this_one() -> None:
+    other = state(1)
+    seen: list[int] = []
+
+    def on_message(msg: Any) -> None:
+        seen.append(msg.offset)
+        other.interrupt()  # e.g. pausing a different partition from this callback
+
+    assert deliver_each(on_message, messages(4), state(), _never_reported) is None
+    assert seen == [0, 1, 2, 3]
+
+
+def test_seek_and_pause_of_the_delivering_partition_interrupt_it() -> None:
+    for interrupt in (lambda s: s.seek(10), lambda s: s.request_reset(s.reset_kind)):
+        delivering = state()
+        delivering.interrupted = False
+        last = deliver_each(lambda m, s=delivering, f=interrupt: f(s) if m.offset == 1 else None,
+                            messages(4), delivering, _never_reported)
+        assert last is not None and last.offset == 1
+
+
+def _never_reported(exc: BaseException) -> None:
+    raise AssertionError(f"reported {exc!r}")
