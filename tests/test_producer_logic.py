@@ -97,6 +97,7 @@ class FakeBroker:
         self.down = set()
         self.answer_delay_s = 0.0  # > 0: answers come this much later, so requests overlap
         self.answered = []  # (connection, partitions, sent at, answered at) per acked Produce
+        self.lose_answer = set()  # nodes whose next Produce is written, then its connection drops
 
     def factory(self, config, loop):
         return FakeConn(self)
@@ -191,6 +192,10 @@ class FakeConn:
             cl = NS(leader_id=b.leaders[p], leader_epoch=b.epoch[p]) if code == NOT_LEADER_OR_FOLLOWER else None
             answers.append(NS(index=p, error_code=code, base_offset=base, log_append_time_ms=-1,
                               error_message=None, current_leader=cl))
+        if node in b.lose_answer:
+            b.lose_answer.discard(node)
+            b.loop.call_soon(cb, None, KafkaError(DESTROY, "connection lost before the answer"))
+            return
         resp = NS(responses=[NS(name="t", partition_responses=answers)], node_endpoints=[])
         sent_at = b.loop.time()
 
@@ -341,6 +346,32 @@ def test_unknown_producer_id_bumps_epoch_and_resequences(loop):
     last = broker.requests[-1][1][0][2]
     assert (last.epoch, last.seq) == (1, 0)
     assert broker.values(0) == [b"a", b"b"]
+
+
+def test_epoch_bump_resends_a_batch_of_unknown_outcome_under_its_old_sequence(loop):
+    # Partition 0 (node 1) has its producer state lost and needs a new epoch while partition 1
+    # (node 2) has a batch the broker wrote but whose answer was lost. Re-stamped under the new
+    # epoch it would be written twice; under its old sequence the broker drops it as a duplicate.
+    broker = FakeBroker(loop, partitions=2, nodes=(1, 2))
+    env = make(loop, broker, idempotent=True, linger_ms=1, retry_backoff_ms=1)
+    results, cb_for = collect()
+    for i in range(2):  # both connections up, so the next two batches go out together
+        env.producer.produce("t", None, b"warm-%d" % i, cb_for(i), partition=i)
+    run_until(loop, lambda: len(results) == 2)
+    broker.faults.append(lambda node, p, b: UNKNOWN_PRODUCER_ID if p == 0 else None)
+    broker.lose_answer.add(2)
+    for i in range(2, 6):
+        env.producer.produce("t", None, b"first-%d" % i, cb_for(i), partition=i % 2)
+    run_until(loop, lambda: len(results) == 6)
+    for i in range(6, 12):  # under the new epoch, after the resent batch
+        env.producer.produce("t", None, b"then-%d" % i, cb_for(i), partition=i % 2)
+    run_until(loop, lambda: len(results) == 12)
+    assert all(err is None for _, err in results.values()), results
+    assert broker.init_calls == [(-1, -1), (1000, 0)]
+    assert broker.values(1) == [b"warm-1", b"first-3", b"first-5", b"then-7", b"then-9", b"then-11"]
+    assert broker.values(0) == [b"warm-0", b"first-2", b"first-4", b"then-6", b"then-8", b"then-10"]
+    stamps_1 = [(b.epoch, b.seq) for _node, batches in broker.requests for _t, p, b in batches if p == 1]
+    assert stamps_1 == [(0, 0), (0, 1), (0, 1), (1, 0)]  # sent, resent as it was, then the new epoch
 
 
 def test_sequence_wraps():

@@ -14,7 +14,11 @@
 * Idempotent ordering: after a retriable failure a partition sends nothing until all its
   in-flight batches are answered, then resends its queue in order with the same sequences.
   A sequence the broker no longer accepts (KIP-360) triggers an epoch bump once nothing is
-  in flight; queued batches are then re-stamped from sequence 0.
+  in flight. The partitions whose sequences broke then start again from sequence 0, their
+  queued batches re-stamped. Every other partition first resends the batches it had already
+  sent, unchanged under the old producer id and epoch (the broker may have written them and
+  must see their old sequence to drop them), and starts its new batches from 0 once those
+  are answered, as the Java producer does.
 """
 
 from __future__ import annotations
@@ -86,6 +90,12 @@ class Sender:
         self._request_timeout_ms = config.request_timeout_ms
         self.identity = ProducerIdentity() if config.idempotent else None
         self._bump_needed = False
+        # The partitions whose sequence state the broker lost or refused, or that skipped a
+        # sequence: restamped from 0 at the next bump.
+        self._resequence_parts: set[PartitionState] = set()
+        # Batches sent under an earlier producer id/epoch and resent as they are, until answered;
+        # their partition's new batches wait for them.
+        self._earlier_identity: set[ProducerBatch] = set()
         self.in_flight = 0  # batches sent and not yet answered, all partitions
         self._scheduled = False
         self._retry_timer: asyncio.TimerHandle | None = None
@@ -202,6 +212,8 @@ class Sender:
                 batch = part.queue[0]
                 data = batch.data
                 if data is None:
+                    if self._earlier_identity and self._awaits_earlier_identity(part):
+                        continue  # its first batch under the new epoch goes after the old ones
                     data = self._build(batch)
                 if request and size + len(data) > max_size:
                     again.append(part)
@@ -235,6 +247,10 @@ class Sender:
         batch.reserved = len(data)
         batch.data = data
         return data
+
+    def _awaits_earlier_identity(self, part: PartitionState) -> bool:
+        earlier = self._earlier_identity
+        return any(b in earlier for b in part.in_flight)
 
     def _send_request(self, conn: Any, batches: list[ProducerBatch]) -> None:
         self.in_flight += len(batches)
@@ -290,6 +306,8 @@ class Sender:
 
     def _succeeded(self, batch: ProducerBatch, base_offset: int, log_append_time: int) -> None:
         self._leave_flight(batch)
+        if self._earlier_identity:
+            self._earlier_identity.discard(batch)
         self._acc.release(batch)
         part = batch.part
         batch.deliveries.complete(part.topic, part.partition, base_offset, log_append_time, self._report)
@@ -304,18 +322,19 @@ class Sender:
         if code == MESSAGE_TOO_LARGE and batch.record_count > 1:
             # The topic's max.message.bytes is below this batch: its records go again as two
             # halves, as the Java producer does; only a single record that is too large fails.
+            self._earlier_identity.discard(batch)  # replaced by its halves
             try:
                 self._acc.split(batch)
             except KafkaError as exc:  # its own bytes did not decode: cannot happen, but fail it once
                 self._fail(batch, KafkaError(code, f"{err.message or err.name}; splitting the batch failed: {exc}"))
                 return
             if self.identity is not None and batch.base_seq >= 0:
-                self._bump_needed = True  # its sequence was never written: the later ones restart
+                self._need_resequence(part)  # its sequence was never written: the later ones restart
             return
         if self.identity is not None and code in SEQUENCE_ERRORS:
             if not self._earlier_pending(batch):
                 # the broker lost or rejects our sequence state: new epoch, sequences from 0
-                self._bump_needed = True
+                self._need_resequence(part)
             self._retry(batch, immediate=True)
             return
         if not err.retriable and not (code in CONNECTION_CLOSED and not self._closed):
@@ -360,17 +379,24 @@ class Sender:
 
     def _fail(self, batch: ProducerBatch, err: KafkaError) -> None:
         """Final failure: every record of the batch gets ``(None, err)``."""
-        if batch.base_seq >= 0 and self.identity is not None:
+        if batch.base_seq >= 0 and self.identity is not None and batch not in self._earlier_identity:
             # a sequence the broker never wrote: the partition's later sequences leave a gap
-            self._bump_needed = True
+            # (under an earlier identity the gap is harmless: new batches do not follow it)
+            self._need_resequence(batch.part)
         self.fail_records(batch, err)
 
     def fail_records(self, batch: ProducerBatch, err: KafkaError) -> None:
+        if self._earlier_identity:
+            self._earlier_identity.discard(batch)
         self._acc.release(batch)
         batch.deliveries.fail(err, self._report)
         self._on_batch_done()
 
     # --- idempotence ---------------------------------------------------------------------------
+    def _need_resequence(self, part: PartitionState) -> None:
+        self._resequence_parts.add(part)
+        self._bump_needed = True
+
     def _prepare_identity(self) -> None:
         identity = self.identity
         assert identity is not None
@@ -414,21 +440,33 @@ class Sender:
         self.wake()
 
     def _resequence(self) -> None:
-        """New epoch: every partition restarts at sequence 0; batches already encoded under the
-        old epoch (queued for retry, none in flight) are re-stamped in order."""
+        """New producer id or epoch (nothing in flight): every partition's new batches start at
+        sequence 0. A partition whose sequences broke has its queue stamped again from 0, in
+        order. Elsewhere, batches already sent keep their old identity and sequence: the broker
+        may have written them (their answer was lost), and only the old sequence lets it tell."""
         identity = self.identity
         assert identity is not None
+        earlier = self._earlier_identity
         for tstate in self._acc.topics.values():
             for part in tstate.parts:
-                seq = 0
-                for batch in part.queue:
-                    if batch.data is not None:
-                        batch.base_seq = seq
-                        batch.producer_epoch = identity.producer_epoch
-                        batch.data = restamp_batch(batch.data, identity.producer_id, identity.producer_epoch, seq)
-                        seq = next_sequence(seq, batch.record_count)
-                part.next_seq = seq
+                part.next_seq = 0
                 part.retrying = False
+                if part in self._resequence_parts:
+                    for batch in part.queue:
+                        earlier.discard(batch)
+                        if batch.data is None:
+                            # Built now, so the sequences follow the queue's order (a split
+                            # batch's halves are unbuilt ahead of built batches).
+                            self._build(batch)
+                        else:
+                            batch.base_seq = part.next_seq
+                            batch.producer_epoch = identity.producer_epoch
+                            batch.data = restamp_batch(batch.data, identity.producer_id, identity.producer_epoch,
+                                                       batch.base_seq)
+                            part.next_seq = next_sequence(part.next_seq, batch.record_count)
+                else:
+                    earlier.update(batch for batch in part.queue if batch.data is not None)
+        self._resequence_parts.clear()
 
     # --- delivery timeout ----------------------------------------------------------------------
     def _sweep(self) -> None:
