@@ -3,6 +3,8 @@ from collections.abc import Sequence
 from typing import Literal
 from uuid import UUID
 
+from kafkaev.errors import KafkaError
+
 _BytesLike = bytes | bytearray | memoryview
 
 # --- buffers (_codecs/buffers.pxi) ---
@@ -138,11 +140,14 @@ class FetchedRecords:
     def bytes_read(self) -> int: ...
     @property
     def aborted_count(self) -> int: ...
+    @property
+    def error(self) -> KafkaError | None: ...
 
 def read_records(
     topic: str, partition: int, records: _BytesLike | None, fetch_offset: int = 0, *,
     check_crcs: bool = True, read_committed: bool = False,
     aborted_transactions: Sequence[object] | None = None, max_uncompressed_size: int = ...,
+    stop_at_corrupt: bool = False,
 ) -> FetchedRecords: ...
 def next_fetch_offset(records: _BytesLike | None, fetch_offset: int = 0) -> int: ...
 def next_fetch_position(

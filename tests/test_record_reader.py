@@ -239,6 +239,30 @@ def test_unknown_magic_and_bad_lengths_are_protocol_errors() -> None:
         read_records("t", 0, bytes(short), 0)
 
 
+def test_stop_at_corrupt_returns_the_entries_before_the_first_malformed_one() -> None:
+    good = data_batch(0, 3) + control_batch(3, 7, CONTROL_COMMIT)
+    bad_crc = bytearray(data_batch(4, 2))
+    bad_crc[-1] ^= 0x01
+    bad_record = bytearray(aiokafka_batch([(TS, b"k", b"v", []), (TS, b"key", b"value", [])], base_offset=4))
+    # Records start at 61, each after its zig-zag varint length (one byte here). The second's
+    # key length runs past it, after the first was decoded: that one must not come out either.
+    second = 61 + 1 + (bad_record[61] >> 1)
+    bad_record[second + 4] = 0x7E
+    for corrupt, check_crcs in ((bytes(bad_crc), True), (bytes(bad_record), False)):
+        records = good + corrupt + data_batch(6, 2)
+        with pytest.raises(ProtocolError):
+            read_records("t", 0, records, 0, check_crcs=check_crcs)
+        fetched = read_records("t", 0, records, 1, check_crcs=check_crcs, stop_at_corrupt=True)
+        assert [m.offset for m in fetched.messages] == [1, 2]
+        assert [c.offset for c in fetched.control] == [3]
+        assert (fetched.next_offset, fetched.batch_count, fetched.truncated) == (4, 2, False)
+        assert isinstance(fetched.error, ProtocolError) and "offset 4" in str(fetched.error)
+    first = read_records("t", 0, bytes(bad_crc), 4, stop_at_corrupt=True)
+    assert (first.messages, first.next_offset, first.batch_count) == ([], 4, 0)
+    assert "CRC-32C mismatch" in str(first.error)
+    assert read_records("t", 0, good, 0, stop_at_corrupt=True).error is None
+
+
 def test_message_fields_are_read_only_and_read_by_callbacks_at_slot_speed() -> None:
     # topic, key and value are member descriptors (specialized by the interpreter), the rest
     # Cython properties: both read the same fields and refuse assignment alike.

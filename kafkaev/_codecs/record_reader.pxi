@@ -442,6 +442,9 @@ cdef class FetchedRecords:
     last_leader_epoch   partition leader epoch of the last complete v2 batch, else -1
     bytes_read      bytes of the complete entries
     aborted_count   records skipped as part of aborted transactions (read_committed)
+    error           with ``stop_at_corrupt``: the ProtocolError of the first malformed entry,
+                    which ends the set; everything above describes the entries before it
+                    (``next_offset`` is where the malformed one starts). Else None.
     """
     cdef readonly list messages
     cdef readonly list control
@@ -451,11 +454,13 @@ cdef class FetchedRecords:
     cdef readonly int32_t last_leader_epoch
     cdef readonly Py_ssize_t bytes_read
     cdef readonly Py_ssize_t aborted_count
+    cdef readonly object error
 
     def __repr__(self):
         return (f"FetchedRecords(messages=<{len(self.messages)}>, control={self.control!r}, "
                 f"next_offset={self.next_offset}, truncated={self.truncated}, "
-                f"batch_count={self.batch_count}, last_leader_epoch={self.last_leader_epoch})")
+                f"batch_count={self.batch_count}, last_leader_epoch={self.last_leader_epoch}, "
+                f"error={self.error!r})")
 
 
 # ------------------------------------------------------------------ the reader
@@ -532,6 +537,7 @@ cdef class _RecordSetReader:
     cdef Py_ssize_t aborted_next    # index of the first not yet consumed
     cdef set aborted_producers      # producer ids inside an aborted transaction right now
     cdef FetchedRecords out
+    cdef bint stop_at_corrupt       # a malformed entry ends the set (out.error) instead of raising
     cdef object view                # memoryview of the whole record set
     cdef const uint8_t *base        # its first byte
 
@@ -686,36 +692,57 @@ cdef class _RecordSetReader:
     # -------------------------------------------------------------- the set
 
     cdef int read_set(self, const uint8_t *data, Py_ssize_t n) except -1:
-        cdef Py_ssize_t pos = 0, remaining
-        cdef int32_t length
-        cdef int magic
-        cdef const uint8_t *entry
+        cdef Py_ssize_t pos = 0, remaining, entry_size
+        cdef FetchedRecords out = self.out
+        cdef Py_ssize_t kept_messages, kept_control
+        cdef int64_t kept_next_offset
+        cdef int32_t kept_epoch
         while pos < n:
             remaining = n - pos
-            entry = data + pos
             if remaining < _RR_LOG_OVERHEAD:
-                self.out.truncated = True
+                out.truncated = True
                 break
-            length = _rr_be32(entry + 8)
-            if length < _RR_LEGACY_V0_MIN_SIZE:
-                raise ProtocolError(
-                    f"record set entry at offset {_rr_be64(entry)} (byte {pos}): length {length} "
-                    f"is below the smallest entry ({_RR_LEGACY_V0_MIN_SIZE})")
-            if length > remaining - _RR_LOG_OVERHEAD:
-                self.out.truncated = True      # the broker cut the last entry: not an error
-                break
-            magic = entry[_RR_MAGIC_OFFSET]
-            if magic == 2:
-                self._read_v2(entry, _RR_LOG_OVERHEAD + length)
-            elif magic == 0 or magic == 1:
-                self._read_legacy(entry, _RR_LOG_OVERHEAD + length)
+            if not self.stop_at_corrupt:
+                entry_size = self._read_entry(data + pos, pos, remaining)
             else:
-                raise ProtocolError(
-                    f"record set entry at offset {_rr_be64(entry)} (byte {pos}): unknown magic {magic}")
-            pos += _RR_LOG_OVERHEAD + length
-            self.out.batch_count += 1
-            self.out.bytes_read = pos
+                kept_messages, kept_control = len(out.messages), len(out.control)
+                kept_next_offset, kept_epoch = out.next_offset, out.last_leader_epoch
+                try:
+                    entry_size = self._read_entry(data + pos, pos, remaining)
+                except ProtocolError as exc:
+                    # What the good entries before it gave stands; none of this one's records do.
+                    del out.messages[kept_messages:]
+                    del out.control[kept_control:]
+                    out.next_offset, out.last_leader_epoch = kept_next_offset, kept_epoch
+                    out.error = exc
+                    break
+            if entry_size == 0:
+                out.truncated = True      # the broker cut the last entry: not an error
+                break
+            pos += entry_size
+            out.batch_count += 1
+            out.bytes_read = pos
         return 0
+
+    cdef Py_ssize_t _read_entry(self, const uint8_t *entry, Py_ssize_t pos, Py_ssize_t remaining) except -1:
+        """Read the entry at byte ``pos``; its size, or 0 when the set ends inside it."""
+        cdef int32_t length = _rr_be32(entry + 8)
+        cdef int magic
+        if length < _RR_LEGACY_V0_MIN_SIZE:
+            raise ProtocolError(
+                f"record set entry at offset {_rr_be64(entry)} (byte {pos}): length {length} "
+                f"is below the smallest entry ({_RR_LEGACY_V0_MIN_SIZE})")
+        if length > remaining - _RR_LOG_OVERHEAD:
+            return 0
+        magic = entry[_RR_MAGIC_OFFSET]
+        if magic == 2:
+            self._read_v2(entry, _RR_LOG_OVERHEAD + length)
+        elif magic == 0 or magic == 1:
+            self._read_legacy(entry, _RR_LOG_OVERHEAD + length)
+        else:
+            raise ProtocolError(
+                f"record set entry at offset {_rr_be64(entry)} (byte {pos}): unknown magic {magic}")
+        return _RR_LOG_OVERHEAD + length
 
 
 # ------------------------------------------------------------------ legacy messages
@@ -879,7 +906,7 @@ cdef list _rr_sorted_aborted(object aborted_transactions):
 
 def read_records(str topic not None, int32_t partition, records, int64_t fetch_offset=0, *,
                  bint check_crcs=True, bint read_committed=False, aborted_transactions=None,
-                 Py_ssize_t max_uncompressed_size=DEFAULT_MAX_UNCOMPRESSED_SIZE):
+                 Py_ssize_t max_uncompressed_size=DEFAULT_MAX_UNCOMPRESSED_SIZE, bint stop_at_corrupt=False):
     """Decode one partition's record set (a Fetch response's `records`) into a FetchedRecords.
 
     Records below `fetch_offset` are dropped (a batch may start before it). With
@@ -887,7 +914,9 @@ def read_records(str topic not None, int32_t partition, records, int64_t fetch_o
     ((producer_id, first_offset) pairs from the same response) are skipped as the Java
     consumer skips them. CRCs are verified unless check_crcs is False. A batch whose
     records decompress to more than max_uncompressed_size bytes is refused.
-    Malformed input raises kafkaev.errors.ProtocolError.
+    Malformed input raises kafkaev.errors.ProtocolError; with `stop_at_corrupt` the entries
+    before the first malformed one are returned instead, its error in `error` (what the
+    consumer delivers before stopping there, as the Java consumer does).
     """
     if max_uncompressed_size < 0:
         raise ValueError(f"max_uncompressed_size: must be >= 0, got {max_uncompressed_size}")
@@ -908,6 +937,7 @@ def read_records(str topic not None, int32_t partition, records, int64_t fetch_o
     reader.aborted = _rr_sorted_aborted(aborted_transactions) if read_committed and aborted_transactions else []
     reader.aborted_producers = set()
     reader.out = out
+    reader.stop_at_corrupt = stop_at_corrupt
     reader.view = _rr_byte_view(records, "records")
     cdef Py_buffer buf
     PyObject_GetBuffer(reader.view, &buf, PyBUF_SIMPLE)

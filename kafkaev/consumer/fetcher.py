@@ -381,23 +381,22 @@ class Fetcher:
         return _Delivery(state, records, aborted, state.generation, offset, next_offset)
 
     def _decode(self, delivery: _Delivery) -> Any:
-        """The delivery's records as a FetchedRecords; None when the set is corrupt (the
-        partition then stops, reported)."""
+        """The delivery's records as a FetchedRecords: up to the first corrupt entry, whose
+        error is in ``error``."""
         state = delivery.state
-        try:
-            return _proto.read_records(
-                state.topic, state.partition, delivery.records, delivery.fetch_offset,
-                check_crcs=self.check_crcs, read_committed=self.read_committed,
-                aborted_transactions=delivery.aborted_transactions,
-            )
-        except KafkaError as exc:
-            # A corrupt record set cannot be skipped safely: stop this partition and say so
-            # (failing it makes the Fetch already sent past the set stale).
-            state.rewind_fetch()
-            state.fail()
-            self.ctx.report(KafkaError(
-                exc.code, f"{state.topic}[{state.partition}] at offset {delivery.fetch_offset}: {exc.message}"))
-            return None
+        return _proto.read_records(
+            state.topic, state.partition, delivery.records, delivery.fetch_offset,
+            check_crcs=self.check_crcs, read_committed=self.read_committed,
+            aborted_transactions=delivery.aborted_transactions, stop_at_corrupt=True,
+        )
+
+    def _stop_at_corrupt(self, state: PartitionState, error: KafkaError) -> None:
+        """A corrupt entry cannot be skipped safely: the partition stops at it, reported once
+        (failing it makes the Fetch already sent past the set stale). A seek moves on."""
+        state.rewind_fetch()
+        state.fail()
+        self.ctx.report(KafkaError(
+            error.code, f"{state.topic}[{state.partition}] at offset {state.position}: {error.message}"))
 
     def _hand_over(self, delivery: _Delivery) -> None:
         state = delivery.state
@@ -408,8 +407,6 @@ class Fetcher:
             state.rewind_fetch()
             return
         fetched = self._decode(delivery)
-        if fetched is None:
-            return
         epoch = fetched.last_leader_epoch if fetched.batch_count else UNKNOWN_EPOCH
         last_handed_over = None
         if fetched.messages:
@@ -419,9 +416,12 @@ class Fetcher:
                 return  # the callback seeked or revoked: its new position stands
         # else: only control records, aborted or compacted-away offsets: step over them.
         if last_handed_over is None:
-            state.position = delivery.next_offset
+            # Without a corrupt entry both are the end of the set; with one, where it starts.
+            state.position = delivery.next_offset if fetched.error is None else fetched.next_offset
             if epoch != UNKNOWN_EPOCH:
                 state.position_epoch = epoch
+            if fetched.error is not None:
+                self._stop_at_corrupt(state, fetched.error)
         else:
             # Paused mid-way: resume after the last record handed over. The Fetch already
             # sent from next_offset is now stale (fetch_offset moved) and will be dropped.
