@@ -81,6 +81,10 @@ PORT_CLAIM_ATTEMPTS = 3
 FIRST_NODE_ID = 1
 READINESS_PROBE_TIMEOUT_S = 2.0
 DEFAULT_LOG_TAIL_LINES = 60
+# pause() returns once every thread of the JVM is stopped: SIGSTOP is delivered to each
+# thread asynchronously, and one still running could answer a request sent right after.
+PAUSE_SETTLE_TIMEOUT_S = 5.0
+PAUSE_SETTLE_POLL_S = 0.005
 RUN_MARKER_PREFIX = "===== kafkaev.testing: starting node"
 ERROR_LEVELS = ("] ERROR ", "] FATAL ", "Exception in thread")
 # First line of a Java stack trace, or of one of its causes (frames start with a tab).
@@ -526,8 +530,10 @@ class LocalCluster(KafkaCluster):
         node = self.node(node_id)
         if node.state is not NodeState.RUNNING:
             raise RuntimeError(f"pause: node {node_id} is {node.state.value}, not running")
-        self._running_process(node_id, "pause").send_signal(signal.SIGSTOP)
+        proc = self._running_process(node_id, "pause")
+        proc.send_signal(signal.SIGSTOP)
         node.state = NodeState.PAUSED
+        _wait_until_stopped(proc.pid, PAUSE_SETTLE_TIMEOUT_S)
 
     def resume(self, node_id: int) -> None:
         """SIGCONT a paused node."""
@@ -643,3 +649,27 @@ def _read_lines(path: Path) -> Iterator[str]:
             yield from handle
     except FileNotFoundError:
         return
+
+
+def _wait_until_stopped(pid: int, timeout_s: float) -> None:
+    """Wait until every thread of ``pid`` is in the stopped state (``T`` in /proc); where /proc
+    is missing, return at once."""
+    tasks = Path(f"/proc/{pid}/task")
+    if not tasks.is_dir():
+        return
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if all(_thread_state(stat) in ("T", "t", None) for stat in tasks.glob("*/stat")):
+            return
+        time.sleep(PAUSE_SETTLE_POLL_S)
+    raise RuntimeError(f"pause: process {pid} did not stop within {timeout_s:.0f}s")
+
+
+def _thread_state(stat: Path) -> str | None:
+    """The state letter in /proc/<pid>/task/<tid>/stat (after the parenthesized name), or None
+    when the thread is gone."""
+    try:
+        text = stat.read_text()
+    except OSError:
+        return None
+    return text[text.rindex(")") + 2]
