@@ -50,7 +50,8 @@ cdef class WriteBuffer:
     cdef int write_varlong(self, int64_t v) except -1      # zig-zag
     cdef int write_raw(self, const char *data, Py_ssize_t n) except -1
     cdef int write_pybuffer(self, object data) except -1   # any bytes-like, no prefix
-    cdef int write_bytes_ref(self, bytes data) except -1   # no prefix, no copy: referenced
+    # No prefix, no copy: referenced. ``data`` is bytes, or a read-only memoryview of bytes.
+    cdef int write_ref(self, object data, Py_ssize_t size) except -1
 
     # Classic encodings: Int16/Int32 length prefix, -1 for null.
     cdef int write_string(self, object s) except -1            # str; None not allowed
@@ -151,6 +152,9 @@ cdef class RecordBatchBuilder:
         # out: room for the batch header, then the uncompressed Records section. NULL
         # before the first record and after finish().
         PyObject *_storage
+        # A large buffer finish() lent out as a view (the batch): taken back as _storage
+        # once no view of it is left (refcount 1), else let go. NULL when none.
+        PyObject *_lent_storage
         char *_records              # the Records section inside _storage
         Py_ssize_t _records_len
         Py_ssize_t _capacity
@@ -163,6 +167,7 @@ cdef class RecordBatchBuilder:
         object _payload             # cached compressed Records, None when stale
 
     cdef int _grow(self, Py_ssize_t extra) except -1
+    cdef bint _take_back_lent(self) noexcept
     # The producer's hot path: key/value as pointer + length (-1 and NULL for null),
     # headers a sequence of (str, bytes-like | str | None) or None.
     # Returns the record's offset delta, or -1 when the batch is full.
@@ -172,7 +177,7 @@ cdef class RecordBatchBuilder:
     cpdef bytes build(self, int64_t base_offset=*, int32_t partition_leader_epoch=*,
                       int64_t producer_id=*, int16_t producer_epoch=*, int32_t base_sequence=*,
                       bint transactional=*, bint is_control=*)
-    cpdef bytes finish(self, int64_t base_offset=*, int32_t partition_leader_epoch=*,
+    cpdef object finish(self, int64_t base_offset=*, int32_t partition_leader_epoch=*,
                        int64_t producer_id=*, int16_t producer_epoch=*, int32_t base_sequence=*,
                        bint transactional=*, bint is_control=*)
     cdef void _stamp_header(self, char *out, Py_ssize_t total, int64_t base_offset, int32_t partition_leader_epoch,

@@ -363,6 +363,23 @@ def test_large_bytes_are_referenced_not_copied():
         memoryview(buf)
 
 
+def test_large_read_only_views_of_bytes_are_referenced_and_other_buffers_copied():
+    batch = bytes(range(256)) * 100
+    lent = memoryview(batch)[: len(batch) - 1]  # how a builder lends a large batch
+    writable = bytearray(batch)
+    for value, referenced in ((lent, True), (memoryview(writable), False), (writable, False),
+                              (memoryview(writable).toreadonly(), False)):
+        buf = WriteBuffer()
+        buf.write("bytes", value)
+        chunks = buf.as_chunks()
+        assert (len(chunks) == 2 and chunks[1] is value) == referenced
+        assert buf.to_bytes()[4:] == bytes(value)
+    buf = WriteBuffer()
+    buf.write("bytes", lent)
+    buf.write("int32", 7)
+    assert len(buf) == 4 + len(lent) + 4
+
+
 def test_small_bytes_are_copied():
     buf = WriteBuffer().write("bytes", b"x" * 100)
     assert len(buf.as_chunks()) == 1 and memoryview(buf).nbytes == 104

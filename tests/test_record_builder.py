@@ -145,7 +145,11 @@ def test_rebuild_restamps_header_and_keeps_records(codec_name):
     assert len(list(DefaultRecordBatch(fourth))) == 51
 
 
-@pytest.mark.parametrize("max_batch_size", [16384, 1 << 20], ids=["handed-over", "copied"])
+# RecordBatchBuilder's: an uncompressed batch larger than this is lent out as a view.
+HANDOVER_MAX_SIZE = 128 * 1024
+
+
+@pytest.mark.parametrize("max_batch_size", [16384, 1 << 20], ids=["handed-over", "lent"])
 @pytest.mark.parametrize("codec_name", list(CODECS))
 def test_finish_equals_build_then_empties_the_builder(codec_name, max_batch_size):
     builder = RecordBatchBuilder(codec=CODECS[codec_name], max_batch_size=max_batch_size)
@@ -154,13 +158,41 @@ def test_finish_equals_build_then_empties_the_builder(codec_name, max_batch_size
     stamp = {"base_offset": 7, "producer_id": 9, "producer_epoch": 2, "base_sequence": 40, "transactional": True}
     expected = builder.build(**stamp)
     finished = builder.finish(**stamp)
-    assert type(finished) is bytes and finished == expected
+    lent = codec_name == "none" and max_batch_size > HANDOVER_MAX_SIZE
+    assert type(finished) is (memoryview if lent else bytes) and finished == expected
+    if lent:
+        assert finished.readonly
     assert builder.record_count == 0 and builder.estimated_size == 61
     # The next batch starts clean and never writes into the one handed out.
     builder.append(5_000, None, b"next", None)
     assert finished == expected
     assert [r.value for r in DefaultRecordBatch(builder.finish())] == [b"next"]
     assert DefaultRecordBatch(finished).validate_crc() and len(list(DefaultRecordBatch(finished))) == 40
+
+
+def test_a_lent_buffer_is_taken_back_only_once_no_view_of_it_is_left():
+    builder = RecordBatchBuilder(max_batch_size=1 << 20)
+
+    def fill(tag: bytes) -> memoryview:
+        for i in range(30):
+            builder.append(i, None, tag * 10_000, None)
+        return builder.finish()
+
+    first = fill(b"a")
+    buffer = first.obj
+    builder.reset()  # the batch is still out: its buffer stays with it
+    second = fill(b"b")
+    assert second.obj is not buffer and bytes(first[-20:-1]) == b"a" * 19
+    del first
+    third = fill(b"c")  # second's buffer was let go: still viewed when a new one was needed
+    third_buffer_id = id(third.obj)
+    del third
+    builder.reset()  # no view of third's buffer is left: taken back
+    fourth = fill(b"d")
+    assert id(fourth.obj) == third_buffer_id
+    assert bytes(second[-20:-1]) == b"b" * 19  # never written into while viewed
+    assert bytes(fourth[-20:-1]) == b"d" * 19
+    assert [r.value for r in DefaultRecordBatch(fourth.tobytes())] == [b"d" * 10_000] * 30
 
 
 def test_finish_of_an_empty_builder_and_of_an_oversized_first_record():

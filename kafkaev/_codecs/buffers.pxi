@@ -30,12 +30,27 @@ cdef enum:
     MAX_VARINT64_BYTES = 10
     UUID_SIZE = 16
     INLINE_BUFFER_SIZE = 512     # must match WriteBuffer._small in _proto.pxd
-    # A bytes value at least this large (a record batch, typically) is referenced by the
-    # buffer instead of copied into it, and goes to the socket as its own write chunk;
-    # below it one memcpy is cheaper than one more chunk.
+    # A bytes value (or a read-only view of one: a large batch lent by its builder) at least
+    # this large, a record batch typically, is referenced by the buffer instead of copied
+    # into it, and goes to the socket as its own write chunk; below it one memcpy is cheaper
+    # than one more chunk.
     REFERENCE_MIN_SIZE = 16384
 
 cdef char _EMPTY[1]
+
+
+cdef extern from "Python.h":
+    bint PyMemoryView_Check(object ob)
+    PyObject *PyMemoryView_GET_BASE(object mview)  # the exporting object, borrowed; may be NULL
+
+
+cdef inline bint _is_view_of_bytes(object b, Py_buffer *view) noexcept:
+    """A read-only memoryview whose memory is a bytes object's: as immutable as bytes."""
+    cdef PyObject *base
+    if not PyMemoryView_Check(b) or not view.readonly:
+        return False
+    base = PyMemoryView_GET_BASE(b)
+    return base is not NULL and PyBytes_CheckExact(<object>base)
 
 
 # --- big-endian packing helpers (compilers turn these into bswap + mov) ---
@@ -193,7 +208,7 @@ cdef class WriteBuffer:
         cdef Py_ssize_t i
         if self._referenced is not None:
             for i in range(mark.referenced, len(self._referenced)):
-                self._referenced_size -= len(<bytes>(<tuple>self._referenced[i])[1])
+                self._referenced_size -= len((<tuple>self._referenced[i])[1])
             del self._referenced[mark.referenced:]
         self._length = mark.length
         if self._frame_start >= mark.length:
@@ -204,8 +219,8 @@ cdef class WriteBuffer:
         return self._length + self._referenced_size
 
     cdef list chunks(self):
-        """The contents in order as bytes objects: copies of the written stretches, the
-        referenced values themselves. For ``transport.writelines``."""
+        """The contents in order: copies of the written stretches (bytes), the referenced
+        values themselves. For ``transport.writelines``."""
         cdef Py_ssize_t start = 0, offset
         if self._referenced is None:
             return [PyBytes_FromStringAndSize(self._buf, self._length)]
@@ -277,11 +292,11 @@ cdef class WriteBuffer:
         self._length += n
         return 0
 
-    cdef int write_bytes_ref(self, bytes data) except -1:
+    cdef int write_ref(self, object data, Py_ssize_t size) except -1:
         if self._referenced is None:
             self._referenced = []
         self._referenced.append((self._length, data))
-        self._referenced_size += PyBytes_GET_SIZE(data)
+        self._referenced_size += size
         return 0
 
     cdef int write_pybuffer(self, object data) except -1:
@@ -337,8 +352,8 @@ cdef class WriteBuffer:
                 self.write_uvarint(<uint64_t>n + 1)
             else:
                 self.write_int32(<int32_t>n)
-            if n >= REFERENCE_MIN_SIZE and not release:
-                self.write_bytes_ref(<bytes>b)
+            if n >= REFERENCE_MIN_SIZE and (not release or _is_view_of_bytes(b, &view)):
+                self.write_ref(b, n)
             else:
                 self.write_raw(p, n)
         finally:

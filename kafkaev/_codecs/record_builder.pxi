@@ -39,6 +39,10 @@
 
 from cpython.long cimport PyLong_CheckExact
 from cpython.ref cimport Py_INCREF, Py_XDECREF
+
+cdef extern from "Python.h":
+    # On the pointer itself: `<object>p` would count one more reference while it is read.
+    Py_ssize_t _refcount "Py_REFCNT"(PyObject *ob)
 from cpython.memoryview cimport PyMemoryView_FromMemory
 from cpython.buffer cimport PyBUF_READ
 from libc.time cimport time_t
@@ -86,10 +90,11 @@ cdef enum:
     # + key/value lengths (5 + 5) + header count (5).
     RECORD_OVERHEAD_MAX = 36
     DEFAULT_MAX_BATCH_SIZE = 1048576   # the broker's default max.message.bytes, rounded
-    # finish() hands its buffer out only up to this size. Larger blocks come from mmap
-    # (glibc's threshold starts at 128 KiB and only follows the sizes freed): a fresh
-    # one per batch costs a page fault per 4 KiB touched, more than the copy it saves,
-    # so a large builder keeps its warm buffer and copies, as build() does.
+    # finish() hands its buffer out as bytes only up to this size. Larger blocks come from
+    # mmap (glibc's threshold starts at 128 KiB and only follows the sizes freed): a fresh
+    # one per batch costs a page fault per 4 KiB touched, more than a copy. A larger buffer
+    # is lent out as a read-only view instead, and taken back warm by reset() once the
+    # batch is done with it.
     HANDOVER_MAX_SIZE = 131072
 
 # Java's RecordBatch.NO_TIMESTAMP: base/max timestamp of a batch with no records.
@@ -181,6 +186,7 @@ cdef class RecordBatchBuilder:
 
     def __cinit__(self):
         self._storage = NULL
+        self._lent_storage = NULL
         self._records = NULL
         self._records_len = 0
         self._capacity = 0
@@ -202,13 +208,32 @@ cdef class RecordBatchBuilder:
 
     def __dealloc__(self):
         Py_XDECREF(self._storage)
+        Py_XDECREF(self._lent_storage)
         self._storage = NULL
+        self._lent_storage = NULL
         self._records = NULL
+
+    cdef bint _take_back_lent(self) noexcept:
+        """Make the lent buffer the storage again if no view of it is left; else let it go
+        (it is freed with its last view). True when taken back."""
+        cdef PyObject *lent = self._lent_storage
+        if lent is NULL:
+            return False
+        self._lent_storage = NULL
+        if self._storage is not NULL or _refcount(lent) != 1:
+            Py_XDECREF(lent)
+            return False
+        self._storage = lent
+        self._records = PyBytes_AS_STRING(<object>lent) + BATCH_HEADER_SIZE
+        self._capacity = PyBytes_GET_SIZE(<object>lent) - BATCH_HEADER_SIZE
+        return True
 
     cdef int _grow(self, Py_ssize_t extra) except -1:
         cdef Py_ssize_t needed = self._records_len + extra
         cdef Py_ssize_t new_capacity
         cdef object storage
+        if self._storage is NULL and self._take_back_lent() and self._capacity >= needed:
+            return 0
         if self._storage is NULL:
             # The batch's whole capacity at once: append refuses to go past it (only a
             # first record may be larger), so the records never move, and pages of it
@@ -395,17 +420,19 @@ cdef class RecordBatchBuilder:
                            base_sequence, transactional, is_control)
         return batch
 
-    cpdef bytes finish(self, int64_t base_offset=0, int32_t partition_leader_epoch=-1,
-                       int64_t producer_id=-1, int16_t producer_epoch=-1, int32_t base_sequence=-1,
-                       bint transactional=False, bint is_control=False):
+    cpdef object finish(self, int64_t base_offset=0, int32_t partition_leader_epoch=-1,
+                        int64_t producer_id=-1, int16_t producer_epoch=-1, int32_t base_sequence=-1,
+                        bint transactional=False, bint is_control=False):
         """The batch, as ``build`` makes it, after which the builder is empty (as after
-        ``reset``). Uncompressed and up to HANDOVER_MAX_SIZE, the builder's own buffer
-        becomes the batch, header stamped in place: no copy, and a fresh buffer comes with
-        the next record."""
+        ``reset``). Uncompressed, the builder's own buffer becomes the batch, header stamped
+        in place, with no copy: up to HANDOVER_MAX_SIZE as bytes (a fresh buffer comes with
+        the next record); above it as a read-only memoryview of the buffer, which the builder
+        takes back when it is next reset or filled once no view of it is left, so a large
+        batch's pages stay mapped and warm. Compressed, a new bytes."""
         cdef Py_ssize_t total = BATCH_HEADER_SIZE + self._records_len
         cdef bytes batch
-        if (self._codec != COMPRESSION_NONE or self._storage is NULL
-                or BATCH_HEADER_SIZE + self._capacity > HANDOVER_MAX_SIZE):
+        cdef object view
+        if self._codec != COMPRESSION_NONE or self._storage is NULL:
             batch = self.build(base_offset, partition_leader_epoch, producer_id, producer_epoch, base_sequence,
                                transactional, is_control)
             self.reset()  # keeps the records buffer: a compressed batch is a new object anyway
@@ -414,6 +441,15 @@ cdef class RecordBatchBuilder:
             raise ValueError(f"RecordBatchBuilder.finish: batch of {total} bytes exceeds the Int32 length")
         self._stamp_header(PyBytes_AS_STRING(<object>self._storage), total, base_offset, partition_leader_epoch,
                            producer_id, producer_epoch, base_sequence, transactional, is_control)
+        if BATCH_HEADER_SIZE + self._capacity > HANDOVER_MAX_SIZE:
+            view = memoryview(<object>self._storage)[:total]  # holds the buffer: refcount > 1 while alive
+            Py_XDECREF(self._lent_storage)  # an earlier lent one not taken back yet: let it go
+            self._lent_storage = self._storage
+            self._storage = NULL
+            self._records = NULL
+            self._capacity = 0
+            self.reset()
+            return view
         if total < BATCH_HEADER_SIZE + self._capacity:
             try:
                 _PyBytes_Resize(&self._storage, total)  # a shrink: in place
@@ -431,7 +467,10 @@ cdef class RecordBatchBuilder:
         return batch
 
     cpdef void reset(self):
-        """Empties the builder for the next batch, keeping its memory."""
+        """Empties the builder for the next batch, keeping its memory (and taking back a
+        buffer lent by finish() once no view of it is left)."""
+        if self._lent_storage is not NULL and _refcount(self._lent_storage) == 1:
+            self._take_back_lent()
         self._records_len = 0
         self._record_count = 0
         self._base_timestamp = NO_TIMESTAMP

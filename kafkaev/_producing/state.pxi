@@ -53,12 +53,14 @@ cdef class ProducerBatch:
 
     cdef readonly Py_ssize_t id         # creation order; within a partition also the sequence order
     cdef readonly PartitionState part
-    cdef public object builder          # RecordBatchBuilder (or a test's stand-in); None once built
+    cdef public object builder          # RecordBatchBuilder (or a test's stand-in); None once completed
     cdef public Deliveries deliveries   # callbacks of the records that have one
     cdef readonly double created        # loop time
     cdef readonly double deadline       # loop time after which the records fail with MSG_TIMED_OUT
     cdef public Py_ssize_t reserved     # bytes of buffer_memory held
-    cdef public object data             # the encoded batch (bytes), built once at first send, resent as is
+    # The encoded batch, built once at first send and resent as is: bytes, or for a large
+    # uncompressed batch a read-only view of its builder's buffer.
+    cdef public object data
     cdef public Py_ssize_t record_count
     cdef public int64_t base_seq
     cdef public int producer_epoch

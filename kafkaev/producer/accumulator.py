@@ -143,17 +143,23 @@ class Accumulator:
         self.ready[part] = None
 
     def recycle(self, builder: Any) -> None:
-        """The builder of a batch just built: kept, emptied, for a later batch of the default size."""
+        """The builder of a completed batch: kept, emptied, for a later batch of the default size."""
         if (self._recycles and len(self._spare_builders) < SPARE_BUILDERS_MAX
                 and builder.max_batch_size == self._config.batch_size):
             builder.reset()
             self._spare_builders.append(builder)
 
     def release(self, batch: ProducerBatch) -> None:
-        """The batch completed (acknowledged or failed): give back its memory."""
+        """The batch completed (acknowledged or failed): give back its memory, and its builder
+        for a later batch."""
         self.buffered -= batch.reserved
         batch.reserved = 0
         self.incomplete -= 1
+        builder = batch.builder
+        if builder is not None:
+            batch.builder = None
+            batch.data = None  # may be a view of the builder's buffer, which it then takes back
+            self.recycle(builder)
 
     def _linger_expired(self) -> None:
         self._linger_timer = None

@@ -240,9 +240,9 @@ class Sender:
                                         base_sequence=batch.base_seq)
         else:
             data = batch.builder.finish()
+        # The builder stays with the batch until it completes (Accumulator.release): a large
+        # batch's data is a view of the builder's buffer, taken back warm for a later batch.
         acc = self._acc
-        acc.recycle(batch.builder)  # empty now: the bytes hold the records, and are what is resent
-        batch.builder = None
         acc.buffered += len(data) - batch.reserved
         batch.reserved = len(data)
         batch.data = data
