@@ -294,6 +294,22 @@ def test_partitions_spread_over_produce_connections_and_each_stays_on_one_while_
     assert broker.init_calls == [(-1, -1)]
 
 
+def test_a_partition_keeps_its_produce_connection_between_bursts(loop):
+    broker = FakeBroker(loop, partitions=1)
+    env = make(loop, broker, produce_connections=3, linger_ms=0)
+    results, cb_for = collect()
+
+    async def bursts():
+        for i in range(40):
+            env.producer.produce("t", None, b"%d" % i, cb_for(i), partition=0)
+            await asyncio.sleep(0.002)  # answered before the next: nothing in flight in between
+
+    loop.run_until_complete(bursts())
+    run_until(loop, lambda: len(results) == 40)
+    assert len({conn for conn, *_ in broker.answered}) == 1  # the other lanes are never opened
+    assert broker.values(0) == [b"%d" % i for i in range(40)]
+
+
 def test_produce_connections_is_checked():
     with pytest.raises(ValueError, match="'produce_connections' must be"):
         ClientConfig(brokers="127.0.0.1:9001", produce_connections=0)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..config import ClientConfig
 from ..errors import (
@@ -63,6 +63,11 @@ CONNECTION_CLOSED = frozenset({DESTROY, STATE})
 SWEEP_INTERVAL_MAX_S = 0.1
 
 
+class _Lane(NamedTuple):
+    leader: int
+    lane: int
+
+
 class Sender:
     def __init__(
         self,
@@ -85,8 +90,8 @@ class Sender:
         self._max_in_flight = config.max_in_flight
         self._max_request_size = config.max_request_size
         self._lanes = config.produce_connections
-        self._lane_of: dict[PartitionState, int] = {}  # the lane a partition last sent on
-        self._next_lane: dict[int, int] = {}  # per leader: the lane the next idle partition takes
+        self._lane_of: dict[PartitionState, _Lane] = {}  # the leader and lane a partition sends on
+        self._next_lane: dict[int, int] = {}  # per leader: the lane its next new partition takes
         self._request_timeout_ms = config.request_timeout_ms
         self.identity = ProducerIdentity() if config.idempotent else None
         self._bump_needed = False
@@ -177,16 +182,18 @@ class Sender:
             self._send_to(conn, parts)
 
     def _lane(self, part: PartitionState) -> int:
-        """Which of the leader's produce connections ``part`` sends on. While it has requests in
-        flight, the one they went on: a partition's requests must stay in order on one socket.
-        Otherwise the leader's next lane in turn, so busy partitions spread over the lanes."""
+        """Which of the leader's produce connections ``part`` sends on: the one it was given
+        when it first sent to this leader, the leader's lanes taken in turn, so partitions
+        spread evenly over them and a partition's requests stay in order on one socket. A new
+        leader gives it a new lane once nothing of it is in flight to the old one."""
         if self._lanes == 1:
             return 0
-        if part.in_flight:
-            return self._lane_of[part]
+        assigned = self._lane_of.get(part)
+        if assigned is not None and (assigned.leader == part.leader or part.in_flight):
+            return assigned.lane
         lane = self._next_lane.get(part.leader, 0)
         self._next_lane[part.leader] = (lane + 1) % self._lanes
-        self._lane_of[part] = lane
+        self._lane_of[part] = _Lane(part.leader, lane)
         return lane
 
     def _on_connection(self, conn: Any, err: KafkaError | None) -> None:
