@@ -165,8 +165,13 @@ cdef class RecordBatchBuilder:
         int _compression_level      # -1: the codec's default
         Py_ssize_t _max_batch_size
         object _payload             # cached compressed Records, None when stale
+        # Uncompressed: the CRC-32C of the records' first _crc_len bytes, summed as they are
+        # written (while in cache) instead of over the whole batch at the end.
+        uint32_t _records_crc
+        Py_ssize_t _crc_len
 
     cdef int _grow(self, Py_ssize_t extra) except -1
+    cdef void _sum_records_crc(self) noexcept
     cdef bint _take_back_lent(self) noexcept
     # The producer's hot path: key/value as pointer + length (-1 and NULL for null),
     # headers a sequence of (str, bytes-like | str | None) or None.

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafkaev._proto import _crc32c_implementation, _crc32c_table, crc32c, murmur2
+from kafkaev._proto import _crc32c_combine, _crc32c_implementation, _crc32c_table, crc32c, murmur2
 from kafkaev.testing import jars
 
 
@@ -53,6 +53,12 @@ def test_crc32c_interleaved_blocks_agree_with_the_table(length, offset):
 def test_crc32c_continues_a_running_checksum(a, b):
     assert crc32c(b, crc32c(a)) == crc32c(a + b)
     assert _crc32c_table(b, _crc32c_table(a)) == crc32c(a + b)
+
+
+@given(st.binary(max_size=300), st.binary(max_size=3000), st.integers(0, 3))
+def test_crc32c_of_two_parts_combines_into_the_crc32c_of_both(a, b, repeat):
+    b = b * (1 + repeat * 700)  # up to ~6 MB: lengths with many bits set
+    assert _crc32c_combine(crc32c(a), crc32c(b), len(b)) == crc32c(a + b)
 
 
 def test_crc32c_is_not_plain_crc32_and_reports_its_path():

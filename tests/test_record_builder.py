@@ -12,7 +12,7 @@ from aiokafka.record.default_records import DefaultRecordBatch, DefaultRecordBat
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafkaev._proto import RecordBatchBuilder
+from kafkaev._proto import RecordBatchBuilder, crc32c
 
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 HEADER = struct.Struct(">qiibIhiqqqhii")  # the 61-byte RecordBatch v2 header
@@ -168,6 +168,23 @@ def test_finish_equals_build_then_empties_the_builder(codec_name, max_batch_size
     assert finished == expected
     assert [r.value for r in DefaultRecordBatch(builder.finish())] == [b"next"]
     assert DefaultRecordBatch(finished).validate_crc() and len(list(DefaultRecordBatch(finished))) == 40
+
+
+@pytest.mark.parametrize("value_sizes", [[1000] * 100, [40_000, 10, 70_000, 3] * 3, [5] * 7000],
+                         ids=["many-mid", "mixed-large", "many-tiny"])
+def test_the_checksum_summed_while_appending_covers_every_record(value_sizes):
+    # Uncompressed records are summed into the CRC in chunks as they are written; the header's
+    # CRC is joined to theirs at the end. Checked against a CRC of the whole batch at once.
+    builder = RecordBatchBuilder(max_batch_size=4 << 20)
+    for i, size in enumerate(value_sizes):
+        builder.append(1_000 + i, b"k%d" % i, bytes([i % 251]) * size, [("h", b"x")] if i % 3 else None)
+    first = builder.build(producer_id=3, producer_epoch=0, base_sequence=0)
+    again = builder.build(producer_id=3, producer_epoch=1, base_sequence=0)  # re-stamped
+    finished = bytes(builder.finish(producer_id=3, producer_epoch=1, base_sequence=0))
+    for batch in (first, again, finished):
+        assert header_of(batch)["crc"] == crc32c(batch[21:])  # one pass over the whole batch
+        assert DefaultRecordBatch(batch).validate_crc()  # aiokafka's own CRC-32C
+    assert again == finished
 
 
 def test_a_lent_buffer_is_taken_back_only_once_no_view_of_it_is_left():

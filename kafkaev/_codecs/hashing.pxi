@@ -162,6 +162,34 @@ cdef extern from *:
     static int kev_cpu_has_sse42(void) { return 0; }
     #endif
 
+    /* Appending n zero bytes to a CRC register multiplies it by x^(8n) modulo the polynomial,
+       so CRC(A || B) is CRC(A) so multiplied for n = len(B), xor CRC(B) (the pre- and
+       post-inversions cancel out, as in zlib's crc32_combine). The builder uses it to join the
+       checksum of its header, known last, to that of its records, summed as they are written. */
+    #define KEV_CRC32C_POWERS 64
+    static uint32_t kev_crc32c_x2k[KEV_CRC32C_POWERS];  /* x^(2^k) mod P, reflected */
+
+    static uint32_t kev_crc32c_multmodp(uint32_t a, uint32_t b) {  /* a * b mod P, reflected */
+        uint32_t m = 1u << 31, product = 0;
+        for (;;) {
+            if (a & m) {
+                product ^= b;
+                if ((a & (m - 1)) == 0) break;
+            }
+            m >>= 1;
+            b = (b & 1) ? (b >> 1) ^ KEV_CRC32C_POLY : b >> 1;
+        }
+        return product;
+    }
+
+    static uint32_t kev_crc32c_combine(uint32_t crc_a, uint32_t crc_b, size_t len_b) {
+        uint32_t shift = 1u << 31;  /* x^0 */
+        for (unsigned k = 3; len_b && k < KEV_CRC32C_POWERS; k++, len_b >>= 1) {  /* 8n = n << 3 */
+            if (len_b & 1) shift = kev_crc32c_multmodp(kev_crc32c_x2k[k], shift);
+        }
+        return kev_crc32c_multmodp(shift, crc_a) ^ crc_b;
+    }
+
     static void kev_crc32c_init(void) {
         for (uint32_t i = 0; i < 256; i++) {
             uint32_t c = i;
@@ -175,6 +203,9 @@ cdef extern from *:
                 kev_crc32c_table[t][i] = c;
             }
         }
+        uint32_t power = 1u << 30;  /* x^1 */
+        kev_crc32c_x2k[0] = power;
+        for (int k = 1; k < KEV_CRC32C_POWERS; k++) kev_crc32c_x2k[k] = power = kev_crc32c_multmodp(power, power);
         kev_crc32c_shift_tables(kev_crc32c_long_shift, KEV_CRC32C_LONG);
         kev_crc32c_shift_tables(kev_crc32c_short_shift, KEV_CRC32C_SHORT);
         kev_crc32c_use_hw = kev_cpu_has_sse42();
@@ -222,6 +253,7 @@ cdef extern from *:
     uint32_t kev_crc32c_hw(uint32_t crc, const unsigned char *p, size_t n) noexcept nogil
     uint32_t kev_crc32c_raw "kev_crc32c"(uint32_t crc, const unsigned char *p, size_t n) noexcept nogil
     uint32_t kev_murmur2(const unsigned char *data, size_t length) noexcept nogil
+    uint32_t kev_crc32c_combine(uint32_t crc_a, uint32_t crc_b, size_t len_b) noexcept nogil
 
 kev_crc32c_init()
 
@@ -232,6 +264,18 @@ cdef enum:
 
 cdef uint32_t crc32c_update(uint32_t crc, const char *data, Py_ssize_t n) noexcept nogil:
     return kev_crc32c_raw(crc, <const unsigned char *>data, <size_t>n)
+
+
+cdef uint32_t crc32c_combine(uint32_t crc_a, uint32_t crc_b, Py_ssize_t len_b) noexcept nogil:
+    """The CRC-32C of A followed by B, from the CRC-32C of each and the length of B."""
+    return kev_crc32c_combine(crc_a, crc_b, <size_t>len_b)
+
+
+def _crc32c_combine(uint32_t crc_a, uint32_t crc_b, Py_ssize_t len_b):
+    """crc32c(a + b) from crc32c(a), crc32c(b) and len(b): for tests."""
+    if len_b < 0:
+        raise ValueError(f"_crc32c_combine: 'len_b' must be >= 0, got {len_b}")
+    return crc32c_combine(crc_a, crc_b, len_b)
 
 
 cdef int32_t murmur2_positive(const char *data, Py_ssize_t n) noexcept nogil:

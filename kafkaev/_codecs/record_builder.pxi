@@ -96,6 +96,10 @@ cdef enum:
     # is lent out as a read-only view instead, and taken back warm by reset() once the
     # batch is done with it.
     HANDOVER_MAX_SIZE = 131072
+    # Uncompressed records are summed into the batch's CRC once this many bytes are pending,
+    # right after they were written: summed at finish(), a 1 MiB batch is read back from
+    # beyond the L2 cache, which took ~15% of a 10000-byte producer's CPU.
+    RUNNING_CRC_CHUNK = 32768
 
 # Java's RecordBatch.NO_TIMESTAMP: base/max timestamp of a batch with no records.
 cdef int64_t NO_TIMESTAMP = -1
@@ -194,6 +198,8 @@ cdef class RecordBatchBuilder:
         self._base_timestamp = NO_TIMESTAMP
         self._max_timestamp = NO_TIMESTAMP
         self._payload = None
+        self._records_crc = 0
+        self._crc_len = 0
 
     def __init__(self, int codec=COMPRESSION_NONE, Py_ssize_t max_batch_size=DEFAULT_MAX_BATCH_SIZE,
                  int compression_level=-1):
@@ -318,7 +324,15 @@ cdef class RecordBatchBuilder:
         if timestamp_ms > self._max_timestamp:
             self._max_timestamp = timestamp_ms
         self._payload = None
+        if self._codec == COMPRESSION_NONE and self._records_len - self._crc_len >= RUNNING_CRC_CHUNK:
+            self._sum_records_crc()
         return offset_delta
+
+    cdef void _sum_records_crc(self) noexcept:
+        """Add the records written since the last call to the running CRC."""
+        self._records_crc = crc32c_update(self._records_crc, self._records + self._crc_len,
+                                          self._records_len - self._crc_len)
+        self._crc_len = self._records_len
 
     def append(self, timestamp_ms, key, value, headers=None):
         """Appends one record; returns its offset delta, or -1 when the batch is full.
@@ -388,8 +402,14 @@ cdef class RecordBatchBuilder:
         _pack_int16(out + OFFSET_PRODUCER_EPOCH, producer_epoch)
         _pack_int32(out + OFFSET_BASE_SEQUENCE, base_sequence)
         _pack_int32(out + OFFSET_RECORD_COUNT, <int32_t>self._record_count)
-        with nogil:
-            crc = crc32c_update(0, out + OFFSET_ATTRIBUTES, total - OFFSET_ATTRIBUTES)
+        if self._codec == COMPRESSION_NONE:
+            # The records follow the header unchanged: join the header's CRC to theirs.
+            self._sum_records_crc()
+            crc = crc32c_combine(crc32c_update(0, out + OFFSET_ATTRIBUTES, BATCH_HEADER_SIZE - OFFSET_ATTRIBUTES),
+                                 self._records_crc, self._records_len)
+        else:
+            with nogil:
+                crc = crc32c_update(0, out + OFFSET_ATTRIBUTES, total - OFFSET_ATTRIBUTES)
         _pack_int32(out + OFFSET_CRC, <int32_t>crc)
 
     cpdef bytes build(self, int64_t base_offset=0, int32_t partition_leader_epoch=-1,
@@ -472,6 +492,8 @@ cdef class RecordBatchBuilder:
         if self._lent_storage is not NULL and _refcount(self._lent_storage) == 1:
             self._take_back_lent()
         self._records_len = 0
+        self._records_crc = 0
+        self._crc_len = 0
         self._record_count = 0
         self._base_timestamp = NO_TIMESTAMP
         self._max_timestamp = NO_TIMESTAMP
