@@ -17,7 +17,7 @@ from kafkaev.errors import UNKNOWN_TOPIC_OR_PARTITION, KafkaError
 from kafkaev.types import OFFSET_BEGINNING, OFFSET_END
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
-TOTAL = int(os.environ.get("KAFKAEV_CONSUMER_RECORDS", "1000000"))
+RECORDS_PER_CODEC = int(os.environ.get("KAFKAEV_CONSUMER_RECORDS", "1000000"))
 PARTITIONS = 4
 
 
@@ -32,8 +32,8 @@ def uv():
 
 @pytest.fixture(scope="module")
 def filled(kafka):
-    """TOTAL records written by confluent-kafka, split over one topic per codec."""
-    per_partition = TOTAL // len(CODECS) // PARTITIONS
+    """RECORDS_PER_CODEC records written by confluent-kafka with each codec, one topic per codec."""
+    per_partition = RECORDS_PER_CODEC // PARTITIONS
     topics = []
     for codec in CODECS:
         name = kafka.create_topic(kafka.unique_topic_name(f"consume-{codec}"), partitions=PARTITIONS)
