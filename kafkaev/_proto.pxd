@@ -153,7 +153,8 @@ cdef class RecordBatchBuilder:
         # before the first record and after finish().
         PyObject *_storage
         # A large buffer finish() lent out as a view (the batch): taken back as _storage
-        # once no view of it is left (refcount 1), else let go. NULL when none.
+        # once no view of it is left (refcount 1); let go if the builder needed a new buffer
+        # before that. NULL when none.
         PyObject *_lent_storage
         char *_records              # the Records section inside _storage
         Py_ssize_t _records_len

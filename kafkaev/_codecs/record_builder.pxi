@@ -39,13 +39,13 @@
 
 from cpython.long cimport PyLong_CheckExact
 from cpython.ref cimport Py_INCREF, Py_XDECREF
+from cpython.memoryview cimport PyMemoryView_FromMemory
+from cpython.buffer cimport PyBUF_READ
+from libc.time cimport time_t
 
 cdef extern from "Python.h":
     # On the pointer itself: `<object>p` would count one more reference while it is read.
     Py_ssize_t _refcount "Py_REFCNT"(PyObject *ob)
-from cpython.memoryview cimport PyMemoryView_FromMemory
-from cpython.buffer cimport PyBUF_READ
-from libc.time cimport time_t
 
 cdef extern from "Python.h":
     # Resizes a bytes object nobody else references yet; on failure frees it and sets *bytes to NULL.
@@ -220,15 +220,19 @@ cdef class RecordBatchBuilder:
         self._records = NULL
 
     cdef bint _take_back_lent(self) noexcept:
-        """Make the lent buffer the storage again if no view of it is left; else let it go
-        (it is freed with its last view). True when taken back."""
+        """Make the lent buffer the storage again once no view of it is left (True). While
+        one is, keep waiting for it, unless the builder has a buffer of its own by now: then
+        let it go (it is freed with its last view)."""
         cdef PyObject *lent = self._lent_storage
         if lent is NULL:
             return False
-        self._lent_storage = NULL
-        if self._storage is not NULL or _refcount(lent) != 1:
+        if self._storage is not NULL:
+            self._lent_storage = NULL
             Py_XDECREF(lent)
             return False
+        if _refcount(lent) != 1:
+            return False
+        self._lent_storage = NULL
         self._storage = lent
         self._records = PyBytes_AS_STRING(<object>lent) + BATCH_HEADER_SIZE
         self._capacity = PyBytes_GET_SIZE(<object>lent) - BATCH_HEADER_SIZE
@@ -489,8 +493,7 @@ cdef class RecordBatchBuilder:
     cpdef void reset(self):
         """Empties the builder for the next batch, keeping its memory (and taking back a
         buffer lent by finish() once no view of it is left)."""
-        if self._lent_storage is not NULL and _refcount(self._lent_storage) == 1:
-            self._take_back_lent()
+        self._take_back_lent()
         self._records_len = 0
         self._records_crc = 0
         self._crc_len = 0

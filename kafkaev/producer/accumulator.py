@@ -9,10 +9,11 @@ the partition becomes *ready* for the sender.
   timer only ever looks at the oldest.
 * ``buffer_memory`` is reserved per batch (its capacity) when the batch opens and given back
   when the batch completes; a full buffer raises ``BufferFullError`` from ``produce``.
-* A batch's builder, once the batch is built, is emptied and kept for the next batch of the
-  default size (a few at most). A builder above 128 KiB keeps its buffer, which is reused
-  rather than allocated again; a smaller uncompressed one handed its buffer over as the batch
-  (``RecordBatchBuilder.finish``) and allocates the next one at its next record.
+* A batch's builder stays with it until the batch completes, then is emptied and kept for
+  the next batch of the default size (a few at most). Uncompressed, the builder's buffer is
+  the batch (``RecordBatchBuilder.finish``): up to 128 KiB handed over, the builder
+  allocating a new one at its next record; above, lent as a view and taken back once the
+  batch is done with it, so a large buffer is reused rather than allocated again.
 * The state a record touches on its way in (``TopicState``, ``PartitionState``,
   ``ProducerBatch`` with its ``Deliveries``) is defined in C, in ``kafkaev._producer``, so
   that ``produce()`` reads it as struct fields; this module decides when batches open and close.
