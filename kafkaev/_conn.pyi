@@ -92,7 +92,12 @@ class Connection:
     def disconnect(self) -> None:
         """Clean and idempotent. Pending callbacks get ``(None, KafkaError(DESTROY))`` once; the
         connect cb, if still waiting, gets ``KafkaError(DESTROY)``. Stops auto-reconnect.
-        on_disconnect(None) is called if the connection was open."""
+        on_disconnect(None) is called if the connection was open. Bytes the socket still
+        held (acks=0 produces already reported written) are sent before it closes."""
+    def wait_closed(self, cb: Callable[[KafkaError | None], object], *, timeout_ms: int | None = None) -> None:
+        """``cb(None)`` once the socket disconnect() closed has sent what it still held (at once
+        if nothing); ``cb(KafkaError)`` if it was lost first or still sending after
+        ``timeout_ms`` (default request_timeout_ms), when it is aborted."""
 
     @property
     def state(self) -> State: ...

@@ -20,6 +20,7 @@ from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, u
 from libc.string cimport memcpy, memmove
 
 from kafkaev._proto cimport (
+    ChunkedBatch,
     API_ADD_OFFSETS_TO_TXN,
     API_ADD_PARTITIONS_TO_TXN,
     API_API_VERSIONS,
@@ -161,8 +162,9 @@ cdef inline int64_t _int64(str what, object value) except? -1:
 
 
 cdef inline int _check_records(object records) except -1:
-    if not isinstance(records, (bytes, bytearray, memoryview)):
-        raise TypeError(f"records must be bytes-like (an encoded RecordBatch), not {type(records).__name__}")
+    if not isinstance(records, (bytes, bytearray, memoryview, ChunkedBatch)):
+        raise TypeError(f"records must be bytes-like or a ChunkedBatch (an encoded RecordBatch), "
+                        f"not {type(records).__name__}")
     return 0
 
 
@@ -326,6 +328,12 @@ cdef class BaseConnection:
         Py_ssize_t _big_size          # the frame's size; len(_big) grows towards it
         object __weakref__
         object _weak_self
+        # A transport disconnect() closed while it still held bytes to send (acks=0 produces
+        # already reported written): close() sends them first. wait_closed() waits for that.
+        object _draining
+        object _draining_proxy
+        list _drain_waiters
+        object _drain_timer
 
     # Counters for the life of the object (across reconnects).
     cdef readonly uint64_t requests_sent
@@ -363,6 +371,7 @@ cdef class BaseConnection:
         self._writable = True
         self._inflight = deque()
         self._after_flush = []
+        self._drain_waiters = []
         self._wbuf = WriteBuffer()
         self._api_versions = {}
         self._reset_versions()
@@ -502,6 +511,43 @@ cdef class BaseConnection:
         self._fail(KafkaError(errors.TIMED_OUT, f"connect to {self._host}:{self._port} timed out after "
                                                 f"{self._connect_timeout:g}s during {phase}"))
 
+    def wait_closed(self, cb, *, timeout_ms=None):
+        """``cb(None)`` once the socket disconnect() closed has sent every byte it still held,
+        at once if it held none; ``cb(KafkaError)`` if it could not: lost, or still sending
+        after ``timeout_ms`` (default request_timeout_ms), when it is aborted."""
+        _check_cb(cb)
+        cdef double timeout_s = self._request_timeout if timeout_ms is None else (
+            _check_int("timeout_ms", timeout_ms, 0, INT32_MAX) / 1000.0)
+        if self._draining is None:
+            self._loop.call_soon(cb, None)
+            return
+        self._drain_waiters.append(cb)
+        if self._drain_timer is None:  # it also keeps this connection alive until then
+            self._drain_timer = self._loop.call_later(timeout_s, self._drain_timed_out)
+
+    def _drain_timed_out(self):
+        self._drain_timer = None
+        transport = self._draining
+        if transport is None:
+            return
+        self._drained(KafkaError(errors.TIMED_OUT, f"connection to {self._host}:{self._port} still had "
+                                                   f"{transport.get_write_buffer_size()} bytes to send when "
+                                                   "closing timed out"))
+        transport.abort()
+
+    cdef void _drained(self, object err):
+        self._draining = None
+        self._draining_proxy = None
+        if self._drain_timer is not None:
+            self._drain_timer.cancel()
+            self._drain_timer = None
+        waiters, self._drain_waiters = self._drain_waiters, []
+        for cb in waiters:
+            try:
+                cb(err)
+            except BaseException as exc:
+                self._report(exc)
+
     def disconnect(self):
         cdef int prev = self._state
         self._user_closed = True
@@ -521,10 +567,14 @@ cdef class BaseConnection:
         """Drop the transport, timers and buffers; pending entries stay for the caller to fail."""
         self._state = new_state
         transport = self._transport
+        proxy = self._proxy
         self._transport = None
         self._proxy = None
         if transport is not None:
             if new_state == ST_CLOSED:
+                if transport.get_write_buffer_size():
+                    self._draining = transport
+                    self._draining_proxy = proxy
                 transport.close()
             else:
                 transport.abort()
@@ -662,6 +712,10 @@ cdef class BaseConnection:
         self._send_api_versions(CODEC_VERSIONS[API_API_VERSIONS][1])
 
     cdef void _connection_lost(self, object proxy, object exc):
+        if proxy is not None and proxy is self._draining_proxy:
+            self._drained(None if exc is None else KafkaError(
+                errors.TRANSPORT, f"connection to {self._host}:{self._port} lost while closing: {exc}"))
+            return
         if proxy is not self._proxy:
             return
         if exc is None:

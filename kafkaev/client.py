@@ -66,8 +66,10 @@ class Client:
 
     def close(self, cb: Callable[[KafkaError | None], object] | None = None, *, timeout_ms: int | None = None) -> None:
         """Flush (every buffered record is sent and answered, bounded by delivery_timeout_ms,
-        or by ``timeout_ms`` when given), leave the group, then close every connection;
-        ``cb(None)`` at the end. Records still unsent by then get ``KafkaError(DESTROY)``."""
+        or by ``timeout_ms`` when given), leave the group, then close every connection once it
+        has sent what it still held (acks=0 records are reported when written to the socket's
+        buffer; each socket gets request_timeout_ms); ``cb(None)`` at the end, or the first
+        error met. Records still unsent by then get ``KafkaError(DESTROY)``."""
         if cb is not None and not callable(cb):
             raise TypeError(f"close: 'cb' must be callable or None, got {type(cb).__name__}")
         if timeout_ms is not None and (isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int)
@@ -81,7 +83,9 @@ class Client:
 
         def consumer_closed(err: KafkaError | None) -> None:
             self._metadata.close()
-            self._pool.close()
+            self._pool.close(lambda sockets_err: sockets_closed(err or sockets_err))
+
+        def sockets_closed(err: KafkaError | None) -> None:
             self.closed = True
             if cb is not None:
                 try:

@@ -223,11 +223,34 @@ class ConnectionPool:
         if slot is not None:
             self._drop(slot, KafkaError(DESTROY, "connection closed by the client"))
 
-    def close(self) -> None:
-        """Close every connection; waiting callers get DESTROY. Idempotent."""
+    def close(self, cb: Callable[[KafkaError | None], object] | None = None) -> None:
+        """Close every connection; waiting callers get DESTROY. Idempotent. ``cb(err)`` once
+        every socket has sent what it still held (acks=0 produces are reported at write time,
+        before the kernel took them): ``err`` is None, or the first socket's failure to."""
         if self._closed:
+            if cb is not None:
+                self._loop.call_soon(cb, None)
             return
         self._closed = True
+        closing = [slot.conn for slot in self._slots.values() if slot.conn is not None]
         for slot in list(self._slots.values()):
             self._drop(slot, KafkaError(DESTROY, "the client is closed"))
         self._slots.clear()
+        if cb is None:
+            return
+        if not closing:
+            self._loop.call_soon(cb, None)
+            return
+        remaining = len(closing)
+        first_error: list[KafkaError] = []
+
+        def closed(err: KafkaError | None) -> None:
+            nonlocal remaining
+            remaining -= 1
+            if err is not None:
+                first_error.append(err)
+            if remaining == 0:
+                cb(first_error[0] if first_error else None)
+
+        for conn in closing:
+            conn.wait_closed(closed)

@@ -320,3 +320,47 @@ def test_writes_are_coalesced(loop):
             await broker.stop()
 
     run(loop, main())
+
+
+API_PRODUCE = 0
+BATCHES_PAST_SOCKET_BUFFERS = 24  # 1 MiB each: more than loopback's socket buffers take
+
+
+@pytest.mark.parametrize("broker_reads", [True, False], ids=["broker-reads", "broker-stalls"])
+def test_disconnect_sends_what_the_socket_still_held(loop, broker_reads):
+    """acks=0 produces are reported once written to the transport, which may still hold them
+    when the connection is closed: the socket sends them before it closes, and wait_closed
+    says when. A broker that stops reading makes it time out, with the socket aborted."""
+    def respond(req: FakeRequest) -> Reply:
+        if req.api_key == API_PRODUCE:
+            return Reply() if broker_reads else Reply(stall=True)
+        return normal_reply(req)
+
+    async def main():
+        broker = await FakeBroker(respond).start()
+        try:
+            conn = Connection(loop)
+            assert await connect(conn, f"127.0.0.1:{broker.port}") is None
+            batch = bytes(1 << 20)
+            rec = Recorder(BATCHES_PAST_SOCKET_BUFFERS, loop)
+            for i in range(BATCHES_PAST_SOCKET_BUFFERS):
+                conn.produce_batch([("t", 0, batch)], rec.cb(i), acks=0)
+            await asyncio.wait_for(rec.all_done, 10)
+            rec.assert_each_once()
+            assert all(err is None for _, _, err in rec.results)  # written: handed to the transport
+            conn.disconnect()
+            closed = loop.create_future()
+            conn.wait_closed(closed.set_result, timeout_ms=500)
+            err = await asyncio.wait_for(closed, 10)
+            produces = [r for r in broker.requests if r.api_key == API_PRODUCE]
+            if broker_reads:
+                assert err is None
+                await asyncio.sleep(0.2)  # the last frames are read after the socket said it sent them
+                assert len([r for r in broker.requests if r.api_key == API_PRODUCE]) == BATCHES_PAST_SOCKET_BUFFERS
+            else:
+                assert err is not None and err.code == errors.TIMED_OUT and "bytes to send" in err.message
+                assert len(produces) == 1
+        finally:
+            await broker.stop()
+
+    run(loop, main())
