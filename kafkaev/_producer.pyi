@@ -3,6 +3,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from kafkaev._proto import ChunkedBatch
 from kafkaev.errors import KafkaError
 from kafkaev.producer.accumulator import Accumulator
 
@@ -30,6 +31,8 @@ class ProducerBatch:
     @property
     def id(self) -> int: ...
     @property
+    def order(self) -> tuple[int, ...]: ...
+    @property
     def part(self) -> PartitionState: ...
     builder: Any  # RecordBatchBuilder (or a test's stand-in); None once built
     deliveries: Deliveries
@@ -38,15 +41,23 @@ class ProducerBatch:
     @property
     def deadline(self) -> float: ...
     reserved: int
-    data: bytes | None
+    data: bytes | memoryview | ChunkedBatch | None
     record_count: int
     base_seq: int
     producer_epoch: int
     attempts: int
     last_error: KafkaError | None
     outcome_unknown: bool
+    split: bool
     def __init__(
-        self, batch_id: int, part: PartitionState, builder: Any, created: float, deadline: float, reserved: int
+        self,
+        batch_id: int,
+        part: PartitionState,
+        builder: Any,
+        created: float,
+        deadline: float,
+        reserved: int,
+        order: tuple[int, ...] | None = None,
     ) -> None: ...
 
 class PartitionState:

@@ -144,6 +144,20 @@ cdef bytes decompress_payload(int codec, object data, Py_ssize_t max_size)
 
 
 # --- RecordBatch v2 encoder (_codecs/record_builder.pxi) ---
+# An uncompressed batch with large values referenced instead of copied: the builder's buffer
+# holds the header and everything else, and the values are slotted in when it is written.
+@cython.final
+cdef class ChunkedBatch:
+    cdef:
+        object _storage             # bytes lent by the builder: header, then records minus the values
+        Py_ssize_t _stored_len      # bytes of _storage in use
+        Py_ssize_t _size            # the batch's length on the wire
+        list _values                # the referenced values (bytes), in order
+        Py_ssize_t *_value_offsets  # where in _storage each value belongs (bytes before it)
+
+    cdef int write_pieces(self, WriteBuffer buf) except -1   # gaps copied, values referenced
+
+
 # final: no subclasses, so method calls bind directly instead of through the vtable.
 @cython.final
 cdef class RecordBatchBuilder:
@@ -157,7 +171,7 @@ cdef class RecordBatchBuilder:
         # before that. NULL when none.
         PyObject *_lent_storage
         char *_records              # the Records section inside _storage
-        Py_ssize_t _records_len
+        Py_ssize_t _records_len     # bytes written to _records (referenced values excluded)
         Py_ssize_t _capacity
         int32_t _record_count
         int64_t _base_timestamp
@@ -170,15 +184,25 @@ cdef class RecordBatchBuilder:
         # written (while in cache) instead of over the whole batch at the end.
         uint32_t _records_crc
         Py_ssize_t _crc_len
+        # Uncompressed: bytes values of VALUE_REFERENCE_MIN_SIZE or more are referenced, not
+        # copied (see ChunkedBatch). The objects, where in _records each belongs, their bytes.
+        list _value_refs
+        Py_ssize_t *_value_ref_offsets
+        Py_ssize_t _value_ref_capacity
+        Py_ssize_t _referenced_len
 
     cdef int _grow(self, Py_ssize_t extra) except -1
     cdef void _sum_records_crc(self) noexcept
     cdef bint _take_back_lent(self) noexcept
+    cdef int _reserve_value_ref(self) except -1
+    cdef void _reference_value(self, object value, const char *data, Py_ssize_t n, Py_ssize_t offset) noexcept
+    cdef void _copy_records(self, char *out) noexcept
     # The producer's hot path: key/value as pointer + length (-1 and NULL for null),
-    # headers a sequence of (str, bytes-like | str | None) or None.
+    # headers a sequence of (str, bytes-like | str | None) or None. ``value_owner`` is the
+    # object ``value`` points into: an exact bytes may be referenced instead of copied.
     # Returns the record's offset delta, or -1 when the batch is full.
     cdef int append_raw(self, int64_t timestamp_ms, const char *key, Py_ssize_t key_len,
-                        const char *value, Py_ssize_t value_len, object headers) except -2
+                        const char *value, Py_ssize_t value_len, object headers, object value_owner) except -2
     cdef object _compressed_payload(self)
     cpdef bytes build(self, int64_t base_offset=*, int32_t partition_leader_epoch=*,
                       int64_t producer_id=*, int16_t producer_epoch=*, int32_t base_sequence=*,

@@ -38,6 +38,10 @@ def _crc32c_table(data: _BytesLike, crc: int = 0) -> int: ...
 
 # --- RecordBatch v2 encoder (_codecs/record_builder.pxi) ---
 
+class ChunkedBatch:
+    def __len__(self) -> int: ...
+    def __bytes__(self) -> bytes: ...
+
 class RecordBatchBuilder:
     def __init__(self, codec: int = 0, max_batch_size: int = 1048576, compression_level: int = -1) -> None: ...
     def append(
@@ -57,6 +61,16 @@ class RecordBatchBuilder:
         transactional: bool = False,
         is_control: bool = False,
     ) -> bytes: ...
+    def finish(
+        self,
+        base_offset: int = 0,
+        partition_leader_epoch: int = -1,
+        producer_id: int = -1,
+        producer_epoch: int = -1,
+        base_sequence: int = -1,
+        transactional: bool = False,
+        is_control: bool = False,
+    ) -> bytes | memoryview | ChunkedBatch: ...
     def reset(self) -> None: ...
     @property
     def record_count(self) -> int: ...

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 from test_producer_logic import FakeBuilder
 
-from kafkaev._proto import RecordBatchBuilder
+from kafkaev._proto import RecordBatchBuilder, read_records
 from kafkaev.config import ClientConfig
 from kafkaev.producer.accumulator import (
     LOW_LATENCY_PIPELINE_DEPTH,
@@ -93,6 +93,43 @@ def test_requeue_keeps_sequence_order(loop):
     for b in (batches[2], batches[0], batches[3], batches[1]):
         acc.requeue(b)
     assert list(part.queue) == batches
+
+
+def test_split_halves_take_their_originals_place_at_any_depth(loop):
+    # A batch refused as too large is split in two; a half refused again is split again while
+    # its sibling waits in the queue. Every half must land where its original stood.
+    acc = Accumulator(ClientConfig(batch_size=1 << 20, linger_ms=1000), loop, lambda: None)  # real builders
+    tstate = acc.topics["t"] = TopicState("t")
+    tstate.update([(1, 0)])
+    part = tstate.parts[0]
+    first = acc.new_batch(part, 10)
+    for i in range(8):
+        first.builder.append(0, None, b"%d" % i + b"." * 5000, None)  # referenced values, too
+    acc.close_batch(first)
+    second = acc.new_batch(part, 10)
+    second.builder.append(0, None, b"8", None)
+    acc.close_batch(second)
+
+    def send_and_refuse():  # the queue's head goes out, is refused as too large, and is split
+        batch = part.queue.popleft()
+        batch.data = batch.builder.finish()
+        acc.split(batch)
+
+    def queued_values():
+        out = []
+        for b in part.queue:
+            data = b.data if b.data is not None else b.builder.build()
+            out += [m.value[:1] for m in read_records("t", 0, bytes(data)).messages]
+        return out
+
+    send_and_refuse()
+    assert [b.order for b in part.queue] == [(first.id, 0), (first.id, 1), (second.id,)]
+    send_and_refuse()
+    send_and_refuse()
+    assert [b.order for b in part.queue] == [
+        (first.id, 0, 0, 0), (first.id, 0, 0, 1), (first.id, 0, 1), (first.id, 1), (second.id,)]
+    assert queued_values() == [b"%d" % i for i in range(9)]
+    assert [b.split for b in part.queue] == [True, True, True, True, False]
 
 
 def test_built_builders_are_reused_empty(loop):

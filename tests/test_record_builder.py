@@ -12,7 +12,8 @@ from aiokafka.record.default_records import DefaultRecordBatch, DefaultRecordBat
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafkaev._proto import RecordBatchBuilder, crc32c
+from kafkaev._proto import ChunkedBatch, RecordBatchBuilder, WriteBuffer, crc32c
+from kafkaev.producer.idempotence import restamp_batch
 
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 HEADER = struct.Struct(">qiibIhiqqqhii")  # the 61-byte RecordBatch v2 header
@@ -191,8 +192,9 @@ def test_a_lent_buffer_is_taken_back_only_once_no_view_of_it_is_left():
     builder = RecordBatchBuilder(max_batch_size=1 << 20)
 
     def fill(tag: bytes) -> memoryview:
-        for i in range(30):
-            builder.append(i, None, tag * 10_000, None)
+        # Values below VALUE_REFERENCE_MIN_SIZE are copied in: 200 x 2000 B is a buffer past the handover size.
+        for i in range(200):
+            builder.append(i, None, tag * 2_000, None)
         return builder.finish()
 
     first = fill(b"a")
@@ -209,14 +211,74 @@ def test_a_lent_buffer_is_taken_back_only_once_no_view_of_it_is_left():
     assert id(fourth.obj) == third_buffer_id
     assert bytes(second[-20:-1]) == b"b" * 19  # never written into while viewed
     assert bytes(fourth[-20:-1]) == b"d" * 19
-    assert [r.value for r in DefaultRecordBatch(fourth.tobytes())] == [b"d" * 10_000] * 30
+    assert [r.value for r in DefaultRecordBatch(fourth.tobytes())] == [b"d" * 2_000] * 200
+
+
+VALUE_REFERENCE_MIN_SIZE = 4096  # _codecs/record_builder.pxi
+
+
+def test_large_bytes_values_are_referenced_and_the_batch_is_unchanged():
+    # Only immutable bytes values of VALUE_REFERENCE_MIN_SIZE or more are referenced: a
+    # bytearray or str (encoded), or a smaller value, is copied in as before.
+    values = [b"a" * VALUE_REFERENCE_MIN_SIZE, b"b" * (VALUE_REFERENCE_MIN_SIZE - 1), bytearray(b"c" * 9000),
+              "d" * 5000, b"e" * 70_000, None, b"f" * 10, b"g" * 300_000]
+    builder = RecordBatchBuilder(max_batch_size=1 << 20)
+    for i, value in enumerate(values):
+        assert builder.append(1_000 + i, b"k%d" % i, value, [("h", b"%d" % i)] if i % 2 else None) == i
+    stamp = {"base_offset": 3, "producer_id": 9, "producer_epoch": 1, "base_sequence": 17}
+    expected = builder.build(**stamp)
+    assert builder.estimated_size == len(expected)
+    batch = builder.finish(**stamp)
+    assert type(batch) is ChunkedBatch and repr(batch).endswith("3 values referenced>")
+    assert len(batch) == len(expected) and bytes(batch) == expected
+    parsed = DefaultRecordBatch(bytes(batch))
+    assert parsed.validate_crc()
+    assert [r.value for r in parsed] == [v.encode() if isinstance(v, str) else v and bytes(v) for v in values]
+    # The builder's next batch never writes into the buffer this one still holds...
+    builder.append(5_000, None, b"x" * 20_000, None)
+    second = builder.finish()
+    assert bytes(batch) == expected and [r.value for r in DefaultRecordBatch(bytes(second))] == [b"x" * 20_000]
+    # ...and once nothing holds a buffer, it is taken back and the batches stay whole.
+    del batch, second
+    for round_ in range(3):
+        builder.append(5_000, None, b"%d" % round_ * 20_000, [("r", b"%d" % round_)])
+        again = builder.finish()
+        assert type(again) is ChunkedBatch and DefaultRecordBatch(bytes(again)).validate_crc()
+        assert [r.value for r in DefaultRecordBatch(bytes(again))] == [b"%d" % round_ * 20_000]
+    with pytest.raises(TypeError, match="made by"):
+        ChunkedBatch()
+
+
+@pytest.mark.parametrize("codec_name", [name for name in CODECS if name != "none"])
+def test_compressed_batches_copy_large_values(codec_name):
+    builder = RecordBatchBuilder(codec=CODECS[codec_name])
+    builder.append(1, None, b"z" * 50_000, None)
+    batch = builder.finish()
+    assert type(batch) is bytes and [r.value for r in DefaultRecordBatch(batch)] == [b"z" * 50_000]
+
+
+def test_a_chunked_batch_is_written_as_pieces_and_restamped_whole():
+    big = [bytes([i]) * 10_000 for i in range(3)]
+    builder = RecordBatchBuilder()
+    for i, value in enumerate(big):
+        builder.append(i, None, value, [("n", b"%d" % i)])
+    batch = builder.finish(producer_id=5, producer_epoch=0, base_sequence=0)
+    buf = WriteBuffer()
+    buf.write("compact_nullable_bytes", batch)
+    chunks = buf.as_chunks()
+    assert [c for c in chunks if len(c) == 10_000] == big and all(any(c is v for v in big) for c in chunks[1::2])
+    compact_length = WriteBuffer().write("uvarint", len(batch) + 1).to_bytes()
+    assert buf.to_bytes() == compact_length + bytes(batch)
+    restamped = restamp_batch(batch, 5, 1, 0)
+    assert header_of(restamped)["producer_epoch"] == 1 and DefaultRecordBatch(restamped).validate_crc()
+    assert [r.value for r in DefaultRecordBatch(restamped)] == big
 
 
 def test_finish_of_an_empty_builder_and_of_an_oversized_first_record():
     builder = RecordBatchBuilder(max_batch_size=100)
     assert header_of(builder.finish())["record_count"] == 0
-    builder.append(1, None, b"x" * 10_000, None)  # past max_batch_size: the buffer grew to take it
-    assert [r.value for r in DefaultRecordBatch(builder.finish())] == [b"x" * 10_000]
+    builder.append(1, None, b"x" * 3_000, None)  # past max_batch_size: the buffer grew to take it
+    assert [r.value for r in DefaultRecordBatch(builder.finish())] == [b"x" * 3_000]
 
 
 def test_transactional_and_control_bits():

@@ -337,6 +337,16 @@ cdef class WriteBuffer:
         if PyBytes_CheckExact(b):
             p = PyBytes_AS_STRING(b)
             n = PyBytes_GET_SIZE(b)
+        elif type(b) is ChunkedBatch:
+            # A record batch whose large values are referenced: the length, then its pieces.
+            n = (<ChunkedBatch>b)._size
+            if n >= INT32_MAX_LENGTH:
+                raise ValueError(f"{what.decode()}: {n} bytes exceed the Int32 length limit")
+            if compact:
+                self.write_uvarint(<uint64_t>n + 1)
+            else:
+                self.write_int32(<int32_t>n)
+            return (<ChunkedBatch>b).write_pieces(self)
         else:
             try:
                 PyObject_GetBuffer(b, &view, PyBUF_SIMPLE)

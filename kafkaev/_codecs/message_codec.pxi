@@ -296,9 +296,12 @@ cdef int _check_scalar(_StructSpec spec, _FieldSpec f, object value) except -1:
     elif kind == K_STRING:
         if not isinstance(value, str):
             raise TypeError(f"{spec.name}.{f.name} must be a str, got {type(value).__name__}")
-    elif kind == K_BYTES or kind == K_RECORDS:
+    elif kind == K_BYTES:
         if not PyObject_CheckBuffer(value):
             raise TypeError(f"{spec.name}.{f.name} must be bytes-like, got {type(value).__name__}")
+    elif kind == K_RECORDS:
+        if not PyObject_CheckBuffer(value) and type(value) is not ChunkedBatch:
+            raise TypeError(f"{spec.name}.{f.name} must be bytes-like or a ChunkedBatch, got {type(value).__name__}")
     elif kind == K_UUID:
         if not isinstance(value, _uuid.UUID):
             raise TypeError(f"{spec.name}.{f.name} must be a uuid.UUID, got {type(value).__name__}")

@@ -32,13 +32,17 @@
 # per-record Python objects. That buffer is a bytes object with room for the
 # batch header in front, so finish() can stamp the header in place and hand
 # the object out as the batch: an uncompressed batch of up to 128 KiB is never
-# copied between its records' append and the socket. build() instead copies and keeps the
+# copied between its records' append and the socket. Large bytes values are not
+# copied at all: the buffer leaves a gap where each belongs, and the batch goes out
+# as a ChunkedBatch, the gaps' values referenced by the connection's write list
+# (writev). build() instead copies and keeps the
 # records, so a batch can be built again with a new producer epoch or base
 # sequence by re-stamping the header and re-computing the CRC; the compressed
 # payload is cached between builds.
 
 from cpython.long cimport PyLong_CheckExact
 from cpython.ref cimport Py_INCREF, Py_XDECREF
+from cpython.mem cimport PyMem_Realloc, PyMem_Free
 from cpython.memoryview cimport PyMemoryView_FromMemory
 from cpython.buffer cimport PyBUF_READ
 from libc.time cimport time_t
@@ -100,6 +104,11 @@ cdef enum:
     # right after they were written: summed at finish(), a 1 MiB batch is read back from
     # beyond the L2 cache, which took ~15% of a 10000-byte producer's CPU.
     RUNNING_CRC_CHUNK = 32768
+    # An uncompressed record's bytes value at least this large is referenced by the batch
+    # instead of copied into it, and reaches the socket as its own write chunk. Below it,
+    # one memcpy costs less than a chunk's bookkeeping (a reference, an iovec, a gap).
+    VALUE_REFERENCE_MIN_SIZE = 4096
+    INITIAL_VALUE_REFS = 16
 
 # Java's RecordBatch.NO_TIMESTAMP: base/max timestamp of a batch with no records.
 cdef int64_t NO_TIMESTAMP = -1
@@ -177,6 +186,61 @@ cdef inline char *_put_bytes_with_length(char *p, const char *data, Py_ssize_t n
     return p + n
 
 
+cdef class ChunkedBatch:
+    """A finished uncompressed RecordBatch whose large values were referenced, not copied.
+
+    The builder's buffer holds the header and every byte but those values; each value belongs
+    at a recorded offset in it. The connection writes it as a gather list: the gaps copied into
+    its write buffer (a few bytes of record framing each), the values referenced. Immutable:
+    ``len()`` is its size on the wire, ``bytes()`` joins it (for the rare paths that decode or
+    re-stamp a batch).
+    """
+
+    def __cinit__(self):
+        self._value_offsets = NULL
+
+    def __init__(self):
+        raise TypeError("ChunkedBatch is made by RecordBatchBuilder.finish()")
+
+    def __dealloc__(self):
+        PyMem_Free(self._value_offsets)
+        self._value_offsets = NULL
+
+    def __len__(self):
+        return self._size
+
+    def __bytes__(self):
+        cdef bytes out = PyBytes_FromStringAndSize(NULL, self._size)
+        cdef char *p = PyBytes_AS_STRING(out)
+        cdef const char *stored = PyBytes_AS_STRING(self._storage)
+        cdef Py_ssize_t i, pos = 0, offset, n
+        for i in range(len(self._values)):
+            offset = self._value_offsets[i]
+            memcpy(p, stored + pos, offset - pos)
+            p += offset - pos
+            value = self._values[i]
+            n = PyBytes_GET_SIZE(value)
+            memcpy(p, PyBytes_AS_STRING(value), n)
+            p += n
+            pos = offset
+        memcpy(p, stored + pos, self._stored_len - pos)
+        return out
+
+    def __repr__(self):
+        return f"<ChunkedBatch {self._size} bytes, {len(self._values)} values referenced>"
+
+    cdef int write_pieces(self, WriteBuffer buf) except -1:
+        cdef const char *stored = PyBytes_AS_STRING(self._storage)
+        cdef Py_ssize_t i, pos = 0, offset
+        for i in range(len(self._values)):
+            offset = self._value_offsets[i]
+            buf.write_raw(stored + pos, offset - pos)
+            value = self._values[i]
+            buf.write_ref(value, PyBytes_GET_SIZE(value))
+            pos = offset
+        return buf.write_raw(stored + pos, self._stored_len - pos)
+
+
 cdef class RecordBatchBuilder:
     """Builds one RecordBatch v2, appending records one at a time.
 
@@ -200,6 +264,10 @@ cdef class RecordBatchBuilder:
         self._payload = None
         self._records_crc = 0
         self._crc_len = 0
+        self._value_refs = None
+        self._value_ref_offsets = NULL
+        self._value_ref_capacity = 0
+        self._referenced_len = 0
 
     def __init__(self, int codec=COMPRESSION_NONE, Py_ssize_t max_batch_size=DEFAULT_MAX_BATCH_SIZE,
                  int compression_level=-1):
@@ -218,6 +286,8 @@ cdef class RecordBatchBuilder:
         self._storage = NULL
         self._lent_storage = NULL
         self._records = NULL
+        PyMem_Free(self._value_ref_offsets)
+        self._value_ref_offsets = NULL
 
     cdef bint _take_back_lent(self) noexcept:
         """Make the lent buffer the storage again once no view of it is left (True). While
@@ -261,19 +331,24 @@ cdef class RecordBatchBuilder:
             except MemoryError:
                 self._storage = NULL
                 self._records = NULL
-                self._capacity = self._records_len = self._record_count = 0
+                self._capacity = self._records_len = self._record_count = self._crc_len = 0
+                self._records_crc = 0
+                self._value_refs = None
+                self._referenced_len = 0
                 raise
         self._records = PyBytes_AS_STRING(<object>self._storage) + BATCH_HEADER_SIZE
         self._capacity = new_capacity
         return 0
 
     cdef int append_raw(self, int64_t timestamp_ms, const char *key, Py_ssize_t key_len,
-                        const char *value, Py_ssize_t value_len, object headers) except -2:
+                        const char *value, Py_ssize_t value_len, object headers, object value_owner) except -2:
         cdef int64_t timestamp_delta
         cdef int32_t offset_delta = self._record_count
         cdef Py_ssize_t header_count = 0
         cdef Py_ssize_t headers_size = 0
-        cdef Py_ssize_t body_size, total_size, i
+        cdef Py_ssize_t body_size, total_size, stored_size, i
+        cdef bint reference = (value_len >= VALUE_REFERENCE_MIN_SIZE and self._codec == COMPRESSION_NONE
+                               and PyBytes_CheckExact(value_owner))
         cdef _Bytes hkey, hvalue
         cdef Py_buffer hvalue_view
         cdef char *p
@@ -303,10 +378,13 @@ cdef class RecordBatchBuilder:
                      + _varint_size(header_count) + headers_size)
         total_size = _varint_size(body_size) + body_size
         if self._record_count > 0 and (
-                BATCH_HEADER_SIZE + self._records_len + total_size > self._max_batch_size):
+                BATCH_HEADER_SIZE + self._records_len + self._referenced_len + total_size > self._max_batch_size):
             return -1
-        if self._records_len + total_size > self._capacity:
-            self._grow(total_size)
+        stored_size = total_size - value_len if reference else total_size
+        if self._records_len + stored_size > self._capacity:
+            self._grow(stored_size)
+        if reference:
+            self._reserve_value_ref()
 
         p = self._records + self._records_len
         p = _put_varint(p, body_size)
@@ -315,7 +393,11 @@ cdef class RecordBatchBuilder:
         p = _put_varint(p, timestamp_delta)
         p = _put_varint(p, offset_delta)
         p = _put_bytes_with_length(p, key, key_len)
-        p = _put_bytes_with_length(p, value, value_len)
+        if reference:
+            p = _put_varint(p, value_len)
+            self._reference_value(value_owner, value, value_len, p - self._records)
+        else:
+            p = _put_bytes_with_length(p, value, value_len)
         p = _put_varint(p, header_count)
         for i in range(header_count):
             _header_parts(headers[i], &hkey, &hvalue, &hvalue_view)
@@ -323,7 +405,7 @@ cdef class RecordBatchBuilder:
             p = _put_bytes_with_length(p, hvalue.ptr, hvalue.len)
             _release_bytes(&hvalue, &hvalue_view)
 
-        self._records_len += total_size
+        self._records_len += stored_size
         self._record_count += 1
         if timestamp_ms > self._max_timestamp:
             self._max_timestamp = timestamp_ms
@@ -337,6 +419,51 @@ cdef class RecordBatchBuilder:
         self._records_crc = crc32c_update(self._records_crc, self._records + self._crc_len,
                                           self._records_len - self._crc_len)
         self._crc_len = self._records_len
+
+    cdef int _reserve_value_ref(self) except -1:
+        """Room for one more referenced value, made before the record is written so that a
+        failure leaves the builder as it was."""
+        cdef Py_ssize_t capacity
+        cdef Py_ssize_t *offsets
+        if self._value_refs is None:
+            self._value_refs = []
+        if len(self._value_refs) < self._value_ref_capacity:
+            return 0
+        capacity = max(INITIAL_VALUE_REFS, 2 * self._value_ref_capacity)
+        offsets = <Py_ssize_t *>PyMem_Realloc(self._value_ref_offsets, capacity * sizeof(Py_ssize_t))
+        if offsets is NULL:
+            raise MemoryError()
+        self._value_ref_offsets = offsets
+        self._value_ref_capacity = capacity
+        return 0
+
+    cdef void _reference_value(self, object value, const char *data, Py_ssize_t n, Py_ssize_t offset) noexcept:
+        """Slot ``value`` in at ``offset`` of the records: its bytes join the running CRC in
+        their place (the records before it first), and the batch references it."""
+        self._records_crc = crc32c_update(self._records_crc, self._records + self._crc_len, offset - self._crc_len)
+        self._records_crc = crc32c_update(self._records_crc, data, n)
+        self._crc_len = offset
+        self._value_ref_offsets[len(self._value_refs)] = offset
+        self._value_refs.append(value)  # cannot fail: _reserve_value_ref made the room
+        self._referenced_len += n
+
+    cdef void _copy_records(self, char *out) noexcept:
+        """The uncompressed Records section, referenced values in their place, into ``out``."""
+        cdef Py_ssize_t i, pos = 0, offset, n
+        if self._referenced_len == 0:
+            if self._records_len:
+                memcpy(out, self._records, self._records_len)
+            return
+        for i in range(len(self._value_refs)):
+            offset = self._value_ref_offsets[i]
+            memcpy(out, self._records + pos, offset - pos)
+            out += offset - pos
+            value = self._value_refs[i]
+            n = PyBytes_GET_SIZE(value)
+            memcpy(out, PyBytes_AS_STRING(value), n)
+            out += n
+            pos = offset
+        memcpy(out, self._records + pos, self._records_len - pos)
 
     def append(self, timestamp_ms, key, value, headers=None):
         """Appends one record; returns its offset delta, or -1 when the batch is full.
@@ -360,14 +487,15 @@ cdef class RecordBatchBuilder:
         # The common case, bytes key and value, borrows their storage directly.
         if PyBytes_CheckExact(value) and (key is None or PyBytes_CheckExact(key)):
             if key is None:
-                return self.append_raw(ts, NULL, -1, PyBytes_AS_STRING(value), PyBytes_GET_SIZE(value), headers)
+                return self.append_raw(ts, NULL, -1, PyBytes_AS_STRING(value), PyBytes_GET_SIZE(value), headers,
+                                       value)
             return self.append_raw(ts, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key),
-                                   PyBytes_AS_STRING(value), PyBytes_GET_SIZE(value), headers)
+                                   PyBytes_AS_STRING(value), PyBytes_GET_SIZE(value), headers, value)
         _get_bytes(key, &k, &key_view, b"append: 'key'")
         try:
             _get_bytes(value, &v, &value_view, b"append: 'value'")
             try:
-                return self.append_raw(ts, k.ptr, k.len, v.ptr, v.len, headers)
+                return self.append_raw(ts, k.ptr, k.len, v.ptr, v.len, headers, value)
             finally:
                 _release_bytes(&v, &value_view)
         finally:
@@ -410,7 +538,7 @@ cdef class RecordBatchBuilder:
             # The records follow the header unchanged: join the header's CRC to theirs.
             self._sum_records_crc()
             crc = crc32c_combine(crc32c_update(0, out + OFFSET_ATTRIBUTES, BATCH_HEADER_SIZE - OFFSET_ATTRIBUTES),
-                                 self._records_crc, self._records_len)
+                                 self._records_crc, self._records_len + self._referenced_len)
         else:
             with nogil:
                 crc = crc32c_update(0, out + OFFSET_ATTRIBUTES, total - OFFSET_ATTRIBUTES)
@@ -428,7 +556,7 @@ cdef class RecordBatchBuilder:
         if self._codec == COMPRESSION_NONE:
             # One copy: the records straight into the batch.
             payload = self._records
-            payload_len = self._records_len
+            payload_len = self._records_len + self._referenced_len
         else:
             compressed = self._compressed_payload()
             payload = PyBytes_AS_STRING(compressed)
@@ -438,7 +566,9 @@ cdef class RecordBatchBuilder:
             raise ValueError(f"RecordBatchBuilder.build: batch of {total} bytes exceeds the Int32 length")
         batch = PyBytes_FromStringAndSize(NULL, total)
         out = PyBytes_AS_STRING(batch)
-        if payload_len:
+        if self._codec == COMPRESSION_NONE:
+            self._copy_records(out + BATCH_HEADER_SIZE)
+        elif payload_len:
             memcpy(out + BATCH_HEADER_SIZE, payload, payload_len)
         self._stamp_header(out, total, base_offset, partition_leader_epoch, producer_id, producer_epoch,
                            base_sequence, transactional, is_control)
@@ -449,13 +579,17 @@ cdef class RecordBatchBuilder:
                         bint transactional=False, bint is_control=False):
         """The batch, as ``build`` makes it, after which the builder is empty (as after
         ``reset``). Uncompressed, the builder's own buffer becomes the batch, header stamped
-        in place, with no copy: up to HANDOVER_MAX_SIZE as bytes (a fresh buffer comes with
-        the next record); above it as a read-only memoryview of the buffer, which the builder
-        takes back when it is next reset or filled once no view of it is left, so a large
-        batch's pages stay mapped and warm. Compressed, a new bytes."""
-        cdef Py_ssize_t total = BATCH_HEADER_SIZE + self._records_len
+        in place, with no copy: with referenced values, as a ChunkedBatch over the buffer;
+        otherwise up to HANDOVER_MAX_SIZE as bytes (a fresh buffer comes with the next
+        record), above it as a read-only memoryview of the buffer. A buffer lent out (the
+        last two) is taken back when the builder is next reset or filled once nothing holds
+        it, so a large batch's pages stay mapped and warm. Compressed, a new bytes."""
+        cdef Py_ssize_t stored = BATCH_HEADER_SIZE + self._records_len
+        cdef Py_ssize_t total = stored + self._referenced_len
         cdef bytes batch
-        cdef object view
+        cdef object lent
+        cdef ChunkedBatch chunked
+        cdef Py_ssize_t i
         if self._codec != COMPRESSION_NONE or self._storage is NULL:
             batch = self.build(base_offset, partition_leader_epoch, producer_id, producer_epoch, base_sequence,
                                transactional, is_control)
@@ -465,15 +599,31 @@ cdef class RecordBatchBuilder:
             raise ValueError(f"RecordBatchBuilder.finish: batch of {total} bytes exceeds the Int32 length")
         self._stamp_header(PyBytes_AS_STRING(<object>self._storage), total, base_offset, partition_leader_epoch,
                            producer_id, producer_epoch, base_sequence, transactional, is_control)
-        if BATCH_HEADER_SIZE + self._capacity > HANDOVER_MAX_SIZE:
-            view = memoryview(<object>self._storage)[:total]  # holds the buffer: refcount > 1 while alive
+        if self._referenced_len:
+            chunked = ChunkedBatch.__new__(ChunkedBatch)
+            chunked._storage = <object>self._storage  # holds the buffer: refcount > 1 while alive
+            chunked._stored_len = stored
+            chunked._size = total
+            chunked._values = self._value_refs
+            chunked._value_offsets = self._value_ref_offsets
+            for i in range(len(self._value_refs)):
+                self._value_ref_offsets[i] += BATCH_HEADER_SIZE  # from the records' start to the batch's
+            self._value_refs = None
+            self._value_ref_offsets = NULL
+            self._value_ref_capacity = 0
+            lent = chunked
+        elif BATCH_HEADER_SIZE + self._capacity > HANDOVER_MAX_SIZE:
+            lent = memoryview(<object>self._storage)[:total]  # holds the buffer: refcount > 1 while alive
+        else:
+            lent = None
+        if lent is not None:
             Py_XDECREF(self._lent_storage)  # an earlier lent one not taken back yet: let it go
             self._lent_storage = self._storage
             self._storage = NULL
             self._records = NULL
             self._capacity = 0
             self.reset()
-            return view
+            return lent
         if total < BATCH_HEADER_SIZE + self._capacity:
             try:
                 _PyBytes_Resize(&self._storage, total)  # a shrink: in place
@@ -497,6 +647,8 @@ cdef class RecordBatchBuilder:
         self._records_len = 0
         self._records_crc = 0
         self._crc_len = 0
+        self._value_refs = None  # the offsets array stays, for the next batch's values
+        self._referenced_len = 0
         self._record_count = 0
         self._base_timestamp = NO_TIMESTAMP
         self._max_timestamp = NO_TIMESTAMP
@@ -510,7 +662,7 @@ cdef class RecordBatchBuilder:
     def estimated_size(self):
         """Header plus records so far, uncompressed: O(1), an upper bound of the built size
         for uncompressed batches and the limit ``append`` checks."""
-        return BATCH_HEADER_SIZE + self._records_len
+        return BATCH_HEADER_SIZE + self._records_len + self._referenced_len
 
     @property
     def max_batch_size(self):

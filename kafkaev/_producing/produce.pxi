@@ -94,7 +94,7 @@ cdef Py_ssize_t _append_record(ProducerBatch batch, int64_t timestamp, key, valu
     if (type(builder) is RecordBatchBuilder and _borrow(key, &key_data, &key_size)
             and _borrow(value, &value_data, &value_size)):
         delta = (<RecordBatchBuilder>builder).append_raw(timestamp, key_data, key_size, value_data, value_size,
-                                                        headers)
+                                                        headers, value)
     else:
         delta = builder.append(timestamp, key, value, headers)
     if delta >= 0 and cb is not None:

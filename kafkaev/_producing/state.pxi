@@ -51,7 +51,11 @@ cdef class StickyPartition:
 cdef class ProducerBatch:
     """One RecordBatch for one partition, from its first record until it completes."""
 
-    cdef readonly Py_ssize_t id         # creation order; within a partition also the sequence order
+    cdef readonly Py_ssize_t id         # creation order
+    # The partition's send (and sequence) order: (id,) as appended. The halves of a batch
+    # split after MESSAGE_TOO_LARGE extend their original's with 0 and 1, so they take its
+    # place among the others, however deep the splitting goes.
+    cdef readonly tuple order
     cdef readonly PartitionState part
     cdef public object builder          # RecordBatchBuilder (or a test's stand-in); None once completed
     cdef public Deliveries deliveries   # callbacks of the records that have one
@@ -59,7 +63,8 @@ cdef class ProducerBatch:
     cdef readonly double deadline       # loop time after which the records fail with MSG_TIMED_OUT
     cdef public Py_ssize_t reserved     # bytes of buffer_memory held
     # The encoded batch, built once at first send and resent as is: bytes, or for a large
-    # uncompressed batch a read-only view of its builder's buffer.
+    # uncompressed batch a read-only view of its builder's buffer, or a ChunkedBatch when
+    # it references large values.
     cdef public object data
     cdef public Py_ssize_t record_count
     cdef public int64_t base_seq
@@ -69,10 +74,16 @@ cdef class ProducerBatch:
     # The last attempt ended without an answer (connection lost, request timed out):
     # the broker may have written it.
     cdef public bint outcome_unknown
+    # One half of a batch the broker refused as too large. Halves go out one at a time, and
+    # so does what follows them: with two in flight the second could be written while the
+    # first is refused again (a broker takes any first sequence from a producer id it has
+    # no state for, and the split just bumped the epoch).
+    cdef public bint split
 
     def __init__(self, Py_ssize_t batch_id, PartitionState part not None, builder, double created, double deadline,
-                 Py_ssize_t reserved):
+                 Py_ssize_t reserved, tuple order=None):
         self.id = batch_id
+        self.order = (batch_id,) if order is None else order
         self.part = part
         self.builder = builder
         self.deliveries = Deliveries()
@@ -86,6 +97,7 @@ cdef class ProducerBatch:
         self.attempts = 0
         self.last_error = None
         self.outcome_unknown = False
+        self.split = False
 
     def __repr__(self):
         return f"<ProducerBatch {self.id} {self.part.topic}[{self.part.partition}] records={self.record_count}>"

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._producer import PartitionState, ProducerBatch, TopicState
-from .._proto import read_records
+from .._proto import ChunkedBatch, read_records
 from ..config import ClientConfig
 from ..errors import QUEUE_FULL, KafkaError
 
@@ -218,19 +218,23 @@ class Accumulator:
         config = self._config
         data = batch.data
         assert data is not None  # refused by the broker, so it was built
+        if isinstance(data, ChunkedBatch):
+            data = bytes(data)  # its pieces joined: splitting is rare
         records = read_records(part.topic, part.partition, data).messages
         half = len(records) // 2
         halves = ((records[:half], batch.deliveries), (records[half:], batch.deliveries.split(half)))
         reserved = batch.reserved  # what the built batch holds passes to the first half
-        for chunk, deliveries in halves:
+        for half, (chunk, deliveries) in enumerate(halves):
             # The records fitted one builder of this size before: uncompressed, each half fits too.
             builder = self._new_builder(config.compression_type, max(config.batch_size, len(data)))
             for m in chunk:
                 builder.append(m.timestamp, m.key, m.value, m.headers or None)
-            replacement = ProducerBatch(batch.id, part, builder, batch.created, batch.deadline, reserved)
+            replacement = ProducerBatch(batch.id, part, builder, batch.created, batch.deadline, reserved,
+                                        batch.order + (half,))
             replacement.deliveries = deliveries
             replacement.record_count = builder.record_count
-            self.requeue(replacement)  # the same id: after what precedes the original, before the rest
+            replacement.split = True
+            self.requeue(replacement)  # in the original's place: after what precedes it, before the rest
             reserved = 0
         self.incomplete += 1
 
@@ -240,7 +244,7 @@ class Accumulator:
         queue = part.queue
         i = 0
         for i, queued in enumerate(queue):  # noqa: B007 - the index is the insertion point
-            if queued.id > batch.id:
+            if queued.order > batch.order:
                 break
         else:
             i = len(queue)

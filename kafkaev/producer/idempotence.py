@@ -17,7 +17,7 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from .._proto import crc32c
+from .._proto import ChunkedBatch, crc32c
 from ..errors import NONE, KafkaError
 
 SEQUENCE_MODULUS = 1 << 31
@@ -37,10 +37,13 @@ def next_sequence(sequence: int, increment: int) -> int:
     return (sequence + increment) % SEQUENCE_MODULUS
 
 
-def restamp_batch(data: bytes, producer_id: int, producer_epoch: int, base_sequence: int) -> bytes:
+def restamp_batch(
+    data: bytes | memoryview | ChunkedBatch, producer_id: int, producer_epoch: int, base_sequence: int
+) -> bytes:
     """The same RecordBatch with new producer id, epoch and base sequence (and its CRC redone).
-    Used only after an epoch bump, for batches that were never written under the old epoch."""
-    buf = bytearray(data)
+    Used only after an epoch bump, for batches that were never written under the old epoch
+    (rare enough that joining a ChunkedBatch's pieces first costs nothing that matters)."""
+    buf = bytearray(bytes(data) if isinstance(data, ChunkedBatch) else data)
     _PRODUCER_FIELDS.pack_into(buf, _PRODUCER_OFFSET, producer_id, producer_epoch, base_sequence)
     _CRC.pack_into(buf, _CRC_OFFSET, crc32c(memoryview(buf)[_ATTRIBUTES_OFFSET:]))
     return bytes(buf)

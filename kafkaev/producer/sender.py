@@ -161,6 +161,8 @@ class Sender:
                 part.retrying = False
             if len(part.in_flight) >= max_in_flight:
                 continue
+            if part.in_flight and (part.queue[0].split or part.in_flight[-1].split):
+                continue  # a split batch's halves go one at a time (ProducerBatch.split)
             if part.leader < 0:
                 self._md.request_refresh()
                 continue
@@ -231,7 +233,7 @@ class Sender:
                 size += len(data)
                 if not part.queue:
                     acc.ready.pop(part, None)
-                elif len(part.in_flight) < max_in_flight:
+                elif len(part.in_flight) < max_in_flight and not batch.split and not part.queue[0].split:
                     again.append(part)
             self._send_request(conn, request)
             parts = again
@@ -358,8 +360,8 @@ class Sender:
         """Is a batch sent before this one of the same partition still unresolved (its failure
         explains this OUT_OF_ORDER_SEQUENCE_NUMBER)?"""
         part = batch.part
-        return any(b.id < batch.id and b.data is not None for b in part.queue) or any(
-            b.id < batch.id for b in part.in_flight
+        return any(b.order < batch.order and b.data is not None for b in part.queue) or any(
+            b.order < batch.order for b in part.in_flight
         )
 
     def _retry(self, batch: ProducerBatch, *, immediate: bool) -> None:
