@@ -186,6 +186,24 @@ cdef inline char *_put_bytes_with_length(char *p, const char *data, Py_ssize_t n
     return p + n
 
 
+cdef void _join_pieces(char *out, const char *stored, Py_ssize_t stored_len, list values,
+                       const Py_ssize_t *offsets) noexcept:
+    """``stored`` with each bytes of ``values`` slotted in at its offset (bytes of ``stored``
+    before it), written to ``out``."""
+    cdef Py_ssize_t i, pos = 0, offset, n
+    if values is not None:
+        for i in range(len(values)):
+            offset = offsets[i]
+            memcpy(out, stored + pos, offset - pos)
+            out += offset - pos
+            value = values[i]
+            n = PyBytes_GET_SIZE(value)
+            memcpy(out, PyBytes_AS_STRING(value), n)
+            out += n
+            pos = offset
+    memcpy(out, stored + pos, stored_len - pos)
+
+
 cdef class ChunkedBatch:
     """A finished uncompressed RecordBatch whose large values were referenced, not copied.
 
@@ -211,19 +229,8 @@ cdef class ChunkedBatch:
 
     def __bytes__(self):
         cdef bytes out = PyBytes_FromStringAndSize(NULL, self._size)
-        cdef char *p = PyBytes_AS_STRING(out)
-        cdef const char *stored = PyBytes_AS_STRING(self._storage)
-        cdef Py_ssize_t i, pos = 0, offset, n
-        for i in range(len(self._values)):
-            offset = self._value_offsets[i]
-            memcpy(p, stored + pos, offset - pos)
-            p += offset - pos
-            value = self._values[i]
-            n = PyBytes_GET_SIZE(value)
-            memcpy(p, PyBytes_AS_STRING(value), n)
-            p += n
-            pos = offset
-        memcpy(p, stored + pos, self._stored_len - pos)
+        _join_pieces(PyBytes_AS_STRING(out), PyBytes_AS_STRING(self._storage), self._stored_len, self._values,
+                     self._value_offsets)
         return out
 
     def __repr__(self):
@@ -449,21 +456,8 @@ cdef class RecordBatchBuilder:
 
     cdef void _copy_records(self, char *out) noexcept:
         """The uncompressed Records section, referenced values in their place, into ``out``."""
-        cdef Py_ssize_t i, pos = 0, offset, n
-        if self._referenced_len == 0:
-            if self._records_len:
-                memcpy(out, self._records, self._records_len)
-            return
-        for i in range(len(self._value_refs)):
-            offset = self._value_ref_offsets[i]
-            memcpy(out, self._records + pos, offset - pos)
-            out += offset - pos
-            value = self._value_refs[i]
-            n = PyBytes_GET_SIZE(value)
-            memcpy(out, PyBytes_AS_STRING(value), n)
-            out += n
-            pos = offset
-        memcpy(out, self._records + pos, self._records_len - pos)
+        if self._records_len or self._referenced_len:
+            _join_pieces(out, self._records, self._records_len, self._value_refs, self._value_ref_offsets)
 
     def append(self, timestamp_ms, key, value, headers=None):
         """Appends one record; returns its offset delta, or -1 when the batch is full.
@@ -534,7 +528,11 @@ cdef class RecordBatchBuilder:
         _pack_int16(out + OFFSET_PRODUCER_EPOCH, producer_epoch)
         _pack_int32(out + OFFSET_BASE_SEQUENCE, base_sequence)
         _pack_int32(out + OFFSET_RECORD_COUNT, <int32_t>self._record_count)
-        if self._codec == COMPRESSION_NONE:
+        if self._codec == COMPRESSION_NONE and self._crc_len == 0 and self._referenced_len == 0:
+            # Nothing summed while appending (a batch under RUNNING_CRC_CHUNK): the records
+            # follow the header in place, and one pass costs less than joining two CRCs.
+            crc = crc32c_update(0, out + OFFSET_ATTRIBUTES, total - OFFSET_ATTRIBUTES)
+        elif self._codec == COMPRESSION_NONE:
             # The records follow the header unchanged: join the header's CRC to theirs.
             self._sum_records_crc()
             crc = crc32c_combine(crc32c_update(0, out + OFFSET_ATTRIBUTES, BATCH_HEADER_SIZE - OFFSET_ATTRIBUTES),
