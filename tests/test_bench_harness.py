@@ -164,6 +164,7 @@ def test_produce_floor_counts_what_the_broker_holds(kafka, make_topic):
     assert result.failed == 0 and result.calls == result.records
     assert result.bytes == result.records * spec.value_size
     assert 0 < result.call_elapsed_s <= result.elapsed_s and result.cpu_s > 0
+    assert result.settings["connections"] == partitions  # one socket per partition, as kafkaev's runs
     assert landed_records(kafka.bootstrap, topic, partitions) == result.warmup_records + result.records
 
 

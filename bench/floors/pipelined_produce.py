@@ -3,16 +3,16 @@
 Before the clock starts it encodes, in plain Python, one full RecordBatch v2 of the scenario's
 values (as many records as fit in ``BATCH_SIZE``, the batch size kafkaev's run of the same
 scenario fills, CRC-32C included) and one Produce v7 request per partition carrying it; that
-encoding costs the floor nothing. Once each partition has accepted one request (a topic just
-created may not have its leaders in place) and the warm-up is over, the measured section only
-writes those same frames again and again, round-robin over the topic's partitions, over one
-blocking TCP socket, with at most ``MAX_IN_FLIGHT_PER_PARTITION`` requests per partition
-unanswered (kafkaev's ``max_in_flight``), and reads every response in order, checking its
-correlation id, partition and error code: one error fails the run with its name. Its records
-per second are what the broker takes in on this machine over one connection when the client
-costs next to nothing: in the same run, no client producing over one connection can go faster.
-kafkaev's throughput runs use ``produce_connections=3`` (one connection per partition of the
-run's topic), which lets the broker append several partitions at once and can pass it.
+encoding costs the floor nothing. Each partition gets its own blocking TCP socket, driven by its
+own thread (the GIL is released while a socket sends or reads), as kafkaev's throughput runs use
+``produce_connections`` equal to the topic's partitions: a broker handles one request per
+connection at a time, so one connection for all partitions would be a lower ceiling than the
+broker's. Once each partition has accepted one request (a topic just created may not have its
+leaders in place) and the warm-up is over, the measured section only writes the same frame again
+and again on each socket, with at most ``MAX_IN_FLIGHT_PER_PARTITION`` requests unanswered
+(kafkaev's ``max_in_flight``), and reads every response in order, checking its correlation id,
+partition and error code: one error fails the run with its name. Its records per second are what
+the broker takes in on this machine when the client costs next to nothing.
 
 It does less than a producer must (no idempotence, the same bytes each time), so it is a ceiling,
 not a competitor.
@@ -24,6 +24,7 @@ import socket
 import time
 from collections import deque
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 from bench.floors.wire import (
     PRODUCE_VERSION,
@@ -58,17 +59,18 @@ READY_TIMEOUT_S = 10.0
 class ProducePipeline:
     """Pre-encoded Produce frames written again and again over one socket, every answer checked.
 
-    Frame ``i`` must carry correlation id ``i`` and write partition ``i``: that is what its answer
-    is checked against.
+    Frame ``i`` must carry correlation id ``partitions[i]`` and write that partition (by default
+    ``i``): that is what its answer is checked against.
     """
 
-    __slots__ = ("_sock", "_reader", "_frames", "_records_per_frame", "_depth")
+    __slots__ = ("_sock", "_reader", "_frames", "_partitions", "_records_per_frame", "_depth")
 
     def __init__(self, sock: socket.socket, frames: Sequence[bytes], records_per_frame: int,
-                 in_flight_per_frame: int) -> None:
+                 in_flight_per_frame: int, partitions: Sequence[int] | None = None) -> None:
         self._sock = sock
         self._reader = sock.makefile("rb")
         self._frames = frames
+        self._partitions = list(range(len(frames))) if partitions is None else list(partitions)
         self._records_per_frame = records_per_frame
         self._depth = in_flight_per_frame * len(frames)
 
@@ -118,38 +120,48 @@ class ProducePipeline:
 
     def _answer(self, frame: int) -> int:
         """The error code of the next answer, which must be frame ``frame``'s."""
+        expected = self._partitions[frame]
         correlation_id, partition, error_code = produce_answer(read_frame(self._reader))
-        if correlation_id != frame or partition != frame:
-            raise RuntimeError(f"raw-socket produce: expected the answer to request {frame} (partition {frame}), "
-                               f"got correlation id {correlation_id} for partition {partition}")
+        if correlation_id != expected or partition != expected:
+            raise RuntimeError(f"raw-socket produce: expected the answer to request {expected} (partition "
+                               f"{expected}), got correlation id {correlation_id} for partition {partition}")
         return error_code
 
-    @staticmethod
-    def _fail_on(frame: int, error_code: int) -> None:
+    def _fail_on(self, frame: int, error_code: int) -> None:
         if error_code != NONE:
-            raise RuntimeError(f"raw-socket produce: partition {frame} answered {error_name(error_code)} "
-                               f"({error_code})")
+            raise RuntimeError(f"raw-socket produce: partition {self._partitions[frame]} answered "
+                               f"{error_name(error_code)} ({error_code})")
 
     def close(self) -> None:
+        """Close the reader and the socket."""
         self._reader.close()
+        self._sock.close()
 
 
 def produce(spec: RunSpec) -> RunResult:
     if spec.acks == ACKS_NONE:
         raise ValueError("raw-socket produce: 'acks' must be 1 or -1, it counts acknowledged records; got 0")
     batch, records_per_batch = full_record_batch(make_value(spec.value_size), int(time.time() * 1000), BATCH_SIZE)
-    frames = [produce_request(partition, spec.topic, partition, batch, spec.acks)
-              for partition in range(spec.partitions)]
-    sock = connect(spec.bootstrap)
-    pipeline = ProducePipeline(sock, frames, records_per_batch, MAX_IN_FLIGHT_PER_PARTITION)
+    pipelines: list[ProducePipeline] = []
     try:
-        warm = pipeline.wait_ready(READY_TIMEOUT_S)
-        warm += pipeline.run_for(spec.warmup_s)[0]
-        with Section() as section:
-            acked, sending_s = pipeline.run_for(spec.duration_s)
+        for partition in range(spec.partitions):
+            frame = produce_request(partition, spec.topic, partition, batch, spec.acks)
+            pipelines.append(ProducePipeline(connect(spec.bootstrap), [frame], records_per_batch,
+                                             MAX_IN_FLIGHT_PER_PARTITION, partitions=[partition]))
+        with ThreadPoolExecutor(len(pipelines)) as threads:
+
+            def run_all(seconds: float) -> tuple[int, float]:
+                """Every socket sends for ``seconds`` at once: records acknowledged, longest send."""
+                done = list(threads.map(lambda pipeline: pipeline.run_for(seconds), pipelines))
+                return sum(acked for acked, _ in done), max(sending for _, sending in done)
+
+            warm = sum(pipeline.wait_ready(READY_TIMEOUT_S) for pipeline in pipelines)
+            warm += run_all(spec.warmup_s)[0]
+            with Section() as section:
+                acked, sending_s = run_all(spec.duration_s)
     finally:
-        pipeline.close()
-        sock.close()
+        for pipeline in pipelines:
+            pipeline.close()
     return RunResult(
         records=acked,
         elapsed_s=section.elapsed,
@@ -159,7 +171,8 @@ def produce(spec: RunSpec) -> RunResult:
         cpu_s=section.cpu,
         bytes=acked * spec.value_size,
         settings={
-            "request": f"Produce v{PRODUCE_VERSION}, pre-encoded full batches, one blocking socket",
+            "request": f"Produce v{PRODUCE_VERSION}, pre-encoded full batches, one blocking socket per partition",
+            "connections": len(pipelines),
             "acks": spec.acks,
             "batch_size": BATCH_SIZE,
             "records_per_batch": records_per_batch,
