@@ -48,7 +48,8 @@ class ProducerBatch:
     attempts: int
     last_error: KafkaError | None
     outcome_unknown: bool
-    split: bool
+    @property
+    def split(self) -> bool: ...
     def __init__(
         self,
         batch_id: int,

@@ -74,11 +74,6 @@ cdef class ProducerBatch:
     # The last attempt ended without an answer (connection lost, request timed out):
     # the broker may have written it.
     cdef public bint outcome_unknown
-    # One half of a batch the broker refused as too large. Halves go out one at a time, and
-    # so does what follows them: with two in flight the second could be written while the
-    # first is refused again (a broker takes any first sequence from a producer id it has
-    # no state for, and the split just bumped the epoch).
-    cdef public bint split
 
     def __init__(self, Py_ssize_t batch_id, PartitionState part not None, builder, double created, double deadline,
                  Py_ssize_t reserved, tuple order=None):
@@ -97,7 +92,14 @@ cdef class ProducerBatch:
         self.attempts = 0
         self.last_error = None
         self.outcome_unknown = False
-        self.split = False
+
+    @property
+    def split(self):
+        """One half of a batch the broker refused as too large. Halves go out one at a time,
+        and so does what follows them: with two in flight the second could be written while
+        the first is refused again (a broker takes any first sequence from a producer id it
+        has no state for, and the split just bumped the epoch)."""
+        return len(self.order) > 1
 
     def __repr__(self):
         return f"<ProducerBatch {self.id} {self.part.topic}[{self.part.partition}] records={self.record_count}>"

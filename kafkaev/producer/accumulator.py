@@ -224,16 +224,15 @@ class Accumulator:
         half = len(records) // 2
         halves = ((records[:half], batch.deliveries), (records[half:], batch.deliveries.split(half)))
         reserved = batch.reserved  # what the built batch holds passes to the first half
-        for half, (chunk, deliveries) in enumerate(halves):
+        for side, (chunk, deliveries) in enumerate(halves):
             # The records fitted one builder of this size before: uncompressed, each half fits too.
             builder = self._new_builder(config.compression_type, max(config.batch_size, len(data)))
             for m in chunk:
                 builder.append(m.timestamp, m.key, m.value, m.headers or None)
             replacement = ProducerBatch(batch.id, part, builder, batch.created, batch.deadline, reserved,
-                                        batch.order + (half,))
+                                        batch.order + (side,))
             replacement.deliveries = deliveries
             replacement.record_count = builder.record_count
-            replacement.split = True
             self.requeue(replacement)  # in the original's place: after what precedes it, before the rest
             reserved = 0
         self.incomplete += 1
