@@ -20,7 +20,6 @@ from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, u
 from libc.string cimport memcpy, memmove
 
 from kafkaev._proto cimport (
-    ChunkedBatch,
     API_ADD_OFFSETS_TO_TXN,
     API_ADD_PARTITIONS_TO_TXN,
     API_API_VERSIONS,
@@ -50,6 +49,7 @@ from kafkaev._proto cimport (
     API_SASL_HANDSHAKE,
     API_SYNC_GROUP,
     API_TXN_OFFSET_COMMIT,
+    ChunkedBatch,
     ReadBuffer,
     WriteBuffer,
     decode_response_body,
