@@ -238,11 +238,32 @@ class ApiKey(enum.IntEnum):
     ADD_OFFSETS_TO_TXN = 25
     END_TXN = 26
     TXN_OFFSET_COMMIT = 28
+    DESCRIBE_ACLS = 29
+    CREATE_ACLS = 30
+    DELETE_ACLS = 31
     DESCRIBE_CONFIGS = 32
     SASL_AUTHENTICATE = 36
     CREATE_PARTITIONS = 37
+    DELETE_GROUPS = 42
+    ELECT_LEADERS = 43
+    INCREMENTAL_ALTER_CONFIGS = 44
+    OFFSET_DELETE = 47
+    DESCRIBE_USER_SCRAM_CREDENTIALS = 50
+    ALTER_USER_SCRAM_CREDENTIALS = 51
     DESCRIBE_CLUSTER = 60
+    DESCRIBE_PRODUCERS = 61
+    DESCRIBE_TRANSACTIONS = 65
+    LIST_TRANSACTIONS = 66
     CONSUMER_GROUP_HEARTBEAT = 68
+    CONSUMER_GROUP_DESCRIBE = 69
+    LIST_CONFIG_RESOURCES = 74
+    SHARE_GROUP_HEARTBEAT = 76
+    SHARE_GROUP_DESCRIBE = 77
+    SHARE_FETCH = 78
+    SHARE_ACKNOWLEDGE = 79
+    DESCRIBE_SHARE_GROUP_OFFSETS = 90
+    ALTER_SHARE_GROUP_OFFSETS = 91
+    DELETE_SHARE_GROUP_OFFSETS = 92
 
 SUPPORTED_VERSIONS: dict[int, tuple[int, int]]
 API_NAMES: dict[int, str]
@@ -265,8 +286,9 @@ class ProduceRequest(MessageStruct):
 
 class TopicProduceData(MessageStruct):
     name: str
+    topic_id: uuid.UUID
     partition_data: list[PartitionProduceData]
-    def __init__(self, *, name: str = ..., partition_data: list[PartitionProduceData] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+    def __init__(self, *, name: str = ..., topic_id: uuid.UUID = ..., partition_data: list[PartitionProduceData] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
 
 class PartitionProduceData(MessageStruct):
     index: int
@@ -281,8 +303,9 @@ class ProduceResponse(MessageStruct):
 
 class TopicProduceResponse(MessageStruct):
     name: str
+    topic_id: uuid.UUID
     partition_responses: list[PartitionProduceResponse]
-    def __init__(self, *, name: str = ..., partition_responses: list[PartitionProduceResponse] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+    def __init__(self, *, name: str = ..., topic_id: uuid.UUID = ..., partition_responses: list[PartitionProduceResponse] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
 
 class PartitionProduceResponse(MessageStruct):
     index: int
@@ -346,7 +369,8 @@ class FetchPartition(MessageStruct):
     log_start_offset: int
     partition_max_bytes: int
     replica_directory_id: uuid.UUID
-    def __init__(self, *, partition: int = ..., current_leader_epoch: int = ..., fetch_offset: int = ..., last_fetched_epoch: int = ..., log_start_offset: int = ..., partition_max_bytes: int = ..., replica_directory_id: uuid.UUID = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+    high_watermark: int
+    def __init__(self, *, partition: int = ..., current_leader_epoch: int = ..., fetch_offset: int = ..., last_fetched_epoch: int = ..., log_start_offset: int = ..., partition_max_bytes: int = ..., replica_directory_id: uuid.UUID = ..., high_watermark: int = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
 
 class ForgottenTopic(MessageStruct):
     topic: str
@@ -425,8 +449,7 @@ class ListOffsetsPartition(MessageStruct):
     partition_index: int
     current_leader_epoch: int
     timestamp: int
-    max_num_offsets: int
-    def __init__(self, *, partition_index: int = ..., current_leader_epoch: int = ..., timestamp: int = ..., max_num_offsets: int = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+    def __init__(self, *, partition_index: int = ..., current_leader_epoch: int = ..., timestamp: int = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
 
 class ListOffsetsResponse(MessageStruct):
     throttle_time_ms: int
@@ -441,11 +464,10 @@ class ListOffsetsTopicResponse(MessageStruct):
 class ListOffsetsPartitionResponse(MessageStruct):
     partition_index: int
     error_code: int
-    old_style_offsets: list[int]
     timestamp: int
     offset: int
     leader_epoch: int
-    def __init__(self, *, partition_index: int = ..., error_code: int = ..., old_style_offsets: list[int] = ..., timestamp: int = ..., offset: int = ..., leader_epoch: int = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+    def __init__(self, *, partition_index: int = ..., error_code: int = ..., timestamp: int = ..., offset: int = ..., leader_epoch: int = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
 
 class MetadataRequest(MessageStruct):
     topics: list[MetadataRequestTopic] | None
@@ -466,7 +488,8 @@ class MetadataResponse(MessageStruct):
     controller_id: int
     topics: list[MetadataResponseTopic]
     cluster_authorized_operations: int
-    def __init__(self, *, throttle_time_ms: int = ..., brokers: list[MetadataResponseBroker] = ..., cluster_id: str | None = ..., controller_id: int = ..., topics: list[MetadataResponseTopic] = ..., cluster_authorized_operations: int = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+    error_code: int
+    def __init__(self, *, throttle_time_ms: int = ..., brokers: list[MetadataResponseBroker] = ..., cluster_id: str | None = ..., controller_id: int = ..., topics: list[MetadataResponseTopic] = ..., cluster_authorized_operations: int = ..., error_code: int = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
 
 class MetadataResponseBroker(MessageStruct):
     node_id: int
@@ -505,16 +528,16 @@ class OffsetCommitRequest(MessageStruct):
 
 class OffsetCommitRequestTopic(MessageStruct):
     name: str
+    topic_id: uuid.UUID
     partitions: list[OffsetCommitRequestPartition]
-    def __init__(self, *, name: str = ..., partitions: list[OffsetCommitRequestPartition] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+    def __init__(self, *, name: str = ..., topic_id: uuid.UUID = ..., partitions: list[OffsetCommitRequestPartition] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
 
 class OffsetCommitRequestPartition(MessageStruct):
     partition_index: int
     committed_offset: int
     committed_leader_epoch: int
-    commit_timestamp: int
     committed_metadata: str | None
-    def __init__(self, *, partition_index: int = ..., committed_offset: int = ..., committed_leader_epoch: int = ..., commit_timestamp: int = ..., committed_metadata: str | None = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+    def __init__(self, *, partition_index: int = ..., committed_offset: int = ..., committed_leader_epoch: int = ..., committed_metadata: str | None = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
 
 class OffsetCommitResponse(MessageStruct):
     throttle_time_ms: int
@@ -523,8 +546,9 @@ class OffsetCommitResponse(MessageStruct):
 
 class OffsetCommitResponseTopic(MessageStruct):
     name: str
+    topic_id: uuid.UUID
     partitions: list[OffsetCommitResponsePartition]
-    def __init__(self, *, name: str = ..., partitions: list[OffsetCommitResponsePartition] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+    def __init__(self, *, name: str = ..., topic_id: uuid.UUID = ..., partitions: list[OffsetCommitResponsePartition] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
 
 class OffsetCommitResponsePartition(MessageStruct):
     partition_index: int
@@ -552,8 +576,9 @@ class OffsetFetchRequestGroup(MessageStruct):
 
 class OffsetFetchRequestTopics(MessageStruct):
     name: str
+    topic_id: uuid.UUID
     partition_indexes: list[int]
-    def __init__(self, *, name: str = ..., partition_indexes: list[int] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+    def __init__(self, *, name: str = ..., topic_id: uuid.UUID = ..., partition_indexes: list[int] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
 
 class OffsetFetchResponse(MessageStruct):
     throttle_time_ms: int
@@ -583,8 +608,9 @@ class OffsetFetchResponseGroup(MessageStruct):
 
 class OffsetFetchResponseTopics(MessageStruct):
     name: str
+    topic_id: uuid.UUID
     partitions: list[OffsetFetchResponsePartitions]
-    def __init__(self, *, name: str = ..., partitions: list[OffsetFetchResponsePartitions] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+    def __init__(self, *, name: str = ..., topic_id: uuid.UUID = ..., partitions: list[OffsetFetchResponsePartitions] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
 
 class OffsetFetchResponsePartitions(MessageStruct):
     partition_index: int
@@ -724,13 +750,14 @@ class DescribeGroupsResponse(MessageStruct):
 
 class DescribedGroup(MessageStruct):
     error_code: int
+    error_message: str | None
     group_id: str
     group_state: str
     protocol_type: str
     protocol_data: str
     members: list[DescribedGroupMember]
     authorized_operations: int
-    def __init__(self, *, error_code: int = ..., group_id: str = ..., group_state: str = ..., protocol_type: str = ..., protocol_data: str = ..., members: list[DescribedGroupMember] = ..., authorized_operations: int = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+    def __init__(self, *, error_code: int = ..., error_message: str | None = ..., group_id: str = ..., group_state: str = ..., protocol_type: str = ..., protocol_data: str = ..., members: list[DescribedGroupMember] = ..., authorized_operations: int = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
 
 class DescribedGroupMember(MessageStruct):
     member_id: str
@@ -771,7 +798,9 @@ class SaslHandshakeResponse(MessageStruct):
 class ApiVersionsRequest(MessageStruct):
     client_software_name: str
     client_software_version: str
-    def __init__(self, *, client_software_name: str = ..., client_software_version: str = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+    cluster_id: str | None
+    node_id: int
+    def __init__(self, *, client_software_name: str = ..., client_software_version: str = ..., cluster_id: str | None = ..., node_id: int = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
 
 class ApiVersionsResponse(MessageStruct):
     error_code: int
@@ -908,14 +937,18 @@ class InitProducerIdRequest(MessageStruct):
     transaction_timeout_ms: int
     producer_id: int
     producer_epoch: int
-    def __init__(self, *, transactional_id: str | None = ..., transaction_timeout_ms: int = ..., producer_id: int = ..., producer_epoch: int = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+    enable2_pc: bool
+    keep_prepared_txn: bool
+    def __init__(self, *, transactional_id: str | None = ..., transaction_timeout_ms: int = ..., producer_id: int = ..., producer_epoch: int = ..., enable2_pc: bool = ..., keep_prepared_txn: bool = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
 
 class InitProducerIdResponse(MessageStruct):
     throttle_time_ms: int
     error_code: int
     producer_id: int
     producer_epoch: int
-    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., producer_id: int = ..., producer_epoch: int = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+    ongoing_txn_producer_id: int
+    ongoing_txn_producer_epoch: int
+    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., producer_id: int = ..., producer_epoch: int = ..., ongoing_txn_producer_id: int = ..., ongoing_txn_producer_epoch: int = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
 
 class OffsetForLeaderEpochRequest(MessageStruct):
     replica_id: int
@@ -1024,16 +1057,17 @@ class TxnOffsetCommitRequest(MessageStruct):
     group_id: str
     producer_id: int
     producer_epoch: int
-    generation_id: int
+    generation_id_or_member_epoch: int
     member_id: str
     group_instance_id: str | None
     topics: list[TxnOffsetCommitRequestTopic]
-    def __init__(self, *, transactional_id: str = ..., group_id: str = ..., producer_id: int = ..., producer_epoch: int = ..., generation_id: int = ..., member_id: str = ..., group_instance_id: str | None = ..., topics: list[TxnOffsetCommitRequestTopic] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+    def __init__(self, *, transactional_id: str = ..., group_id: str = ..., producer_id: int = ..., producer_epoch: int = ..., generation_id_or_member_epoch: int = ..., member_id: str = ..., group_instance_id: str | None = ..., topics: list[TxnOffsetCommitRequestTopic] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
 
 class TxnOffsetCommitRequestTopic(MessageStruct):
     name: str
+    topic_id: uuid.UUID
     partitions: list[TxnOffsetCommitRequestPartition]
-    def __init__(self, *, name: str = ..., partitions: list[TxnOffsetCommitRequestPartition] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+    def __init__(self, *, name: str = ..., topic_id: uuid.UUID = ..., partitions: list[TxnOffsetCommitRequestPartition] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
 
 class TxnOffsetCommitRequestPartition(MessageStruct):
     partition_index: int
@@ -1049,13 +1083,106 @@ class TxnOffsetCommitResponse(MessageStruct):
 
 class TxnOffsetCommitResponseTopic(MessageStruct):
     name: str
+    topic_id: uuid.UUID
     partitions: list[TxnOffsetCommitResponsePartition]
-    def __init__(self, *, name: str = ..., partitions: list[TxnOffsetCommitResponsePartition] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+    def __init__(self, *, name: str = ..., topic_id: uuid.UUID = ..., partitions: list[TxnOffsetCommitResponsePartition] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
 
 class TxnOffsetCommitResponsePartition(MessageStruct):
     partition_index: int
     error_code: int
     def __init__(self, *, partition_index: int = ..., error_code: int = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class DescribeAclsRequest(MessageStruct):
+    resource_type_filter: int
+    resource_name_filter: str | None
+    pattern_type_filter: int
+    principal_filter: str | None
+    host_filter: str | None
+    operation: int
+    permission_type: int
+    def __init__(self, *, resource_type_filter: int = ..., resource_name_filter: str | None = ..., pattern_type_filter: int = ..., principal_filter: str | None = ..., host_filter: str | None = ..., operation: int = ..., permission_type: int = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class DescribeAclsResponse(MessageStruct):
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    resources: list[DescribeAclsResource]
+    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., error_message: str | None = ..., resources: list[DescribeAclsResource] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class DescribeAclsResource(MessageStruct):
+    resource_type: int
+    resource_name: str
+    pattern_type: int
+    acls: list[AclDescription]
+    def __init__(self, *, resource_type: int = ..., resource_name: str = ..., pattern_type: int = ..., acls: list[AclDescription] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class AclDescription(MessageStruct):
+    principal: str
+    host: str
+    operation: int
+    permission_type: int
+    def __init__(self, *, principal: str = ..., host: str = ..., operation: int = ..., permission_type: int = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class CreateAclsRequest(MessageStruct):
+    creations: list[AclCreation]
+    def __init__(self, *, creations: list[AclCreation] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class AclCreation(MessageStruct):
+    resource_type: int
+    resource_name: str
+    resource_pattern_type: int
+    principal: str
+    host: str
+    operation: int
+    permission_type: int
+    def __init__(self, *, resource_type: int = ..., resource_name: str = ..., resource_pattern_type: int = ..., principal: str = ..., host: str = ..., operation: int = ..., permission_type: int = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class CreateAclsResponse(MessageStruct):
+    throttle_time_ms: int
+    results: list[AclCreationResult]
+    def __init__(self, *, throttle_time_ms: int = ..., results: list[AclCreationResult] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class AclCreationResult(MessageStruct):
+    error_code: int
+    error_message: str | None
+    def __init__(self, *, error_code: int = ..., error_message: str | None = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class DeleteAclsRequest(MessageStruct):
+    filters: list[DeleteAclsFilter]
+    def __init__(self, *, filters: list[DeleteAclsFilter] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class DeleteAclsFilter(MessageStruct):
+    resource_type_filter: int
+    resource_name_filter: str | None
+    pattern_type_filter: int
+    principal_filter: str | None
+    host_filter: str | None
+    operation: int
+    permission_type: int
+    def __init__(self, *, resource_type_filter: int = ..., resource_name_filter: str | None = ..., pattern_type_filter: int = ..., principal_filter: str | None = ..., host_filter: str | None = ..., operation: int = ..., permission_type: int = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class DeleteAclsResponse(MessageStruct):
+    throttle_time_ms: int
+    filter_results: list[DeleteAclsFilterResult]
+    def __init__(self, *, throttle_time_ms: int = ..., filter_results: list[DeleteAclsFilterResult] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class DeleteAclsFilterResult(MessageStruct):
+    error_code: int
+    error_message: str | None
+    matching_acls: list[DeleteAclsMatchingAcl]
+    def __init__(self, *, error_code: int = ..., error_message: str | None = ..., matching_acls: list[DeleteAclsMatchingAcl] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class DeleteAclsMatchingAcl(MessageStruct):
+    error_code: int
+    error_message: str | None
+    resource_type: int
+    resource_name: str
+    pattern_type: int
+    principal: str
+    host: str
+    operation: int
+    permission_type: int
+    def __init__(self, *, error_code: int = ..., error_message: str | None = ..., resource_type: int = ..., resource_name: str = ..., pattern_type: int = ..., principal: str = ..., host: str = ..., operation: int = ..., permission_type: int = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
 
 class DescribeConfigsRequest(MessageStruct):
     resources: list[DescribeConfigsResource]
@@ -1086,13 +1213,12 @@ class DescribeConfigsResourceResult(MessageStruct):
     name: str
     value: str | None
     read_only: bool
-    is_default: bool
     config_source: int
     is_sensitive: bool
     synonyms: list[DescribeConfigsSynonym]
     config_type: int
     documentation: str | None
-    def __init__(self, *, name: str = ..., value: str | None = ..., read_only: bool = ..., is_default: bool = ..., config_source: int = ..., is_sensitive: bool = ..., synonyms: list[DescribeConfigsSynonym] = ..., config_type: int = ..., documentation: str | None = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+    def __init__(self, *, name: str = ..., value: str | None = ..., read_only: bool = ..., config_source: int = ..., is_sensitive: bool = ..., synonyms: list[DescribeConfigsSynonym] = ..., config_type: int = ..., documentation: str | None = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
 
 class DescribeConfigsSynonym(MessageStruct):
     name: str
@@ -1138,10 +1264,169 @@ class CreatePartitionsTopicResult(MessageStruct):
     error_message: str | None
     def __init__(self, *, name: str = ..., error_code: int = ..., error_message: str | None = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
 
+class DeleteGroupsRequest(MessageStruct):
+    groups_names: list[str]
+    def __init__(self, *, groups_names: list[str] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class DeleteGroupsResponse(MessageStruct):
+    throttle_time_ms: int
+    results: list[DeletableGroupResult]
+    def __init__(self, *, throttle_time_ms: int = ..., results: list[DeletableGroupResult] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class DeletableGroupResult(MessageStruct):
+    group_id: str
+    error_code: int
+    error_message: str | None
+    def __init__(self, *, group_id: str = ..., error_code: int = ..., error_message: str | None = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class ElectLeadersRequest(MessageStruct):
+    election_type: int
+    topic_partitions: list[ElectLeadersRequestTopicPartitions] | None
+    timeout_ms: int
+    def __init__(self, *, election_type: int = ..., topic_partitions: list[ElectLeadersRequestTopicPartitions] | None = ..., timeout_ms: int = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class ElectLeadersRequestTopicPartitions(MessageStruct):
+    topic: str
+    partitions: list[int]
+    def __init__(self, *, topic: str = ..., partitions: list[int] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class ElectLeadersResponse(MessageStruct):
+    throttle_time_ms: int
+    error_code: int
+    replica_election_results: list[ReplicaElectionResult]
+    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., replica_election_results: list[ReplicaElectionResult] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class ReplicaElectionResult(MessageStruct):
+    topic: str
+    partition_result: list[PartitionResult]
+    def __init__(self, *, topic: str = ..., partition_result: list[PartitionResult] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class PartitionResult(MessageStruct):
+    partition_id: int
+    error_code: int
+    error_message: str | None
+    def __init__(self, *, partition_id: int = ..., error_code: int = ..., error_message: str | None = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class IncrementalAlterConfigsRequest(MessageStruct):
+    resources: list[AlterConfigsResource]
+    validate_only: bool
+    def __init__(self, *, resources: list[AlterConfigsResource] = ..., validate_only: bool = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class AlterConfigsResource(MessageStruct):
+    resource_type: int
+    resource_name: str
+    configs: list[AlterableConfig]
+    def __init__(self, *, resource_type: int = ..., resource_name: str = ..., configs: list[AlterableConfig] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class AlterableConfig(MessageStruct):
+    name: str
+    config_operation: int
+    value: str | None
+    def __init__(self, *, name: str = ..., config_operation: int = ..., value: str | None = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class IncrementalAlterConfigsResponse(MessageStruct):
+    throttle_time_ms: int
+    responses: list[AlterConfigsResourceResponse]
+    def __init__(self, *, throttle_time_ms: int = ..., responses: list[AlterConfigsResourceResponse] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class AlterConfigsResourceResponse(MessageStruct):
+    error_code: int
+    error_message: str | None
+    resource_type: int
+    resource_name: str
+    def __init__(self, *, error_code: int = ..., error_message: str | None = ..., resource_type: int = ..., resource_name: str = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class OffsetDeleteRequest(MessageStruct):
+    group_id: str
+    topics: list[OffsetDeleteRequestTopic]
+    def __init__(self, *, group_id: str = ..., topics: list[OffsetDeleteRequestTopic] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class OffsetDeleteRequestTopic(MessageStruct):
+    name: str
+    partitions: list[OffsetDeleteRequestPartition]
+    def __init__(self, *, name: str = ..., partitions: list[OffsetDeleteRequestPartition] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class OffsetDeleteRequestPartition(MessageStruct):
+    partition_index: int
+    def __init__(self, *, partition_index: int = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class OffsetDeleteResponse(MessageStruct):
+    error_code: int
+    throttle_time_ms: int
+    topics: list[OffsetDeleteResponseTopic]
+    def __init__(self, *, error_code: int = ..., throttle_time_ms: int = ..., topics: list[OffsetDeleteResponseTopic] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class OffsetDeleteResponseTopic(MessageStruct):
+    name: str
+    partitions: list[OffsetDeleteResponsePartition]
+    def __init__(self, *, name: str = ..., partitions: list[OffsetDeleteResponsePartition] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class OffsetDeleteResponsePartition(MessageStruct):
+    partition_index: int
+    error_code: int
+    def __init__(self, *, partition_index: int = ..., error_code: int = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class DescribeUserScramCredentialsRequest(MessageStruct):
+    users: list[UserName] | None
+    def __init__(self, *, users: list[UserName] | None = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class UserName(MessageStruct):
+    name: str
+    def __init__(self, *, name: str = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class DescribeUserScramCredentialsResponse(MessageStruct):
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    results: list[DescribeUserScramCredentialsResult]
+    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., error_message: str | None = ..., results: list[DescribeUserScramCredentialsResult] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class DescribeUserScramCredentialsResult(MessageStruct):
+    user: str
+    error_code: int
+    error_message: str | None
+    credential_infos: list[CredentialInfo]
+    def __init__(self, *, user: str = ..., error_code: int = ..., error_message: str | None = ..., credential_infos: list[CredentialInfo] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class CredentialInfo(MessageStruct):
+    mechanism: int
+    iterations: int
+    def __init__(self, *, mechanism: int = ..., iterations: int = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class AlterUserScramCredentialsRequest(MessageStruct):
+    deletions: list[ScramCredentialDeletion]
+    upsertions: list[ScramCredentialUpsertion]
+    def __init__(self, *, deletions: list[ScramCredentialDeletion] = ..., upsertions: list[ScramCredentialUpsertion] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class ScramCredentialDeletion(MessageStruct):
+    name: str
+    mechanism: int
+    def __init__(self, *, name: str = ..., mechanism: int = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class ScramCredentialUpsertion(MessageStruct):
+    name: str
+    mechanism: int
+    iterations: int
+    salt: bytes
+    salted_password: bytes
+    def __init__(self, *, name: str = ..., mechanism: int = ..., iterations: int = ..., salt: bytes = ..., salted_password: bytes = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class AlterUserScramCredentialsResponse(MessageStruct):
+    throttle_time_ms: int
+    results: list[AlterUserScramCredentialsResult]
+    def __init__(self, *, throttle_time_ms: int = ..., results: list[AlterUserScramCredentialsResult] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class AlterUserScramCredentialsResult(MessageStruct):
+    user: str
+    error_code: int
+    error_message: str | None
+    def __init__(self, *, user: str = ..., error_code: int = ..., error_message: str | None = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
 class DescribeClusterRequest(MessageStruct):
     include_cluster_authorized_operations: bool
     endpoint_type: int
-    def __init__(self, *, include_cluster_authorized_operations: bool = ..., endpoint_type: int = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+    include_fenced_brokers: bool
+    def __init__(self, *, include_cluster_authorized_operations: bool = ..., endpoint_type: int = ..., include_fenced_brokers: bool = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
 
 class DescribeClusterResponse(MessageStruct):
     throttle_time_ms: int
@@ -1159,7 +1444,88 @@ class DescribeClusterBroker(MessageStruct):
     host: str
     port: int
     rack: str | None
-    def __init__(self, *, broker_id: int = ..., host: str = ..., port: int = ..., rack: str | None = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+    is_fenced: bool
+    def __init__(self, *, broker_id: int = ..., host: str = ..., port: int = ..., rack: str | None = ..., is_fenced: bool = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class DescribeProducersRequest(MessageStruct):
+    topics: list[TopicRequest]
+    def __init__(self, *, topics: list[TopicRequest] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class TopicRequest(MessageStruct):
+    name: str
+    partition_indexes: list[int]
+    def __init__(self, *, name: str = ..., partition_indexes: list[int] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class DescribeProducersResponse(MessageStruct):
+    throttle_time_ms: int
+    topics: list[TopicResponse]
+    def __init__(self, *, throttle_time_ms: int = ..., topics: list[TopicResponse] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class TopicResponse(MessageStruct):
+    name: str
+    partitions: list[PartitionResponse]
+    def __init__(self, *, name: str = ..., partitions: list[PartitionResponse] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class PartitionResponse(MessageStruct):
+    partition_index: int
+    error_code: int
+    error_message: str | None
+    active_producers: list[ProducerState]
+    def __init__(self, *, partition_index: int = ..., error_code: int = ..., error_message: str | None = ..., active_producers: list[ProducerState] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class ProducerState(MessageStruct):
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int
+    last_timestamp: int
+    coordinator_epoch: int
+    current_txn_start_offset: int
+    def __init__(self, *, producer_id: int = ..., producer_epoch: int = ..., last_sequence: int = ..., last_timestamp: int = ..., coordinator_epoch: int = ..., current_txn_start_offset: int = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class DescribeTransactionsRequest(MessageStruct):
+    transactional_ids: list[str]
+    def __init__(self, *, transactional_ids: list[str] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class DescribeTransactionsResponse(MessageStruct):
+    throttle_time_ms: int
+    transaction_states: list[DescribeTransactionsResponseTransactionState]
+    def __init__(self, *, throttle_time_ms: int = ..., transaction_states: list[DescribeTransactionsResponseTransactionState] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class DescribeTransactionsResponseTransactionState(MessageStruct):
+    error_code: int
+    transactional_id: str
+    transaction_state: str
+    transaction_timeout_ms: int
+    transaction_start_time_ms: int
+    producer_id: int
+    producer_epoch: int
+    topics: list[TopicData]
+    def __init__(self, *, error_code: int = ..., transactional_id: str = ..., transaction_state: str = ..., transaction_timeout_ms: int = ..., transaction_start_time_ms: int = ..., producer_id: int = ..., producer_epoch: int = ..., topics: list[TopicData] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class TopicData(MessageStruct):
+    topic: str
+    partitions: list[int]
+    def __init__(self, *, topic: str = ..., partitions: list[int] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class ListTransactionsRequest(MessageStruct):
+    state_filters: list[str]
+    producer_id_filters: list[int]
+    duration_filter: int
+    transactional_id_pattern: str | None
+    def __init__(self, *, state_filters: list[str] = ..., producer_id_filters: list[int] = ..., duration_filter: int = ..., transactional_id_pattern: str | None = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class ListTransactionsResponse(MessageStruct):
+    throttle_time_ms: int
+    error_code: int
+    unknown_state_filters: list[str]
+    transaction_states: list[ListTransactionsResponseTransactionState]
+    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., unknown_state_filters: list[str] = ..., transaction_states: list[ListTransactionsResponseTransactionState] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class ListTransactionsResponseTransactionState(MessageStruct):
+    transactional_id: str
+    producer_id: int
+    transaction_state: str
+    def __init__(self, *, transactional_id: str = ..., producer_id: int = ..., transaction_state: str = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
 
 class ConsumerGroupHeartbeatRequest(MessageStruct):
     group_id: str
@@ -1197,6 +1563,371 @@ class ConsumerGroupHeartbeatResponseTopicPartitions(MessageStruct):
     topic_id: uuid.UUID
     partitions: list[int]
     def __init__(self, *, topic_id: uuid.UUID = ..., partitions: list[int] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class ConsumerGroupDescribeRequest(MessageStruct):
+    group_ids: list[str]
+    include_authorized_operations: bool
+    def __init__(self, *, group_ids: list[str] = ..., include_authorized_operations: bool = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class ConsumerGroupDescribeResponse(MessageStruct):
+    throttle_time_ms: int
+    groups: list[ConsumerGroupDescribeResponseDescribedGroup]
+    def __init__(self, *, throttle_time_ms: int = ..., groups: list[ConsumerGroupDescribeResponseDescribedGroup] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class ConsumerGroupDescribeResponseDescribedGroup(MessageStruct):
+    error_code: int
+    error_message: str | None
+    group_id: str
+    group_state: str
+    group_epoch: int
+    assignment_epoch: int
+    assignor_name: str
+    members: list[ConsumerGroupDescribeResponseMember]
+    authorized_operations: int
+    def __init__(self, *, error_code: int = ..., error_message: str | None = ..., group_id: str = ..., group_state: str = ..., group_epoch: int = ..., assignment_epoch: int = ..., assignor_name: str = ..., members: list[ConsumerGroupDescribeResponseMember] = ..., authorized_operations: int = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class ConsumerGroupDescribeResponseMember(MessageStruct):
+    member_id: str
+    instance_id: str | None
+    rack_id: str | None
+    member_epoch: int
+    client_id: str
+    client_host: str
+    subscribed_topic_names: list[str]
+    subscribed_topic_regex: str | None
+    assignment: ConsumerGroupDescribeResponseAssignment
+    target_assignment: ConsumerGroupDescribeResponseAssignment
+    member_type: int
+    def __init__(self, *, member_id: str = ..., instance_id: str | None = ..., rack_id: str | None = ..., member_epoch: int = ..., client_id: str = ..., client_host: str = ..., subscribed_topic_names: list[str] = ..., subscribed_topic_regex: str | None = ..., assignment: ConsumerGroupDescribeResponseAssignment = ..., target_assignment: ConsumerGroupDescribeResponseAssignment = ..., member_type: int = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class ConsumerGroupDescribeResponseAssignment(MessageStruct):
+    topic_partitions: list[ConsumerGroupDescribeResponseTopicPartitions]
+    def __init__(self, *, topic_partitions: list[ConsumerGroupDescribeResponseTopicPartitions] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class ConsumerGroupDescribeResponseTopicPartitions(MessageStruct):
+    topic_id: uuid.UUID
+    topic_name: str
+    partitions: list[int]
+    def __init__(self, *, topic_id: uuid.UUID = ..., topic_name: str = ..., partitions: list[int] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class ListConfigResourcesRequest(MessageStruct):
+    resource_types: list[int]
+    def __init__(self, *, resource_types: list[int] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class ListConfigResourcesResponse(MessageStruct):
+    throttle_time_ms: int
+    error_code: int
+    config_resources: list[ConfigResource]
+    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., config_resources: list[ConfigResource] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class ConfigResource(MessageStruct):
+    resource_name: str
+    resource_type: int
+    def __init__(self, *, resource_name: str = ..., resource_type: int = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class ShareGroupHeartbeatRequest(MessageStruct):
+    group_id: str
+    member_id: str
+    member_epoch: int
+    rack_id: str | None
+    subscribed_topic_names: list[str] | None
+    def __init__(self, *, group_id: str = ..., member_id: str = ..., member_epoch: int = ..., rack_id: str | None = ..., subscribed_topic_names: list[str] | None = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class ShareGroupHeartbeatResponse(MessageStruct):
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    member_id: str | None
+    member_epoch: int
+    heartbeat_interval_ms: int
+    assignment: ShareGroupHeartbeatResponseAssignment | None
+    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., error_message: str | None = ..., member_id: str | None = ..., member_epoch: int = ..., heartbeat_interval_ms: int = ..., assignment: ShareGroupHeartbeatResponseAssignment | None = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class ShareGroupHeartbeatResponseAssignment(MessageStruct):
+    topic_partitions: list[ShareGroupHeartbeatResponseTopicPartitions]
+    def __init__(self, *, topic_partitions: list[ShareGroupHeartbeatResponseTopicPartitions] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class ShareGroupHeartbeatResponseTopicPartitions(MessageStruct):
+    topic_id: uuid.UUID
+    partitions: list[int]
+    def __init__(self, *, topic_id: uuid.UUID = ..., partitions: list[int] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class ShareGroupDescribeRequest(MessageStruct):
+    group_ids: list[str]
+    include_authorized_operations: bool
+    def __init__(self, *, group_ids: list[str] = ..., include_authorized_operations: bool = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class ShareGroupDescribeResponse(MessageStruct):
+    throttle_time_ms: int
+    groups: list[ShareGroupDescribeResponseDescribedGroup]
+    def __init__(self, *, throttle_time_ms: int = ..., groups: list[ShareGroupDescribeResponseDescribedGroup] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class ShareGroupDescribeResponseDescribedGroup(MessageStruct):
+    error_code: int
+    error_message: str | None
+    group_id: str
+    group_state: str
+    group_epoch: int
+    assignment_epoch: int
+    assignor_name: str
+    members: list[ShareGroupDescribeResponseMember]
+    authorized_operations: int
+    def __init__(self, *, error_code: int = ..., error_message: str | None = ..., group_id: str = ..., group_state: str = ..., group_epoch: int = ..., assignment_epoch: int = ..., assignor_name: str = ..., members: list[ShareGroupDescribeResponseMember] = ..., authorized_operations: int = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class ShareGroupDescribeResponseMember(MessageStruct):
+    member_id: str
+    rack_id: str | None
+    member_epoch: int
+    client_id: str
+    client_host: str
+    subscribed_topic_names: list[str]
+    assignment: ShareGroupDescribeResponseAssignment
+    def __init__(self, *, member_id: str = ..., rack_id: str | None = ..., member_epoch: int = ..., client_id: str = ..., client_host: str = ..., subscribed_topic_names: list[str] = ..., assignment: ShareGroupDescribeResponseAssignment = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class ShareGroupDescribeResponseAssignment(MessageStruct):
+    topic_partitions: list[ShareGroupDescribeResponseTopicPartitions]
+    def __init__(self, *, topic_partitions: list[ShareGroupDescribeResponseTopicPartitions] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class ShareGroupDescribeResponseTopicPartitions(MessageStruct):
+    topic_id: uuid.UUID
+    topic_name: str
+    partitions: list[int]
+    def __init__(self, *, topic_id: uuid.UUID = ..., topic_name: str = ..., partitions: list[int] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class ShareFetchRequest(MessageStruct):
+    group_id: str | None
+    member_id: str | None
+    share_session_epoch: int
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int
+    max_records: int
+    batch_size: int
+    share_acquire_mode: int
+    is_renew_ack: bool
+    topics: list[ShareFetchRequestFetchTopic]
+    forgotten_topics_data: list[ShareFetchRequestForgottenTopic]
+    def __init__(self, *, group_id: str | None = ..., member_id: str | None = ..., share_session_epoch: int = ..., max_wait_ms: int = ..., min_bytes: int = ..., max_bytes: int = ..., max_records: int = ..., batch_size: int = ..., share_acquire_mode: int = ..., is_renew_ack: bool = ..., topics: list[ShareFetchRequestFetchTopic] = ..., forgotten_topics_data: list[ShareFetchRequestForgottenTopic] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class ShareFetchRequestFetchTopic(MessageStruct):
+    topic_id: uuid.UUID
+    partitions: list[ShareFetchRequestFetchPartition]
+    def __init__(self, *, topic_id: uuid.UUID = ..., partitions: list[ShareFetchRequestFetchPartition] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class ShareFetchRequestFetchPartition(MessageStruct):
+    partition_index: int
+    partition_max_bytes: int
+    acknowledgement_batches: list[ShareFetchRequestAcknowledgementBatch]
+    def __init__(self, *, partition_index: int = ..., partition_max_bytes: int = ..., acknowledgement_batches: list[ShareFetchRequestAcknowledgementBatch] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class ShareFetchRequestAcknowledgementBatch(MessageStruct):
+    first_offset: int
+    last_offset: int
+    acknowledge_types: list[int]
+    def __init__(self, *, first_offset: int = ..., last_offset: int = ..., acknowledge_types: list[int] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class ShareFetchRequestForgottenTopic(MessageStruct):
+    topic_id: uuid.UUID
+    partitions: list[int]
+    def __init__(self, *, topic_id: uuid.UUID = ..., partitions: list[int] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class ShareFetchResponse(MessageStruct):
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    acquisition_lock_timeout_ms: int
+    responses: list[ShareFetchableTopicResponse]
+    node_endpoints: list[ShareFetchResponseNodeEndpoint]
+    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., error_message: str | None = ..., acquisition_lock_timeout_ms: int = ..., responses: list[ShareFetchableTopicResponse] = ..., node_endpoints: list[ShareFetchResponseNodeEndpoint] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class ShareFetchableTopicResponse(MessageStruct):
+    topic_id: uuid.UUID
+    partitions: list[ShareFetchResponsePartitionData]
+    def __init__(self, *, topic_id: uuid.UUID = ..., partitions: list[ShareFetchResponsePartitionData] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class ShareFetchResponsePartitionData(MessageStruct):
+    partition_index: int
+    error_code: int
+    error_message: str | None
+    acknowledge_error_code: int
+    acknowledge_error_message: str | None
+    current_leader: ShareFetchResponseLeaderIdAndEpoch
+    records: bytes | memoryview | None
+    acquired_records: list[AcquiredRecords]
+    def __init__(self, *, partition_index: int = ..., error_code: int = ..., error_message: str | None = ..., acknowledge_error_code: int = ..., acknowledge_error_message: str | None = ..., current_leader: ShareFetchResponseLeaderIdAndEpoch = ..., records: bytes | memoryview | None = ..., acquired_records: list[AcquiredRecords] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class ShareFetchResponseLeaderIdAndEpoch(MessageStruct):
+    leader_id: int
+    leader_epoch: int
+    def __init__(self, *, leader_id: int = ..., leader_epoch: int = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class AcquiredRecords(MessageStruct):
+    first_offset: int
+    last_offset: int
+    delivery_count: int
+    def __init__(self, *, first_offset: int = ..., last_offset: int = ..., delivery_count: int = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class ShareFetchResponseNodeEndpoint(MessageStruct):
+    node_id: int
+    host: str
+    port: int
+    rack: str | None
+    def __init__(self, *, node_id: int = ..., host: str = ..., port: int = ..., rack: str | None = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class ShareAcknowledgeRequest(MessageStruct):
+    group_id: str | None
+    member_id: str | None
+    share_session_epoch: int
+    is_renew_ack: bool
+    topics: list[AcknowledgeTopic]
+    def __init__(self, *, group_id: str | None = ..., member_id: str | None = ..., share_session_epoch: int = ..., is_renew_ack: bool = ..., topics: list[AcknowledgeTopic] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class AcknowledgeTopic(MessageStruct):
+    topic_id: uuid.UUID
+    partitions: list[AcknowledgePartition]
+    def __init__(self, *, topic_id: uuid.UUID = ..., partitions: list[AcknowledgePartition] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class AcknowledgePartition(MessageStruct):
+    partition_index: int
+    acknowledgement_batches: list[ShareAcknowledgeRequestAcknowledgementBatch]
+    def __init__(self, *, partition_index: int = ..., acknowledgement_batches: list[ShareAcknowledgeRequestAcknowledgementBatch] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class ShareAcknowledgeRequestAcknowledgementBatch(MessageStruct):
+    first_offset: int
+    last_offset: int
+    acknowledge_types: list[int]
+    def __init__(self, *, first_offset: int = ..., last_offset: int = ..., acknowledge_types: list[int] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class ShareAcknowledgeResponse(MessageStruct):
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    acquisition_lock_timeout_ms: int
+    responses: list[ShareAcknowledgeTopicResponse]
+    node_endpoints: list[ShareAcknowledgeResponseNodeEndpoint]
+    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., error_message: str | None = ..., acquisition_lock_timeout_ms: int = ..., responses: list[ShareAcknowledgeTopicResponse] = ..., node_endpoints: list[ShareAcknowledgeResponseNodeEndpoint] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class ShareAcknowledgeTopicResponse(MessageStruct):
+    topic_id: uuid.UUID
+    partitions: list[ShareAcknowledgeResponsePartitionData]
+    def __init__(self, *, topic_id: uuid.UUID = ..., partitions: list[ShareAcknowledgeResponsePartitionData] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class ShareAcknowledgeResponsePartitionData(MessageStruct):
+    partition_index: int
+    error_code: int
+    error_message: str | None
+    current_leader: ShareAcknowledgeResponseLeaderIdAndEpoch
+    def __init__(self, *, partition_index: int = ..., error_code: int = ..., error_message: str | None = ..., current_leader: ShareAcknowledgeResponseLeaderIdAndEpoch = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class ShareAcknowledgeResponseLeaderIdAndEpoch(MessageStruct):
+    leader_id: int
+    leader_epoch: int
+    def __init__(self, *, leader_id: int = ..., leader_epoch: int = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class ShareAcknowledgeResponseNodeEndpoint(MessageStruct):
+    node_id: int
+    host: str
+    port: int
+    rack: str | None
+    def __init__(self, *, node_id: int = ..., host: str = ..., port: int = ..., rack: str | None = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class DescribeShareGroupOffsetsRequest(MessageStruct):
+    groups: list[DescribeShareGroupOffsetsRequestGroup]
+    def __init__(self, *, groups: list[DescribeShareGroupOffsetsRequestGroup] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class DescribeShareGroupOffsetsRequestGroup(MessageStruct):
+    group_id: str
+    topics: list[DescribeShareGroupOffsetsRequestTopic] | None
+    def __init__(self, *, group_id: str = ..., topics: list[DescribeShareGroupOffsetsRequestTopic] | None = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class DescribeShareGroupOffsetsRequestTopic(MessageStruct):
+    topic_name: str
+    partitions: list[int]
+    def __init__(self, *, topic_name: str = ..., partitions: list[int] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class DescribeShareGroupOffsetsResponse(MessageStruct):
+    throttle_time_ms: int
+    groups: list[DescribeShareGroupOffsetsResponseGroup]
+    def __init__(self, *, throttle_time_ms: int = ..., groups: list[DescribeShareGroupOffsetsResponseGroup] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class DescribeShareGroupOffsetsResponseGroup(MessageStruct):
+    group_id: str
+    topics: list[DescribeShareGroupOffsetsResponseTopic]
+    error_code: int
+    error_message: str | None
+    def __init__(self, *, group_id: str = ..., topics: list[DescribeShareGroupOffsetsResponseTopic] = ..., error_code: int = ..., error_message: str | None = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class DescribeShareGroupOffsetsResponseTopic(MessageStruct):
+    topic_name: str
+    topic_id: uuid.UUID
+    partitions: list[DescribeShareGroupOffsetsResponsePartition]
+    def __init__(self, *, topic_name: str = ..., topic_id: uuid.UUID = ..., partitions: list[DescribeShareGroupOffsetsResponsePartition] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class DescribeShareGroupOffsetsResponsePartition(MessageStruct):
+    partition_index: int
+    start_offset: int
+    leader_epoch: int
+    lag: int
+    error_code: int
+    error_message: str | None
+    def __init__(self, *, partition_index: int = ..., start_offset: int = ..., leader_epoch: int = ..., lag: int = ..., error_code: int = ..., error_message: str | None = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class AlterShareGroupOffsetsRequest(MessageStruct):
+    group_id: str
+    topics: list[AlterShareGroupOffsetsRequestTopic]
+    def __init__(self, *, group_id: str = ..., topics: list[AlterShareGroupOffsetsRequestTopic] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class AlterShareGroupOffsetsRequestTopic(MessageStruct):
+    topic_name: str
+    partitions: list[AlterShareGroupOffsetsRequestPartition]
+    def __init__(self, *, topic_name: str = ..., partitions: list[AlterShareGroupOffsetsRequestPartition] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class AlterShareGroupOffsetsRequestPartition(MessageStruct):
+    partition_index: int
+    start_offset: int
+    def __init__(self, *, partition_index: int = ..., start_offset: int = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class AlterShareGroupOffsetsResponse(MessageStruct):
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    responses: list[AlterShareGroupOffsetsResponseTopic]
+    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., error_message: str | None = ..., responses: list[AlterShareGroupOffsetsResponseTopic] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class AlterShareGroupOffsetsResponseTopic(MessageStruct):
+    topic_name: str
+    topic_id: uuid.UUID
+    partitions: list[AlterShareGroupOffsetsResponsePartition]
+    def __init__(self, *, topic_name: str = ..., topic_id: uuid.UUID = ..., partitions: list[AlterShareGroupOffsetsResponsePartition] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class AlterShareGroupOffsetsResponsePartition(MessageStruct):
+    partition_index: int
+    error_code: int
+    error_message: str | None
+    def __init__(self, *, partition_index: int = ..., error_code: int = ..., error_message: str | None = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class DeleteShareGroupOffsetsRequest(MessageStruct):
+    group_id: str
+    topics: list[DeleteShareGroupOffsetsRequestTopic]
+    def __init__(self, *, group_id: str = ..., topics: list[DeleteShareGroupOffsetsRequestTopic] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class DeleteShareGroupOffsetsRequestTopic(MessageStruct):
+    topic_name: str
+    def __init__(self, *, topic_name: str = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class DeleteShareGroupOffsetsResponse(MessageStruct):
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    responses: list[DeleteShareGroupOffsetsResponseTopic]
+    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., error_message: str | None = ..., responses: list[DeleteShareGroupOffsetsResponseTopic] = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
+
+class DeleteShareGroupOffsetsResponseTopic(MessageStruct):
+    topic_name: str
+    topic_id: uuid.UUID
+    error_code: int
+    error_message: str | None
+    def __init__(self, *, topic_name: str = ..., topic_id: uuid.UUID = ..., error_code: int = ..., error_message: str | None = ..., unknown_tagged_fields: dict[int, bytes] | None = ...) -> None: ...
 
 class ConsumerProtocolSubscription(MessageStruct):
     topics: list[str]

@@ -24,22 +24,37 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_SCHEMAS = Path("/work/shared/kafka-protocol/message")
+# ../shared beside the repository (the development tree and CI both lay it there).
+DEFAULT_SCHEMAS = REPO.parent / "shared" / "kafka-protocol" / "message"
 DECL_PATH = REPO / "kafkaev" / "_codecs" / "messages_decl.pxi"
 IMPL_PATH = REPO / "kafkaev" / "_codecs" / "messages.pxi"
 PYI_PATH = REPO / "kafkaev" / "_proto.pyi"
 PYI_BEGIN = "# --- BEGIN generated messages (tools/gen_messages.py) ---"
 PYI_END = "# --- END generated messages ---"
 
-# The APIs the client speaks, in API-key order of first appearance in the docs.
+# The client-facing APIs kafkaev has codecs for (broker-to-broker and controller APIs are
+# left out). Sorted by API key in the output.
 APIS = (
-    "Produce", "Fetch", "ListOffsets", "Metadata", "OffsetCommit", "OffsetFetch",
-    "FindCoordinator", "JoinGroup", "Heartbeat", "LeaveGroup", "SyncGroup",
-    "DescribeGroups", "ListGroups", "SaslHandshake", "ApiVersions", "CreateTopics",
-    "DeleteTopics", "DeleteRecords", "InitProducerId", "OffsetForLeaderEpoch",
-    "AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn", "TxnOffsetCommit",
-    "DescribeConfigs", "SaslAuthenticate", "CreatePartitions", "DescribeCluster",
-    "ConsumerGroupHeartbeat",
+    # produce, fetch, metadata
+    "Produce", "Fetch", "ListOffsets", "Metadata", "OffsetForLeaderEpoch", "DeleteRecords",
+    # connection set-up
+    "ApiVersions", "SaslHandshake", "SaslAuthenticate",
+    # classic groups and offsets
+    "OffsetCommit", "OffsetFetch", "FindCoordinator", "JoinGroup", "Heartbeat", "LeaveGroup",
+    "SyncGroup", "DescribeGroups", "ListGroups", "DeleteGroups", "OffsetDelete",
+    # the consumer group protocol (KIP-848)
+    "ConsumerGroupHeartbeat", "ConsumerGroupDescribe",
+    # share groups (KIP-932)
+    "ShareGroupHeartbeat", "ShareGroupDescribe", "ShareFetch", "ShareAcknowledge",
+    "DescribeShareGroupOffsets", "AlterShareGroupOffsets", "DeleteShareGroupOffsets",
+    # transactions and idempotence
+    "InitProducerId", "AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn", "TxnOffsetCommit",
+    "DescribeTransactions", "ListTransactions", "DescribeProducers",
+    # administration
+    "CreateTopics", "DeleteTopics", "CreatePartitions", "DescribeCluster", "DescribeConfigs",
+    "IncrementalAlterConfigs", "ListConfigResources", "ElectLeaders",
+    "DescribeAcls", "CreateAcls", "DeleteAcls",
+    "DescribeUserScramCredentials", "AlterUserScramCredentials",
 )
 # "data" schemas: no API key, no header, a leading Int16 version.
 DATA_SCHEMAS = ("ConsumerProtocolSubscription", "ConsumerProtocolAssignment")
@@ -171,6 +186,9 @@ class Message:
     flexible: Versions
     root: Struct
     structs: list[Struct]  # nested and common structs, root excluded
+    # The newest version is still in development: brokers offer it only with
+    # unstable.api.versions.enable, and its fields may change before it is released.
+    latest_unstable: bool = False
 
 
 def snake(name: str) -> str:
@@ -233,10 +251,18 @@ def parse_message(doc: dict) -> Message:
         flexible=Versions.parse(doc.get("flexibleVersions")),
         root=root,
         structs=list(structs.values()),
+        latest_unstable=bool(doc.get("latestVersionUnstable", False)),
     )
     for s in [root, *msg.structs]:
         s.message = msg
     return msg
+
+
+def without_latest(valid: Versions) -> Versions:
+    """``valid`` less its newest version (an unstable one kafkaev does not speak)."""
+    if valid.hi is None or valid.hi <= valid.lo:
+        raise ValueError(f"versions {valid}: no stable version would be left")
+    return Versions(valid.lo, valid.hi - 1)
 
 
 @dataclass(slots=True)
@@ -260,6 +286,9 @@ def load_all(schema_dir: Path) -> tuple[list[Api], list[Message]]:
         resp = parse_message(load_schema(schema_dir / f"{name}Response.json"))
         if req.api_key != resp.api_key or req.valid != resp.valid:
             raise ValueError(f"{name}: request and response schemas disagree")
+        if req.latest_unstable:
+            # Only the request schema carries the flag; the pair is cut back together.
+            req.valid = resp.valid = without_latest(req.valid)
         apis.append(Api(name, snake(name), req.api_key, req, resp))
     apis.sort(key=lambda a: a.key)
     data = [parse_message(load_schema(schema_dir / f"{name}.json")) for name in DATA_SCHEMAS]
@@ -267,9 +296,23 @@ def load_all(schema_dir: Path) -> tuple[list[Api], list[Message]]:
     return apis, data
 
 
+# Struct names that APIs added later reuse: their first user keeps the bare class name, so
+# that adding an API never renames a class the client already uses (ShareFetchRequest's
+# FetchTopic becomes ShareFetchRequestFetchTopic; FetchRequest's stays FetchTopic).
+BARE_NAME_OWNERS = {
+    "FetchTopic": "FetchRequest",
+    "FetchPartition": "FetchRequest",
+    "ForgottenTopic": "FetchRequest",
+    "PartitionData": "FetchResponse",
+    "DescribedGroup": "DescribeGroupsResponse",
+    "Assignment": "ConsumerGroupHeartbeatResponse",
+}
+
+
 def assign_class_names(messages: list[Message]) -> None:
     """Struct names are unique within a schema, not across schemas: a name used by
-    several schemas is prefixed with its message name (FetchResponseNodeEndpoint)."""
+    several schemas is prefixed with its message name (FetchResponseNodeEndpoint),
+    except in its owner's (BARE_NAME_OWNERS)."""
     seen: dict[str, int] = {}
     for m in messages:
         seen[m.name] = seen.get(m.name, 0) + 1
@@ -278,7 +321,8 @@ def assign_class_names(messages: list[Message]) -> None:
     for m in messages:
         m.root.cls = m.name
         for s in m.structs:
-            s.cls = s.schema_name if seen[s.schema_name] == 1 else m.name + s.schema_name
+            bare = seen[s.schema_name] == 1 or BARE_NAME_OWNERS.get(s.schema_name) == m.name
+            s.cls = s.schema_name if bare else m.name + s.schema_name
 
 
 # ---------------------------------------------------------------- code emission

@@ -31,42 +31,64 @@ class ApiKey(_enum.IntEnum):
     ADD_OFFSETS_TO_TXN = 25
     END_TXN = 26
     TXN_OFFSET_COMMIT = 28
+    DESCRIBE_ACLS = 29
+    CREATE_ACLS = 30
+    DELETE_ACLS = 31
     DESCRIBE_CONFIGS = 32
     SASL_AUTHENTICATE = 36
     CREATE_PARTITIONS = 37
+    DELETE_GROUPS = 42
+    ELECT_LEADERS = 43
+    INCREMENTAL_ALTER_CONFIGS = 44
+    OFFSET_DELETE = 47
+    DESCRIBE_USER_SCRAM_CREDENTIALS = 50
+    ALTER_USER_SCRAM_CREDENTIALS = 51
     DESCRIBE_CLUSTER = 60
+    DESCRIBE_PRODUCERS = 61
+    DESCRIBE_TRANSACTIONS = 65
+    LIST_TRANSACTIONS = 66
     CONSUMER_GROUP_HEARTBEAT = 68
+    CONSUMER_GROUP_DESCRIBE = 69
+    LIST_CONFIG_RESOURCES = 74
+    SHARE_GROUP_HEARTBEAT = 76
+    SHARE_GROUP_DESCRIBE = 77
+    SHARE_FETCH = 78
+    SHARE_ACKNOWLEDGE = 79
+    DESCRIBE_SHARE_GROUP_OFFSETS = 90
+    ALTER_SHARE_GROUP_OFFSETS = 91
+    DELETE_SHARE_GROUP_OFFSETS = 92
 
 
 # (class, versions, flexible versions, docstring, fields); nested structs come before
 # the structs holding them. Field: (name, type, versions, nullable versions, tagged
 # versions, tag, default, flags); flags 1: fresh list/struct default, 2: never compact.
 _STRUCT_TABLES = (
-    # ProduceRequest: versions 0-11, flexible 9+
-    ("PartitionProduceData", "0-11", "9+", "struct PartitionProduceData of ProduceRequest, versions 0-11", (
+    # ProduceRequest: versions 3-13, flexible 9+
+    ("PartitionProduceData", "3-13", "9+", "struct PartitionProduceData of ProduceRequest, versions 3-13", (
         ('index', 'int32', '0+', 'none', 'none', -1, 0, 0),
         ('records', 'records', '0+', '0+', 'none', -1, None, 0),
     )),
-    ("TopicProduceData", "0-11", "9+", "struct TopicProduceData of ProduceRequest, versions 0-11", (
-        ('name', 'string', '0+', 'none', 'none', -1, '', 0),
+    ("TopicProduceData", "3-13", "9+", "struct TopicProduceData of ProduceRequest, versions 3-13", (
+        ('name', 'string', '0-12', 'none', 'none', -1, '', 0),
+        ('topic_id', 'uuid', '13+', 'none', 'none', -1, None, 0),
         ('partition_data', '[]PartitionProduceData', '0+', 'none', 'none', -1, None, 1),
     )),
-    ("ProduceRequest", "0-11", "9+", "message, versions 0-11", (
+    ("ProduceRequest", "3-13", "9+", "message, versions 3-13", (
         ('transactional_id', 'string', '3+', '3+', 'none', -1, None, 0),
         ('acks', 'int16', '0+', 'none', 'none', -1, 0, 0),
         ('timeout_ms', 'int32', '0+', 'none', 'none', -1, 0, 0),
         ('topic_data', '[]TopicProduceData', '0+', 'none', 'none', -1, None, 1),
     )),
-    # ProduceResponse: versions 0-11, flexible 9+
-    ("BatchIndexAndErrorMessage", "0-11", "9+", "struct BatchIndexAndErrorMessage of ProduceResponse, versions 0-11", (
+    # ProduceResponse: versions 3-13, flexible 9+
+    ("BatchIndexAndErrorMessage", "3-13", "9+", "struct BatchIndexAndErrorMessage of ProduceResponse, versions 3-13", (
         ('batch_index', 'int32', '8+', 'none', 'none', -1, 0, 0),
         ('batch_index_error_message', 'string', '8+', '8+', 'none', -1, None, 0),
     )),
-    ("ProduceResponseLeaderIdAndEpoch", "0-11", "9+", "struct LeaderIdAndEpoch of ProduceResponse, versions 0-11", (
+    ("ProduceResponseLeaderIdAndEpoch", "3-13", "9+", "struct LeaderIdAndEpoch of ProduceResponse, versions 3-13", (
         ('leader_id', 'int32', '10+', 'none', 'none', -1, -1, 0),
         ('leader_epoch', 'int32', '10+', 'none', 'none', -1, -1, 0),
     )),
-    ("PartitionProduceResponse", "0-11", "9+", "struct PartitionProduceResponse of ProduceResponse, versions 0-11", (
+    ("PartitionProduceResponse", "3-13", "9+", "struct PartitionProduceResponse of ProduceResponse, versions 3-13", (
         ('index', 'int32', '0+', 'none', 'none', -1, 0, 0),
         ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
         ('base_offset', 'int64', '0+', 'none', 'none', -1, 0, 0),
@@ -76,27 +98,28 @@ _STRUCT_TABLES = (
         ('error_message', 'string', '8+', '8+', 'none', -1, None, 0),
         ('current_leader', 'ProduceResponseLeaderIdAndEpoch', '10+', 'none', '10+', 0, None, 0),
     )),
-    ("TopicProduceResponse", "0-11", "9+", "struct TopicProduceResponse of ProduceResponse, versions 0-11", (
-        ('name', 'string', '0+', 'none', 'none', -1, '', 0),
+    ("TopicProduceResponse", "3-13", "9+", "struct TopicProduceResponse of ProduceResponse, versions 3-13", (
+        ('name', 'string', '0-12', 'none', 'none', -1, '', 0),
+        ('topic_id', 'uuid', '13+', 'none', 'none', -1, None, 0),
         ('partition_responses', '[]PartitionProduceResponse', '0+', 'none', 'none', -1, None, 1),
     )),
-    ("ProduceResponseNodeEndpoint", "0-11", "9+", "struct NodeEndpoint of ProduceResponse, versions 0-11", (
+    ("ProduceResponseNodeEndpoint", "3-13", "9+", "struct NodeEndpoint of ProduceResponse, versions 3-13", (
         ('node_id', 'int32', '10+', 'none', 'none', -1, 0, 0),
         ('host', 'string', '10+', 'none', 'none', -1, '', 0),
         ('port', 'int32', '10+', 'none', 'none', -1, 0, 0),
         ('rack', 'string', '10+', '10+', 'none', -1, None, 0),
     )),
-    ("ProduceResponse", "0-11", "9+", "message, versions 0-11", (
+    ("ProduceResponse", "3-13", "9+", "message, versions 3-13", (
         ('responses', '[]TopicProduceResponse', '0+', 'none', 'none', -1, None, 1),
         ('throttle_time_ms', 'int32', '1+', 'none', 'none', -1, 0, 0),
         ('node_endpoints', '[]ProduceResponseNodeEndpoint', '10+', 'none', '10+', 0, None, 1),
     )),
-    # FetchRequest: versions 0-17, flexible 12+
-    ("ReplicaState", "0-17", "12+", "struct ReplicaState of FetchRequest, versions 0-17", (
+    # FetchRequest: versions 4-18, flexible 12+
+    ("ReplicaState", "4-18", "12+", "struct ReplicaState of FetchRequest, versions 4-18", (
         ('replica_id', 'int32', '15+', 'none', 'none', -1, -1, 0),
         ('replica_epoch', 'int64', '15+', 'none', 'none', -1, -1, 0),
     )),
-    ("FetchPartition", "0-17", "12+", "struct FetchPartition of FetchRequest, versions 0-17", (
+    ("FetchPartition", "4-18", "12+", "struct FetchPartition of FetchRequest, versions 4-18", (
         ('partition', 'int32', '0+', 'none', 'none', -1, 0, 0),
         ('current_leader_epoch', 'int32', '9+', 'none', 'none', -1, -1, 0),
         ('fetch_offset', 'int64', '0+', 'none', 'none', -1, 0, 0),
@@ -104,18 +127,19 @@ _STRUCT_TABLES = (
         ('log_start_offset', 'int64', '5+', 'none', 'none', -1, -1, 0),
         ('partition_max_bytes', 'int32', '0+', 'none', 'none', -1, 0, 0),
         ('replica_directory_id', 'uuid', '17+', 'none', '17+', 0, None, 0),
+        ('high_watermark', 'int64', '18+', 'none', '18+', 1, 9223372036854775807, 0),
     )),
-    ("FetchTopic", "0-17", "12+", "struct FetchTopic of FetchRequest, versions 0-17", (
+    ("FetchTopic", "4-18", "12+", "struct FetchTopic of FetchRequest, versions 4-18", (
         ('topic', 'string', '0-12', 'none', 'none', -1, '', 0),
         ('topic_id', 'uuid', '13+', 'none', 'none', -1, None, 0),
         ('partitions', '[]FetchPartition', '0+', 'none', 'none', -1, None, 1),
     )),
-    ("ForgottenTopic", "0-17", "12+", "struct ForgottenTopic of FetchRequest, versions 0-17", (
+    ("ForgottenTopic", "4-18", "12+", "struct ForgottenTopic of FetchRequest, versions 4-18", (
         ('topic', 'string', '7-12', 'none', 'none', -1, '', 0),
         ('topic_id', 'uuid', '13+', 'none', 'none', -1, None, 0),
         ('partitions', '[]int32', '7+', 'none', 'none', -1, None, 1),
     )),
-    ("FetchRequest", "0-17", "12+", "message, versions 0-17", (
+    ("FetchRequest", "4-18", "12+", "message, versions 4-18", (
         ('cluster_id', 'string', '12+', '12+', '12+', 0, None, 0),
         ('replica_id', 'int32', '0-14', 'none', 'none', -1, -1, 0),
         ('replica_state', 'ReplicaState', '15+', 'none', '15+', 1, None, 0),
@@ -129,24 +153,24 @@ _STRUCT_TABLES = (
         ('forgotten_topics_data', '[]ForgottenTopic', '7+', 'none', 'none', -1, None, 1),
         ('rack_id', 'string', '11+', 'none', 'none', -1, '', 0),
     )),
-    # FetchResponse: versions 0-17, flexible 12+
-    ("FetchResponseEpochEndOffset", "0-17", "12+", "struct EpochEndOffset of FetchResponse, versions 0-17", (
+    # FetchResponse: versions 4-18, flexible 12+
+    ("FetchResponseEpochEndOffset", "4-18", "12+", "struct EpochEndOffset of FetchResponse, versions 4-18", (
         ('epoch', 'int32', '12+', 'none', 'none', -1, -1, 0),
         ('end_offset', 'int64', '12+', 'none', 'none', -1, -1, 0),
     )),
-    ("FetchResponseLeaderIdAndEpoch", "0-17", "12+", "struct LeaderIdAndEpoch of FetchResponse, versions 0-17", (
+    ("FetchResponseLeaderIdAndEpoch", "4-18", "12+", "struct LeaderIdAndEpoch of FetchResponse, versions 4-18", (
         ('leader_id', 'int32', '12+', 'none', 'none', -1, -1, 0),
         ('leader_epoch', 'int32', '12+', 'none', 'none', -1, -1, 0),
     )),
-    ("SnapshotId", "0-17", "12+", "struct SnapshotId of FetchResponse, versions 0-17", (
+    ("SnapshotId", "4-18", "12+", "struct SnapshotId of FetchResponse, versions 4-18", (
         ('end_offset', 'int64', '0+', 'none', 'none', -1, -1, 0),
         ('epoch', 'int32', '0+', 'none', 'none', -1, -1, 0),
     )),
-    ("AbortedTransaction", "0-17", "12+", "struct AbortedTransaction of FetchResponse, versions 0-17", (
+    ("AbortedTransaction", "4-18", "12+", "struct AbortedTransaction of FetchResponse, versions 4-18", (
         ('producer_id', 'int64', '4+', 'none', 'none', -1, 0, 0),
         ('first_offset', 'int64', '4+', 'none', 'none', -1, 0, 0),
     )),
-    ("PartitionData", "0-17", "12+", "struct PartitionData of FetchResponse, versions 0-17", (
+    ("PartitionData", "4-18", "12+", "struct PartitionData of FetchResponse, versions 4-18", (
         ('partition_index', 'int32', '0+', 'none', 'none', -1, 0, 0),
         ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
         ('high_watermark', 'int64', '0+', 'none', 'none', -1, 0, 0),
@@ -159,77 +183,75 @@ _STRUCT_TABLES = (
         ('preferred_read_replica', 'int32', '11+', 'none', 'none', -1, -1, 0),
         ('records', 'records', '0+', '0+', 'none', -1, None, 0),
     )),
-    ("FetchableTopicResponse", "0-17", "12+", "struct FetchableTopicResponse of FetchResponse, versions 0-17", (
+    ("FetchableTopicResponse", "4-18", "12+", "struct FetchableTopicResponse of FetchResponse, versions 4-18", (
         ('topic', 'string', '0-12', 'none', 'none', -1, '', 0),
         ('topic_id', 'uuid', '13+', 'none', 'none', -1, None, 0),
         ('partitions', '[]PartitionData', '0+', 'none', 'none', -1, None, 1),
     )),
-    ("FetchResponseNodeEndpoint", "0-17", "12+", "struct NodeEndpoint of FetchResponse, versions 0-17", (
+    ("FetchResponseNodeEndpoint", "4-18", "12+", "struct NodeEndpoint of FetchResponse, versions 4-18", (
         ('node_id', 'int32', '16+', 'none', 'none', -1, 0, 0),
         ('host', 'string', '16+', 'none', 'none', -1, '', 0),
         ('port', 'int32', '16+', 'none', 'none', -1, 0, 0),
         ('rack', 'string', '16+', '16+', 'none', -1, None, 0),
     )),
-    ("FetchResponse", "0-17", "12+", "message, versions 0-17", (
+    ("FetchResponse", "4-18", "12+", "message, versions 4-18", (
         ('throttle_time_ms', 'int32', '1+', 'none', 'none', -1, 0, 0),
         ('error_code', 'int16', '7+', 'none', 'none', -1, 0, 0),
         ('session_id', 'int32', '7+', 'none', 'none', -1, 0, 0),
         ('responses', '[]FetchableTopicResponse', '0+', 'none', 'none', -1, None, 1),
         ('node_endpoints', '[]FetchResponseNodeEndpoint', '16+', 'none', '16+', 0, None, 1),
     )),
-    # ListOffsetsRequest: versions 0-10, flexible 6+
-    ("ListOffsetsPartition", "0-10", "6+", "struct ListOffsetsPartition of ListOffsetsRequest, versions 0-10", (
+    # ListOffsetsRequest: versions 1-11, flexible 6+
+    ("ListOffsetsPartition", "1-11", "6+", "struct ListOffsetsPartition of ListOffsetsRequest, versions 1-11", (
         ('partition_index', 'int32', '0+', 'none', 'none', -1, 0, 0),
         ('current_leader_epoch', 'int32', '4+', 'none', 'none', -1, -1, 0),
         ('timestamp', 'int64', '0+', 'none', 'none', -1, 0, 0),
-        ('max_num_offsets', 'int32', '0', 'none', 'none', -1, 1, 0),
     )),
-    ("ListOffsetsTopic", "0-10", "6+", "struct ListOffsetsTopic of ListOffsetsRequest, versions 0-10", (
+    ("ListOffsetsTopic", "1-11", "6+", "struct ListOffsetsTopic of ListOffsetsRequest, versions 1-11", (
         ('name', 'string', '0+', 'none', 'none', -1, '', 0),
         ('partitions', '[]ListOffsetsPartition', '0+', 'none', 'none', -1, None, 1),
     )),
-    ("ListOffsetsRequest", "0-10", "6+", "message, versions 0-10", (
+    ("ListOffsetsRequest", "1-11", "6+", "message, versions 1-11", (
         ('replica_id', 'int32', '0+', 'none', 'none', -1, 0, 0),
         ('isolation_level', 'int8', '2+', 'none', 'none', -1, 0, 0),
         ('topics', '[]ListOffsetsTopic', '0+', 'none', 'none', -1, None, 1),
         ('timeout_ms', 'int32', '10+', 'none', 'none', -1, 0, 0),
     )),
-    # ListOffsetsResponse: versions 0-10, flexible 6+
-    ("ListOffsetsPartitionResponse", "0-10", "6+", "struct ListOffsetsPartitionResponse of ListOffsetsResponse, versions 0-10", (
+    # ListOffsetsResponse: versions 1-11, flexible 6+
+    ("ListOffsetsPartitionResponse", "1-11", "6+", "struct ListOffsetsPartitionResponse of ListOffsetsResponse, versions 1-11", (
         ('partition_index', 'int32', '0+', 'none', 'none', -1, 0, 0),
         ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
-        ('old_style_offsets', '[]int64', '0', 'none', 'none', -1, None, 1),
         ('timestamp', 'int64', '1+', 'none', 'none', -1, -1, 0),
         ('offset', 'int64', '1+', 'none', 'none', -1, -1, 0),
         ('leader_epoch', 'int32', '4+', 'none', 'none', -1, -1, 0),
     )),
-    ("ListOffsetsTopicResponse", "0-10", "6+", "struct ListOffsetsTopicResponse of ListOffsetsResponse, versions 0-10", (
+    ("ListOffsetsTopicResponse", "1-11", "6+", "struct ListOffsetsTopicResponse of ListOffsetsResponse, versions 1-11", (
         ('name', 'string', '0+', 'none', 'none', -1, '', 0),
         ('partitions', '[]ListOffsetsPartitionResponse', '0+', 'none', 'none', -1, None, 1),
     )),
-    ("ListOffsetsResponse", "0-10", "6+", "message, versions 0-10", (
+    ("ListOffsetsResponse", "1-11", "6+", "message, versions 1-11", (
         ('throttle_time_ms', 'int32', '2+', 'none', 'none', -1, 0, 0),
         ('topics', '[]ListOffsetsTopicResponse', '0+', 'none', 'none', -1, None, 1),
     )),
-    # MetadataRequest: versions 0-12, flexible 9+
-    ("MetadataRequestTopic", "0-12", "9+", "struct MetadataRequestTopic of MetadataRequest, versions 0-12", (
+    # MetadataRequest: versions 0-13, flexible 9+
+    ("MetadataRequestTopic", "0-13", "9+", "struct MetadataRequestTopic of MetadataRequest, versions 0-13", (
         ('topic_id', 'uuid', '10+', 'none', 'none', -1, None, 0),
         ('name', 'string', '0+', '10+', 'none', -1, '', 0),
     )),
-    ("MetadataRequest", "0-12", "9+", "message, versions 0-12", (
+    ("MetadataRequest", "0-13", "9+", "message, versions 0-13", (
         ('topics', '[]MetadataRequestTopic', '0+', '1+', 'none', -1, None, 1),
         ('allow_auto_topic_creation', 'bool', '4+', 'none', 'none', -1, True, 0),
         ('include_cluster_authorized_operations', 'bool', '8-10', 'none', 'none', -1, False, 0),
         ('include_topic_authorized_operations', 'bool', '8+', 'none', 'none', -1, False, 0),
     )),
-    # MetadataResponse: versions 0-12, flexible 9+
-    ("MetadataResponseBroker", "0-12", "9+", "struct MetadataResponseBroker of MetadataResponse, versions 0-12", (
+    # MetadataResponse: versions 0-13, flexible 9+
+    ("MetadataResponseBroker", "0-13", "9+", "struct MetadataResponseBroker of MetadataResponse, versions 0-13", (
         ('node_id', 'int32', '0+', 'none', 'none', -1, 0, 0),
         ('host', 'string', '0+', 'none', 'none', -1, '', 0),
         ('port', 'int32', '0+', 'none', 'none', -1, 0, 0),
         ('rack', 'string', '1+', '1+', 'none', -1, None, 0),
     )),
-    ("MetadataResponsePartition", "0-12", "9+", "struct MetadataResponsePartition of MetadataResponse, versions 0-12", (
+    ("MetadataResponsePartition", "0-13", "9+", "struct MetadataResponsePartition of MetadataResponse, versions 0-13", (
         ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
         ('partition_index', 'int32', '0+', 'none', 'none', -1, 0, 0),
         ('leader_id', 'int32', '0+', 'none', 'none', -1, 0, 0),
@@ -238,7 +260,7 @@ _STRUCT_TABLES = (
         ('isr_nodes', '[]int32', '0+', 'none', 'none', -1, None, 1),
         ('offline_replicas', '[]int32', '5+', 'none', 'none', -1, None, 1),
     )),
-    ("MetadataResponseTopic", "0-12", "9+", "struct MetadataResponseTopic of MetadataResponse, versions 0-12", (
+    ("MetadataResponseTopic", "0-13", "9+", "struct MetadataResponseTopic of MetadataResponse, versions 0-13", (
         ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
         ('name', 'string', '0+', '12+', 'none', -1, '', 0),
         ('topic_id', 'uuid', '10+', 'none', 'none', -1, None, 0),
@@ -246,27 +268,28 @@ _STRUCT_TABLES = (
         ('partitions', '[]MetadataResponsePartition', '0+', 'none', 'none', -1, None, 1),
         ('topic_authorized_operations', 'int32', '8+', 'none', 'none', -1, -2147483648, 0),
     )),
-    ("MetadataResponse", "0-12", "9+", "message, versions 0-12", (
+    ("MetadataResponse", "0-13", "9+", "message, versions 0-13", (
         ('throttle_time_ms', 'int32', '3+', 'none', 'none', -1, 0, 0),
         ('brokers', '[]MetadataResponseBroker', '0+', 'none', 'none', -1, None, 1),
         ('cluster_id', 'string', '2+', '2+', 'none', -1, None, 0),
         ('controller_id', 'int32', '1+', 'none', 'none', -1, -1, 0),
         ('topics', '[]MetadataResponseTopic', '0+', 'none', 'none', -1, None, 1),
         ('cluster_authorized_operations', 'int32', '8-10', 'none', 'none', -1, -2147483648, 0),
+        ('error_code', 'int16', '13+', 'none', 'none', -1, 0, 0),
     )),
-    # OffsetCommitRequest: versions 0-9, flexible 8+
-    ("OffsetCommitRequestPartition", "0-9", "8+", "struct OffsetCommitRequestPartition of OffsetCommitRequest, versions 0-9", (
+    # OffsetCommitRequest: versions 2-10, flexible 8+
+    ("OffsetCommitRequestPartition", "2-10", "8+", "struct OffsetCommitRequestPartition of OffsetCommitRequest, versions 2-10", (
         ('partition_index', 'int32', '0+', 'none', 'none', -1, 0, 0),
         ('committed_offset', 'int64', '0+', 'none', 'none', -1, 0, 0),
         ('committed_leader_epoch', 'int32', '6+', 'none', 'none', -1, -1, 0),
-        ('commit_timestamp', 'int64', '1', 'none', 'none', -1, -1, 0),
         ('committed_metadata', 'string', '0+', '0+', 'none', -1, '', 0),
     )),
-    ("OffsetCommitRequestTopic", "0-9", "8+", "struct OffsetCommitRequestTopic of OffsetCommitRequest, versions 0-9", (
-        ('name', 'string', '0+', 'none', 'none', -1, '', 0),
+    ("OffsetCommitRequestTopic", "2-10", "8+", "struct OffsetCommitRequestTopic of OffsetCommitRequest, versions 2-10", (
+        ('name', 'string', '0-9', 'none', 'none', -1, '', 0),
+        ('topic_id', 'uuid', '10+', 'none', 'none', -1, None, 0),
         ('partitions', '[]OffsetCommitRequestPartition', '0+', 'none', 'none', -1, None, 1),
     )),
-    ("OffsetCommitRequest", "0-9", "8+", "message, versions 0-9", (
+    ("OffsetCommitRequest", "2-10", "8+", "message, versions 2-10", (
         ('group_id', 'string', '0+', 'none', 'none', -1, '', 0),
         ('generation_id_or_member_epoch', 'int32', '1+', 'none', 'none', -1, -1, 0),
         ('member_id', 'string', '1+', 'none', 'none', -1, '', 0),
@@ -274,69 +297,72 @@ _STRUCT_TABLES = (
         ('retention_time_ms', 'int64', '2-4', 'none', 'none', -1, -1, 0),
         ('topics', '[]OffsetCommitRequestTopic', '0+', 'none', 'none', -1, None, 1),
     )),
-    # OffsetCommitResponse: versions 0-9, flexible 8+
-    ("OffsetCommitResponsePartition", "0-9", "8+", "struct OffsetCommitResponsePartition of OffsetCommitResponse, versions 0-9", (
+    # OffsetCommitResponse: versions 2-10, flexible 8+
+    ("OffsetCommitResponsePartition", "2-10", "8+", "struct OffsetCommitResponsePartition of OffsetCommitResponse, versions 2-10", (
         ('partition_index', 'int32', '0+', 'none', 'none', -1, 0, 0),
         ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
     )),
-    ("OffsetCommitResponseTopic", "0-9", "8+", "struct OffsetCommitResponseTopic of OffsetCommitResponse, versions 0-9", (
-        ('name', 'string', '0+', 'none', 'none', -1, '', 0),
+    ("OffsetCommitResponseTopic", "2-10", "8+", "struct OffsetCommitResponseTopic of OffsetCommitResponse, versions 2-10", (
+        ('name', 'string', '0-9', 'none', 'none', -1, '', 0),
+        ('topic_id', 'uuid', '10+', 'none', 'none', -1, None, 0),
         ('partitions', '[]OffsetCommitResponsePartition', '0+', 'none', 'none', -1, None, 1),
     )),
-    ("OffsetCommitResponse", "0-9", "8+", "message, versions 0-9", (
+    ("OffsetCommitResponse", "2-10", "8+", "message, versions 2-10", (
         ('throttle_time_ms', 'int32', '3+', 'none', 'none', -1, 0, 0),
         ('topics', '[]OffsetCommitResponseTopic', '0+', 'none', 'none', -1, None, 1),
     )),
-    # OffsetFetchRequest: versions 0-9, flexible 6+
-    ("OffsetFetchRequestTopic", "0-9", "6+", "struct OffsetFetchRequestTopic of OffsetFetchRequest, versions 0-9", (
+    # OffsetFetchRequest: versions 1-10, flexible 6+
+    ("OffsetFetchRequestTopic", "1-10", "6+", "struct OffsetFetchRequestTopic of OffsetFetchRequest, versions 1-10", (
         ('name', 'string', '0-7', 'none', 'none', -1, '', 0),
         ('partition_indexes', '[]int32', '0-7', 'none', 'none', -1, None, 1),
     )),
-    ("OffsetFetchRequestTopics", "0-9", "6+", "struct OffsetFetchRequestTopics of OffsetFetchRequest, versions 0-9", (
-        ('name', 'string', '8+', 'none', 'none', -1, '', 0),
+    ("OffsetFetchRequestTopics", "1-10", "6+", "struct OffsetFetchRequestTopics of OffsetFetchRequest, versions 1-10", (
+        ('name', 'string', '8-9', 'none', 'none', -1, '', 0),
+        ('topic_id', 'uuid', '10+', 'none', 'none', -1, None, 0),
         ('partition_indexes', '[]int32', '8+', 'none', 'none', -1, None, 1),
     )),
-    ("OffsetFetchRequestGroup", "0-9", "6+", "struct OffsetFetchRequestGroup of OffsetFetchRequest, versions 0-9", (
+    ("OffsetFetchRequestGroup", "1-10", "6+", "struct OffsetFetchRequestGroup of OffsetFetchRequest, versions 1-10", (
         ('group_id', 'string', '8+', 'none', 'none', -1, '', 0),
         ('member_id', 'string', '9+', '9+', 'none', -1, None, 0),
         ('member_epoch', 'int32', '9+', 'none', 'none', -1, -1, 0),
         ('topics', '[]OffsetFetchRequestTopics', '8+', '8+', 'none', -1, None, 1),
     )),
-    ("OffsetFetchRequest", "0-9", "6+", "message, versions 0-9", (
+    ("OffsetFetchRequest", "1-10", "6+", "message, versions 1-10", (
         ('group_id', 'string', '0-7', 'none', 'none', -1, '', 0),
         ('topics', '[]OffsetFetchRequestTopic', '0-7', '2-7', 'none', -1, None, 1),
         ('groups', '[]OffsetFetchRequestGroup', '8+', 'none', 'none', -1, None, 1),
         ('require_stable', 'bool', '7+', 'none', 'none', -1, False, 0),
     )),
-    # OffsetFetchResponse: versions 0-9, flexible 6+
-    ("OffsetFetchResponsePartition", "0-9", "6+", "struct OffsetFetchResponsePartition of OffsetFetchResponse, versions 0-9", (
+    # OffsetFetchResponse: versions 1-10, flexible 6+
+    ("OffsetFetchResponsePartition", "1-10", "6+", "struct OffsetFetchResponsePartition of OffsetFetchResponse, versions 1-10", (
         ('partition_index', 'int32', '0-7', 'none', 'none', -1, 0, 0),
         ('committed_offset', 'int64', '0-7', 'none', 'none', -1, 0, 0),
         ('committed_leader_epoch', 'int32', '5-7', 'none', 'none', -1, -1, 0),
         ('metadata', 'string', '0-7', '0-7', 'none', -1, '', 0),
         ('error_code', 'int16', '0-7', 'none', 'none', -1, 0, 0),
     )),
-    ("OffsetFetchResponseTopic", "0-9", "6+", "struct OffsetFetchResponseTopic of OffsetFetchResponse, versions 0-9", (
+    ("OffsetFetchResponseTopic", "1-10", "6+", "struct OffsetFetchResponseTopic of OffsetFetchResponse, versions 1-10", (
         ('name', 'string', '0-7', 'none', 'none', -1, '', 0),
         ('partitions', '[]OffsetFetchResponsePartition', '0-7', 'none', 'none', -1, None, 1),
     )),
-    ("OffsetFetchResponsePartitions", "0-9", "6+", "struct OffsetFetchResponsePartitions of OffsetFetchResponse, versions 0-9", (
+    ("OffsetFetchResponsePartitions", "1-10", "6+", "struct OffsetFetchResponsePartitions of OffsetFetchResponse, versions 1-10", (
         ('partition_index', 'int32', '8+', 'none', 'none', -1, 0, 0),
         ('committed_offset', 'int64', '8+', 'none', 'none', -1, 0, 0),
         ('committed_leader_epoch', 'int32', '8+', 'none', 'none', -1, -1, 0),
         ('metadata', 'string', '8+', '8+', 'none', -1, '', 0),
         ('error_code', 'int16', '8+', 'none', 'none', -1, 0, 0),
     )),
-    ("OffsetFetchResponseTopics", "0-9", "6+", "struct OffsetFetchResponseTopics of OffsetFetchResponse, versions 0-9", (
-        ('name', 'string', '8+', 'none', 'none', -1, '', 0),
+    ("OffsetFetchResponseTopics", "1-10", "6+", "struct OffsetFetchResponseTopics of OffsetFetchResponse, versions 1-10", (
+        ('name', 'string', '8-9', 'none', 'none', -1, '', 0),
+        ('topic_id', 'uuid', '10+', 'none', 'none', -1, None, 0),
         ('partitions', '[]OffsetFetchResponsePartitions', '8+', 'none', 'none', -1, None, 1),
     )),
-    ("OffsetFetchResponseGroup", "0-9", "6+", "struct OffsetFetchResponseGroup of OffsetFetchResponse, versions 0-9", (
+    ("OffsetFetchResponseGroup", "1-10", "6+", "struct OffsetFetchResponseGroup of OffsetFetchResponse, versions 1-10", (
         ('group_id', 'string', '8+', 'none', 'none', -1, '', 0),
         ('topics', '[]OffsetFetchResponseTopics', '8+', 'none', 'none', -1, None, 1),
         ('error_code', 'int16', '8+', 'none', 'none', -1, 0, 0),
     )),
-    ("OffsetFetchResponse", "0-9", "6+", "message, versions 0-9", (
+    ("OffsetFetchResponse", "1-10", "6+", "message, versions 1-10", (
         ('throttle_time_ms', 'int32', '3+', 'none', 'none', -1, 0, 0),
         ('topics', '[]OffsetFetchResponseTopic', '0-7', 'none', 'none', -1, None, 1),
         ('error_code', 'int16', '2-7', 'none', 'none', -1, 0, 0),
@@ -454,13 +480,13 @@ _STRUCT_TABLES = (
         ('protocol_name', 'string', '5+', '5+', 'none', -1, None, 0),
         ('assignment', 'bytes', '0+', 'none', 'none', -1, b"", 0),
     )),
-    # DescribeGroupsRequest: versions 0-5, flexible 5+
-    ("DescribeGroupsRequest", "0-5", "5+", "message, versions 0-5", (
+    # DescribeGroupsRequest: versions 0-6, flexible 5+
+    ("DescribeGroupsRequest", "0-6", "5+", "message, versions 0-6", (
         ('groups', '[]string', '0+', 'none', 'none', -1, None, 1),
         ('include_authorized_operations', 'bool', '3+', 'none', 'none', -1, False, 0),
     )),
-    # DescribeGroupsResponse: versions 0-5, flexible 5+
-    ("DescribedGroupMember", "0-5", "5+", "struct DescribedGroupMember of DescribeGroupsResponse, versions 0-5", (
+    # DescribeGroupsResponse: versions 0-6, flexible 5+
+    ("DescribedGroupMember", "0-6", "5+", "struct DescribedGroupMember of DescribeGroupsResponse, versions 0-6", (
         ('member_id', 'string', '0+', 'none', 'none', -1, '', 0),
         ('group_instance_id', 'string', '4+', '4+', 'none', -1, None, 0),
         ('client_id', 'string', '0+', 'none', 'none', -1, '', 0),
@@ -468,8 +494,9 @@ _STRUCT_TABLES = (
         ('member_metadata', 'bytes', '0+', 'none', 'none', -1, b"", 0),
         ('member_assignment', 'bytes', '0+', 'none', 'none', -1, b"", 0),
     )),
-    ("DescribedGroup", "0-5", "5+", "struct DescribedGroup of DescribeGroupsResponse, versions 0-5", (
+    ("DescribedGroup", "0-6", "5+", "struct DescribedGroup of DescribeGroupsResponse, versions 0-6", (
         ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('error_message', 'string', '6+', '6+', 'none', -1, None, 0),
         ('group_id', 'string', '0+', 'none', 'none', -1, '', 0),
         ('group_state', 'string', '0+', 'none', 'none', -1, '', 0),
         ('protocol_type', 'string', '0+', 'none', 'none', -1, '', 0),
@@ -477,7 +504,7 @@ _STRUCT_TABLES = (
         ('members', '[]DescribedGroupMember', '0+', 'none', 'none', -1, None, 1),
         ('authorized_operations', 'int32', '3+', 'none', 'none', -1, -2147483648, 0),
     )),
-    ("DescribeGroupsResponse", "0-5", "5+", "message, versions 0-5", (
+    ("DescribeGroupsResponse", "0-6", "5+", "message, versions 0-6", (
         ('throttle_time_ms', 'int32', '1+', 'none', 'none', -1, 0, 0),
         ('groups', '[]DescribedGroup', '0+', 'none', 'none', -1, None, 1),
     )),
@@ -507,28 +534,30 @@ _STRUCT_TABLES = (
         ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
         ('mechanisms', '[]string', '0+', 'none', 'none', -1, None, 1),
     )),
-    # ApiVersionsRequest: versions 0-4, flexible 3+
-    ("ApiVersionsRequest", "0-4", "3+", "message, versions 0-4", (
+    # ApiVersionsRequest: versions 0-5, flexible 3+
+    ("ApiVersionsRequest", "0-5", "3+", "message, versions 0-5", (
         ('client_software_name', 'string', '3+', 'none', 'none', -1, '', 0),
         ('client_software_version', 'string', '3+', 'none', 'none', -1, '', 0),
+        ('cluster_id', 'string', '5+', '5+', 'none', -1, None, 0),
+        ('node_id', 'int32', '5+', 'none', 'none', -1, -1, 0),
     )),
-    # ApiVersionsResponse: versions 0-4, flexible 3+
-    ("ApiVersion", "0-4", "3+", "struct ApiVersion of ApiVersionsResponse, versions 0-4", (
+    # ApiVersionsResponse: versions 0-5, flexible 3+
+    ("ApiVersion", "0-5", "3+", "struct ApiVersion of ApiVersionsResponse, versions 0-5", (
         ('api_key', 'int16', '0+', 'none', 'none', -1, 0, 0),
         ('min_version', 'int16', '0+', 'none', 'none', -1, 0, 0),
         ('max_version', 'int16', '0+', 'none', 'none', -1, 0, 0),
     )),
-    ("SupportedFeatureKey", "0-4", "3+", "struct SupportedFeatureKey of ApiVersionsResponse, versions 0-4", (
+    ("SupportedFeatureKey", "0-5", "3+", "struct SupportedFeatureKey of ApiVersionsResponse, versions 0-5", (
         ('name', 'string', '3+', 'none', 'none', -1, '', 0),
         ('min_version', 'int16', '3+', 'none', 'none', -1, 0, 0),
         ('max_version', 'int16', '3+', 'none', 'none', -1, 0, 0),
     )),
-    ("FinalizedFeatureKey", "0-4", "3+", "struct FinalizedFeatureKey of ApiVersionsResponse, versions 0-4", (
+    ("FinalizedFeatureKey", "0-5", "3+", "struct FinalizedFeatureKey of ApiVersionsResponse, versions 0-5", (
         ('name', 'string', '3+', 'none', 'none', -1, '', 0),
         ('max_version_level', 'int16', '3+', 'none', 'none', -1, 0, 0),
         ('min_version_level', 'int16', '3+', 'none', 'none', -1, 0, 0),
     )),
-    ("ApiVersionsResponse", "0-4", "3+", "message, versions 0-4", (
+    ("ApiVersionsResponse", "0-5", "3+", "message, versions 0-5", (
         ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
         ('api_keys', '[]ApiVersion', '0+', 'none', 'none', -1, None, 1),
         ('throttle_time_ms', 'int32', '1+', 'none', 'none', -1, 0, 0),
@@ -537,36 +566,36 @@ _STRUCT_TABLES = (
         ('finalized_features', '[]FinalizedFeatureKey', '3+', 'none', '3+', 2, None, 1),
         ('zk_migration_ready', 'bool', '3+', 'none', '3+', 3, False, 0),
     )),
-    # CreateTopicsRequest: versions 0-7, flexible 5+
-    ("CreatableReplicaAssignment", "0-7", "5+", "struct CreatableReplicaAssignment of CreateTopicsRequest, versions 0-7", (
+    # CreateTopicsRequest: versions 2-7, flexible 5+
+    ("CreatableReplicaAssignment", "2-7", "5+", "struct CreatableReplicaAssignment of CreateTopicsRequest, versions 2-7", (
         ('partition_index', 'int32', '0+', 'none', 'none', -1, 0, 0),
         ('broker_ids', '[]int32', '0+', 'none', 'none', -1, None, 1),
     )),
-    ("CreatableTopicConfig", "0-7", "5+", "struct CreatableTopicConfig of CreateTopicsRequest, versions 0-7", (
+    ("CreatableTopicConfig", "2-7", "5+", "struct CreatableTopicConfig of CreateTopicsRequest, versions 2-7", (
         ('name', 'string', '0+', 'none', 'none', -1, '', 0),
         ('value', 'string', '0+', '0+', 'none', -1, '', 0),
     )),
-    ("CreatableTopic", "0-7", "5+", "struct CreatableTopic of CreateTopicsRequest, versions 0-7", (
+    ("CreatableTopic", "2-7", "5+", "struct CreatableTopic of CreateTopicsRequest, versions 2-7", (
         ('name', 'string', '0+', 'none', 'none', -1, '', 0),
         ('num_partitions', 'int32', '0+', 'none', 'none', -1, 0, 0),
         ('replication_factor', 'int16', '0+', 'none', 'none', -1, 0, 0),
         ('assignments', '[]CreatableReplicaAssignment', '0+', 'none', 'none', -1, None, 1),
         ('configs', '[]CreatableTopicConfig', '0+', 'none', 'none', -1, None, 1),
     )),
-    ("CreateTopicsRequest", "0-7", "5+", "message, versions 0-7", (
+    ("CreateTopicsRequest", "2-7", "5+", "message, versions 2-7", (
         ('topics', '[]CreatableTopic', '0+', 'none', 'none', -1, None, 1),
         ('timeout_ms', 'int32', '0+', 'none', 'none', -1, 60000, 0),
         ('validate_only', 'bool', '1+', 'none', 'none', -1, False, 0),
     )),
-    # CreateTopicsResponse: versions 0-7, flexible 5+
-    ("CreatableTopicConfigs", "0-7", "5+", "struct CreatableTopicConfigs of CreateTopicsResponse, versions 0-7", (
+    # CreateTopicsResponse: versions 2-7, flexible 5+
+    ("CreatableTopicConfigs", "2-7", "5+", "struct CreatableTopicConfigs of CreateTopicsResponse, versions 2-7", (
         ('name', 'string', '5+', 'none', 'none', -1, '', 0),
         ('value', 'string', '5+', '5+', 'none', -1, '', 0),
         ('read_only', 'bool', '5+', 'none', 'none', -1, False, 0),
         ('config_source', 'int8', '5+', 'none', 'none', -1, -1, 0),
         ('is_sensitive', 'bool', '5+', 'none', 'none', -1, False, 0),
     )),
-    ("CreatableTopicResult", "0-7", "5+", "struct CreatableTopicResult of CreateTopicsResponse, versions 0-7", (
+    ("CreatableTopicResult", "2-7", "5+", "struct CreatableTopicResult of CreateTopicsResponse, versions 2-7", (
         ('name', 'string', '0+', 'none', 'none', -1, '', 0),
         ('topic_id', 'uuid', '7+', 'none', 'none', -1, None, 0),
         ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
@@ -576,28 +605,28 @@ _STRUCT_TABLES = (
         ('replication_factor', 'int16', '5+', 'none', 'none', -1, -1, 0),
         ('configs', '[]CreatableTopicConfigs', '5+', '5+', 'none', -1, None, 1),
     )),
-    ("CreateTopicsResponse", "0-7", "5+", "message, versions 0-7", (
+    ("CreateTopicsResponse", "2-7", "5+", "message, versions 2-7", (
         ('throttle_time_ms', 'int32', '2+', 'none', 'none', -1, 0, 0),
         ('topics', '[]CreatableTopicResult', '0+', 'none', 'none', -1, None, 1),
     )),
-    # DeleteTopicsRequest: versions 0-6, flexible 4+
-    ("DeleteTopicState", "0-6", "4+", "struct DeleteTopicState of DeleteTopicsRequest, versions 0-6", (
+    # DeleteTopicsRequest: versions 1-6, flexible 4+
+    ("DeleteTopicState", "1-6", "4+", "struct DeleteTopicState of DeleteTopicsRequest, versions 1-6", (
         ('name', 'string', '6+', '6+', 'none', -1, None, 0),
         ('topic_id', 'uuid', '6+', 'none', 'none', -1, None, 0),
     )),
-    ("DeleteTopicsRequest", "0-6", "4+", "message, versions 0-6", (
+    ("DeleteTopicsRequest", "1-6", "4+", "message, versions 1-6", (
         ('topics', '[]DeleteTopicState', '6+', 'none', 'none', -1, None, 1),
         ('topic_names', '[]string', '0-5', 'none', 'none', -1, None, 1),
         ('timeout_ms', 'int32', '0+', 'none', 'none', -1, 0, 0),
     )),
-    # DeleteTopicsResponse: versions 0-6, flexible 4+
-    ("DeletableTopicResult", "0-6", "4+", "struct DeletableTopicResult of DeleteTopicsResponse, versions 0-6", (
+    # DeleteTopicsResponse: versions 1-6, flexible 4+
+    ("DeletableTopicResult", "1-6", "4+", "struct DeletableTopicResult of DeleteTopicsResponse, versions 1-6", (
         ('name', 'string', '0+', '6+', 'none', -1, '', 0),
         ('topic_id', 'uuid', '6+', 'none', 'none', -1, None, 0),
         ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
         ('error_message', 'string', '5+', '5+', 'none', -1, None, 0),
     )),
-    ("DeleteTopicsResponse", "0-6", "4+", "message, versions 0-6", (
+    ("DeleteTopicsResponse", "1-6", "4+", "message, versions 1-6", (
         ('throttle_time_ms', 'int32', '1+', 'none', 'none', -1, 0, 0),
         ('responses', '[]DeletableTopicResult', '0+', 'none', 'none', -1, None, 1),
     )),
@@ -634,6 +663,8 @@ _STRUCT_TABLES = (
         ('transaction_timeout_ms', 'int32', '0+', 'none', 'none', -1, 0, 0),
         ('producer_id', 'int64', '3+', 'none', 'none', -1, -1, 0),
         ('producer_epoch', 'int16', '3+', 'none', 'none', -1, -1, 0),
+        ('enable2_pc', 'bool', '6+', 'none', 'none', -1, False, 0),
+        ('keep_prepared_txn', 'bool', '6+', 'none', 'none', -1, False, 0),
     )),
     # InitProducerIdResponse: versions 0-5, flexible 2+
     ("InitProducerIdResponse", "0-5", "2+", "message, versions 0-5", (
@@ -641,33 +672,35 @@ _STRUCT_TABLES = (
         ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
         ('producer_id', 'int64', '0+', 'none', 'none', -1, -1, 0),
         ('producer_epoch', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('ongoing_txn_producer_id', 'int64', '6+', 'none', 'none', -1, -1, 0),
+        ('ongoing_txn_producer_epoch', 'int16', '6+', 'none', 'none', -1, -1, 0),
     )),
-    # OffsetForLeaderEpochRequest: versions 0-4, flexible 4+
-    ("OffsetForLeaderPartition", "0-4", "4+", "struct OffsetForLeaderPartition of OffsetForLeaderEpochRequest, versions 0-4", (
+    # OffsetForLeaderEpochRequest: versions 2-4, flexible 4+
+    ("OffsetForLeaderPartition", "2-4", "4+", "struct OffsetForLeaderPartition of OffsetForLeaderEpochRequest, versions 2-4", (
         ('partition', 'int32', '0+', 'none', 'none', -1, 0, 0),
         ('current_leader_epoch', 'int32', '2+', 'none', 'none', -1, -1, 0),
         ('leader_epoch', 'int32', '0+', 'none', 'none', -1, 0, 0),
     )),
-    ("OffsetForLeaderTopic", "0-4", "4+", "struct OffsetForLeaderTopic of OffsetForLeaderEpochRequest, versions 0-4", (
+    ("OffsetForLeaderTopic", "2-4", "4+", "struct OffsetForLeaderTopic of OffsetForLeaderEpochRequest, versions 2-4", (
         ('topic', 'string', '0+', 'none', 'none', -1, '', 0),
         ('partitions', '[]OffsetForLeaderPartition', '0+', 'none', 'none', -1, None, 1),
     )),
-    ("OffsetForLeaderEpochRequest", "0-4", "4+", "message, versions 0-4", (
+    ("OffsetForLeaderEpochRequest", "2-4", "4+", "message, versions 2-4", (
         ('replica_id', 'int32', '3+', 'none', 'none', -1, -2, 0),
         ('topics', '[]OffsetForLeaderTopic', '0+', 'none', 'none', -1, None, 1),
     )),
-    # OffsetForLeaderEpochResponse: versions 0-4, flexible 4+
-    ("OffsetForLeaderEpochResponseEpochEndOffset", "0-4", "4+", "struct EpochEndOffset of OffsetForLeaderEpochResponse, versions 0-4", (
+    # OffsetForLeaderEpochResponse: versions 2-4, flexible 4+
+    ("OffsetForLeaderEpochResponseEpochEndOffset", "2-4", "4+", "struct EpochEndOffset of OffsetForLeaderEpochResponse, versions 2-4", (
         ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
         ('partition', 'int32', '0+', 'none', 'none', -1, 0, 0),
         ('leader_epoch', 'int32', '1+', 'none', 'none', -1, -1, 0),
         ('end_offset', 'int64', '0+', 'none', 'none', -1, -1, 0),
     )),
-    ("OffsetForLeaderTopicResult", "0-4", "4+", "struct OffsetForLeaderTopicResult of OffsetForLeaderEpochResponse, versions 0-4", (
+    ("OffsetForLeaderTopicResult", "2-4", "4+", "struct OffsetForLeaderTopicResult of OffsetForLeaderEpochResponse, versions 2-4", (
         ('topic', 'string', '0+', 'none', 'none', -1, '', 0),
         ('partitions', '[]OffsetForLeaderEpochResponseEpochEndOffset', '0+', 'none', 'none', -1, None, 1),
     )),
-    ("OffsetForLeaderEpochResponse", "0-4", "4+", "message, versions 0-4", (
+    ("OffsetForLeaderEpochResponse", "2-4", "4+", "message, versions 2-4", (
         ('throttle_time_ms', 'int32', '2+', 'none', 'none', -1, 0, 0),
         ('topics', '[]OffsetForLeaderTopicResult', '0+', 'none', 'none', -1, None, 1),
     )),
@@ -735,76 +768,162 @@ _STRUCT_TABLES = (
         ('producer_id', 'int64', '5+', 'none', 'none', -1, -1, 0),
         ('producer_epoch', 'int16', '5+', 'none', 'none', -1, -1, 0),
     )),
-    # TxnOffsetCommitRequest: versions 0-4, flexible 3+
-    ("TxnOffsetCommitRequestPartition", "0-4", "3+", "struct TxnOffsetCommitRequestPartition of TxnOffsetCommitRequest, versions 0-4", (
+    # TxnOffsetCommitRequest: versions 0-6, flexible 3+
+    ("TxnOffsetCommitRequestPartition", "0-6", "3+", "struct TxnOffsetCommitRequestPartition of TxnOffsetCommitRequest, versions 0-6", (
         ('partition_index', 'int32', '0+', 'none', 'none', -1, 0, 0),
         ('committed_offset', 'int64', '0+', 'none', 'none', -1, 0, 0),
         ('committed_leader_epoch', 'int32', '2+', 'none', 'none', -1, -1, 0),
         ('committed_metadata', 'string', '0+', '0+', 'none', -1, '', 0),
     )),
-    ("TxnOffsetCommitRequestTopic", "0-4", "3+", "struct TxnOffsetCommitRequestTopic of TxnOffsetCommitRequest, versions 0-4", (
-        ('name', 'string', '0+', 'none', 'none', -1, '', 0),
+    ("TxnOffsetCommitRequestTopic", "0-6", "3+", "struct TxnOffsetCommitRequestTopic of TxnOffsetCommitRequest, versions 0-6", (
+        ('name', 'string', '0-5', 'none', 'none', -1, '', 0),
+        ('topic_id', 'uuid', '6+', 'none', 'none', -1, None, 0),
         ('partitions', '[]TxnOffsetCommitRequestPartition', '0+', 'none', 'none', -1, None, 1),
     )),
-    ("TxnOffsetCommitRequest", "0-4", "3+", "message, versions 0-4", (
+    ("TxnOffsetCommitRequest", "0-6", "3+", "message, versions 0-6", (
         ('transactional_id', 'string', '0+', 'none', 'none', -1, '', 0),
         ('group_id', 'string', '0+', 'none', 'none', -1, '', 0),
         ('producer_id', 'int64', '0+', 'none', 'none', -1, 0, 0),
         ('producer_epoch', 'int16', '0+', 'none', 'none', -1, 0, 0),
-        ('generation_id', 'int32', '3+', 'none', 'none', -1, -1, 0),
+        ('generation_id_or_member_epoch', 'int32', '3+', 'none', 'none', -1, -1, 0),
         ('member_id', 'string', '3+', 'none', 'none', -1, '', 0),
         ('group_instance_id', 'string', '3+', '3+', 'none', -1, None, 0),
         ('topics', '[]TxnOffsetCommitRequestTopic', '0+', 'none', 'none', -1, None, 1),
     )),
-    # TxnOffsetCommitResponse: versions 0-4, flexible 3+
-    ("TxnOffsetCommitResponsePartition", "0-4", "3+", "struct TxnOffsetCommitResponsePartition of TxnOffsetCommitResponse, versions 0-4", (
+    # TxnOffsetCommitResponse: versions 0-6, flexible 3+
+    ("TxnOffsetCommitResponsePartition", "0-6", "3+", "struct TxnOffsetCommitResponsePartition of TxnOffsetCommitResponse, versions 0-6", (
         ('partition_index', 'int32', '0+', 'none', 'none', -1, 0, 0),
         ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
     )),
-    ("TxnOffsetCommitResponseTopic", "0-4", "3+", "struct TxnOffsetCommitResponseTopic of TxnOffsetCommitResponse, versions 0-4", (
-        ('name', 'string', '0+', 'none', 'none', -1, '', 0),
+    ("TxnOffsetCommitResponseTopic", "0-6", "3+", "struct TxnOffsetCommitResponseTopic of TxnOffsetCommitResponse, versions 0-6", (
+        ('name', 'string', '0-5', 'none', 'none', -1, '', 0),
+        ('topic_id', 'uuid', '6+', 'none', 'none', -1, None, 0),
         ('partitions', '[]TxnOffsetCommitResponsePartition', '0+', 'none', 'none', -1, None, 1),
     )),
-    ("TxnOffsetCommitResponse", "0-4", "3+", "message, versions 0-4", (
+    ("TxnOffsetCommitResponse", "0-6", "3+", "message, versions 0-6", (
         ('throttle_time_ms', 'int32', '0+', 'none', 'none', -1, 0, 0),
         ('topics', '[]TxnOffsetCommitResponseTopic', '0+', 'none', 'none', -1, None, 1),
     )),
-    # DescribeConfigsRequest: versions 0-4, flexible 4+
-    ("DescribeConfigsResource", "0-4", "4+", "struct DescribeConfigsResource of DescribeConfigsRequest, versions 0-4", (
+    # DescribeAclsRequest: versions 1-3, flexible 2+
+    ("DescribeAclsRequest", "1-3", "2+", "message, versions 1-3", (
+        ('resource_type_filter', 'int8', '0+', 'none', 'none', -1, 0, 0),
+        ('resource_name_filter', 'string', '0+', '0+', 'none', -1, '', 0),
+        ('pattern_type_filter', 'int8', '1+', 'none', 'none', -1, 3, 0),
+        ('principal_filter', 'string', '0+', '0+', 'none', -1, '', 0),
+        ('host_filter', 'string', '0+', '0+', 'none', -1, '', 0),
+        ('operation', 'int8', '0+', 'none', 'none', -1, 0, 0),
+        ('permission_type', 'int8', '0+', 'none', 'none', -1, 0, 0),
+    )),
+    # DescribeAclsResponse: versions 1-3, flexible 2+
+    ("AclDescription", "1-3", "2+", "struct AclDescription of DescribeAclsResponse, versions 1-3", (
+        ('principal', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('host', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('operation', 'int8', '0+', 'none', 'none', -1, 0, 0),
+        ('permission_type', 'int8', '0+', 'none', 'none', -1, 0, 0),
+    )),
+    ("DescribeAclsResource", "1-3", "2+", "struct DescribeAclsResource of DescribeAclsResponse, versions 1-3", (
+        ('resource_type', 'int8', '0+', 'none', 'none', -1, 0, 0),
+        ('resource_name', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('pattern_type', 'int8', '1+', 'none', 'none', -1, 3, 0),
+        ('acls', '[]AclDescription', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("DescribeAclsResponse", "1-3", "2+", "message, versions 1-3", (
+        ('throttle_time_ms', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('error_message', 'string', '0+', '0+', 'none', -1, '', 0),
+        ('resources', '[]DescribeAclsResource', '0+', 'none', 'none', -1, None, 1),
+    )),
+    # CreateAclsRequest: versions 1-3, flexible 2+
+    ("AclCreation", "1-3", "2+", "struct AclCreation of CreateAclsRequest, versions 1-3", (
+        ('resource_type', 'int8', '0+', 'none', 'none', -1, 0, 0),
+        ('resource_name', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('resource_pattern_type', 'int8', '1+', 'none', 'none', -1, 3, 0),
+        ('principal', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('host', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('operation', 'int8', '0+', 'none', 'none', -1, 0, 0),
+        ('permission_type', 'int8', '0+', 'none', 'none', -1, 0, 0),
+    )),
+    ("CreateAclsRequest", "1-3", "2+", "message, versions 1-3", (
+        ('creations', '[]AclCreation', '0+', 'none', 'none', -1, None, 1),
+    )),
+    # CreateAclsResponse: versions 1-3, flexible 2+
+    ("AclCreationResult", "1-3", "2+", "struct AclCreationResult of CreateAclsResponse, versions 1-3", (
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('error_message', 'string', '0+', '0+', 'none', -1, '', 0),
+    )),
+    ("CreateAclsResponse", "1-3", "2+", "message, versions 1-3", (
+        ('throttle_time_ms', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('results', '[]AclCreationResult', '0+', 'none', 'none', -1, None, 1),
+    )),
+    # DeleteAclsRequest: versions 1-3, flexible 2+
+    ("DeleteAclsFilter", "1-3", "2+", "struct DeleteAclsFilter of DeleteAclsRequest, versions 1-3", (
+        ('resource_type_filter', 'int8', '0+', 'none', 'none', -1, 0, 0),
+        ('resource_name_filter', 'string', '0+', '0+', 'none', -1, '', 0),
+        ('pattern_type_filter', 'int8', '1+', 'none', 'none', -1, 3, 0),
+        ('principal_filter', 'string', '0+', '0+', 'none', -1, '', 0),
+        ('host_filter', 'string', '0+', '0+', 'none', -1, '', 0),
+        ('operation', 'int8', '0+', 'none', 'none', -1, 0, 0),
+        ('permission_type', 'int8', '0+', 'none', 'none', -1, 0, 0),
+    )),
+    ("DeleteAclsRequest", "1-3", "2+", "message, versions 1-3", (
+        ('filters', '[]DeleteAclsFilter', '0+', 'none', 'none', -1, None, 1),
+    )),
+    # DeleteAclsResponse: versions 1-3, flexible 2+
+    ("DeleteAclsMatchingAcl", "1-3", "2+", "struct DeleteAclsMatchingAcl of DeleteAclsResponse, versions 1-3", (
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('error_message', 'string', '0+', '0+', 'none', -1, '', 0),
+        ('resource_type', 'int8', '0+', 'none', 'none', -1, 0, 0),
+        ('resource_name', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('pattern_type', 'int8', '1+', 'none', 'none', -1, 3, 0),
+        ('principal', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('host', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('operation', 'int8', '0+', 'none', 'none', -1, 0, 0),
+        ('permission_type', 'int8', '0+', 'none', 'none', -1, 0, 0),
+    )),
+    ("DeleteAclsFilterResult", "1-3", "2+", "struct DeleteAclsFilterResult of DeleteAclsResponse, versions 1-3", (
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('error_message', 'string', '0+', '0+', 'none', -1, '', 0),
+        ('matching_acls', '[]DeleteAclsMatchingAcl', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("DeleteAclsResponse", "1-3", "2+", "message, versions 1-3", (
+        ('throttle_time_ms', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('filter_results', '[]DeleteAclsFilterResult', '0+', 'none', 'none', -1, None, 1),
+    )),
+    # DescribeConfigsRequest: versions 1-4, flexible 4+
+    ("DescribeConfigsResource", "1-4", "4+", "struct DescribeConfigsResource of DescribeConfigsRequest, versions 1-4", (
         ('resource_type', 'int8', '0+', 'none', 'none', -1, 0, 0),
         ('resource_name', 'string', '0+', 'none', 'none', -1, '', 0),
         ('configuration_keys', '[]string', '0+', '0+', 'none', -1, None, 1),
     )),
-    ("DescribeConfigsRequest", "0-4", "4+", "message, versions 0-4", (
+    ("DescribeConfigsRequest", "1-4", "4+", "message, versions 1-4", (
         ('resources', '[]DescribeConfigsResource', '0+', 'none', 'none', -1, None, 1),
         ('include_synonyms', 'bool', '1+', 'none', 'none', -1, False, 0),
         ('include_documentation', 'bool', '3+', 'none', 'none', -1, False, 0),
     )),
-    # DescribeConfigsResponse: versions 0-4, flexible 4+
-    ("DescribeConfigsSynonym", "0-4", "4+", "struct DescribeConfigsSynonym of DescribeConfigsResponse, versions 0-4", (
+    # DescribeConfigsResponse: versions 1-4, flexible 4+
+    ("DescribeConfigsSynonym", "1-4", "4+", "struct DescribeConfigsSynonym of DescribeConfigsResponse, versions 1-4", (
         ('name', 'string', '1+', 'none', 'none', -1, '', 0),
         ('value', 'string', '1+', '0+', 'none', -1, '', 0),
         ('source', 'int8', '1+', 'none', 'none', -1, 0, 0),
     )),
-    ("DescribeConfigsResourceResult", "0-4", "4+", "struct DescribeConfigsResourceResult of DescribeConfigsResponse, versions 0-4", (
+    ("DescribeConfigsResourceResult", "1-4", "4+", "struct DescribeConfigsResourceResult of DescribeConfigsResponse, versions 1-4", (
         ('name', 'string', '0+', 'none', 'none', -1, '', 0),
         ('value', 'string', '0+', '0+', 'none', -1, '', 0),
         ('read_only', 'bool', '0+', 'none', 'none', -1, False, 0),
-        ('is_default', 'bool', '0', 'none', 'none', -1, False, 0),
         ('config_source', 'int8', '1+', 'none', 'none', -1, -1, 0),
         ('is_sensitive', 'bool', '0+', 'none', 'none', -1, False, 0),
         ('synonyms', '[]DescribeConfigsSynonym', '1+', 'none', 'none', -1, None, 1),
         ('config_type', 'int8', '3+', 'none', 'none', -1, 0, 0),
         ('documentation', 'string', '3+', '0+', 'none', -1, '', 0),
     )),
-    ("DescribeConfigsResult", "0-4", "4+", "struct DescribeConfigsResult of DescribeConfigsResponse, versions 0-4", (
+    ("DescribeConfigsResult", "1-4", "4+", "struct DescribeConfigsResult of DescribeConfigsResponse, versions 1-4", (
         ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
         ('error_message', 'string', '0+', '0+', 'none', -1, '', 0),
         ('resource_type', 'int8', '0+', 'none', 'none', -1, 0, 0),
         ('resource_name', 'string', '0+', 'none', 'none', -1, '', 0),
         ('configs', '[]DescribeConfigsResourceResult', '0+', 'none', 'none', -1, None, 1),
     )),
-    ("DescribeConfigsResponse", "0-4", "4+", "message, versions 0-4", (
+    ("DescribeConfigsResponse", "1-4", "4+", "message, versions 1-4", (
         ('throttle_time_ms', 'int32', '0+', 'none', 'none', -1, 0, 0),
         ('results', '[]DescribeConfigsResult', '0+', 'none', 'none', -1, None, 1),
     )),
@@ -843,19 +962,162 @@ _STRUCT_TABLES = (
         ('throttle_time_ms', 'int32', '0+', 'none', 'none', -1, 0, 0),
         ('results', '[]CreatePartitionsTopicResult', '0+', 'none', 'none', -1, None, 1),
     )),
-    # DescribeClusterRequest: versions 0-1, flexible 0+
-    ("DescribeClusterRequest", "0-1", "0+", "message, versions 0-1", (
+    # DeleteGroupsRequest: versions 0-3, flexible 2+
+    ("DeleteGroupsRequest", "0-3", "2+", "message, versions 0-3", (
+        ('groups_names', '[]string', '0+', 'none', 'none', -1, None, 1),
+    )),
+    # DeleteGroupsResponse: versions 0-3, flexible 2+
+    ("DeletableGroupResult", "0-3", "2+", "struct DeletableGroupResult of DeleteGroupsResponse, versions 0-3", (
+        ('group_id', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('error_message', 'string', '3+', '3+', 'none', -1, None, 0),
+    )),
+    ("DeleteGroupsResponse", "0-3", "2+", "message, versions 0-3", (
+        ('throttle_time_ms', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('results', '[]DeletableGroupResult', '0+', 'none', 'none', -1, None, 1),
+    )),
+    # ElectLeadersRequest: versions 0-2, flexible 2+
+    ("ElectLeadersRequestTopicPartitions", "0-2", "2+", "struct TopicPartitions of ElectLeadersRequest, versions 0-2", (
+        ('topic', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('partitions', '[]int32', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("ElectLeadersRequest", "0-2", "2+", "message, versions 0-2", (
+        ('election_type', 'int8', '1+', 'none', 'none', -1, 0, 0),
+        ('topic_partitions', '[]ElectLeadersRequestTopicPartitions', '0+', '0+', 'none', -1, None, 1),
+        ('timeout_ms', 'int32', '0+', 'none', 'none', -1, 60000, 0),
+    )),
+    # ElectLeadersResponse: versions 0-2, flexible 2+
+    ("PartitionResult", "0-2", "2+", "struct PartitionResult of ElectLeadersResponse, versions 0-2", (
+        ('partition_id', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('error_message', 'string', '0+', '0+', 'none', -1, '', 0),
+    )),
+    ("ReplicaElectionResult", "0-2", "2+", "struct ReplicaElectionResult of ElectLeadersResponse, versions 0-2", (
+        ('topic', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('partition_result', '[]PartitionResult', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("ElectLeadersResponse", "0-2", "2+", "message, versions 0-2", (
+        ('throttle_time_ms', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('error_code', 'int16', '1+', 'none', 'none', -1, 0, 0),
+        ('replica_election_results', '[]ReplicaElectionResult', '0+', 'none', 'none', -1, None, 1),
+    )),
+    # IncrementalAlterConfigsRequest: versions 0-1, flexible 1+
+    ("AlterableConfig", "0-1", "1+", "struct AlterableConfig of IncrementalAlterConfigsRequest, versions 0-1", (
+        ('name', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('config_operation', 'int8', '0+', 'none', 'none', -1, 0, 0),
+        ('value', 'string', '0+', '0+', 'none', -1, '', 0),
+    )),
+    ("AlterConfigsResource", "0-1", "1+", "struct AlterConfigsResource of IncrementalAlterConfigsRequest, versions 0-1", (
+        ('resource_type', 'int8', '0+', 'none', 'none', -1, 0, 0),
+        ('resource_name', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('configs', '[]AlterableConfig', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("IncrementalAlterConfigsRequest", "0-1", "1+", "message, versions 0-1", (
+        ('resources', '[]AlterConfigsResource', '0+', 'none', 'none', -1, None, 1),
+        ('validate_only', 'bool', '0+', 'none', 'none', -1, False, 0),
+    )),
+    # IncrementalAlterConfigsResponse: versions 0-1, flexible 1+
+    ("AlterConfigsResourceResponse", "0-1", "1+", "struct AlterConfigsResourceResponse of IncrementalAlterConfigsResponse, versions 0-1", (
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('error_message', 'string', '0+', '0+', 'none', -1, '', 0),
+        ('resource_type', 'int8', '0+', 'none', 'none', -1, 0, 0),
+        ('resource_name', 'string', '0+', 'none', 'none', -1, '', 0),
+    )),
+    ("IncrementalAlterConfigsResponse", "0-1", "1+", "message, versions 0-1", (
+        ('throttle_time_ms', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('responses', '[]AlterConfigsResourceResponse', '0+', 'none', 'none', -1, None, 1),
+    )),
+    # OffsetDeleteRequest: versions 0, flexible none
+    ("OffsetDeleteRequestPartition", "0", "none", "struct OffsetDeleteRequestPartition of OffsetDeleteRequest, versions 0", (
+        ('partition_index', 'int32', '0+', 'none', 'none', -1, 0, 0),
+    )),
+    ("OffsetDeleteRequestTopic", "0", "none", "struct OffsetDeleteRequestTopic of OffsetDeleteRequest, versions 0", (
+        ('name', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('partitions', '[]OffsetDeleteRequestPartition', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("OffsetDeleteRequest", "0", "none", "message, versions 0", (
+        ('group_id', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('topics', '[]OffsetDeleteRequestTopic', '0+', 'none', 'none', -1, None, 1),
+    )),
+    # OffsetDeleteResponse: versions 0, flexible none
+    ("OffsetDeleteResponsePartition", "0", "none", "struct OffsetDeleteResponsePartition of OffsetDeleteResponse, versions 0", (
+        ('partition_index', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+    )),
+    ("OffsetDeleteResponseTopic", "0", "none", "struct OffsetDeleteResponseTopic of OffsetDeleteResponse, versions 0", (
+        ('name', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('partitions', '[]OffsetDeleteResponsePartition', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("OffsetDeleteResponse", "0", "none", "message, versions 0", (
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('throttle_time_ms', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('topics', '[]OffsetDeleteResponseTopic', '0+', 'none', 'none', -1, None, 1),
+    )),
+    # DescribeUserScramCredentialsRequest: versions 0, flexible 0+
+    ("UserName", "0", "0+", "struct UserName of DescribeUserScramCredentialsRequest, versions 0", (
+        ('name', 'string', '0+', 'none', 'none', -1, '', 0),
+    )),
+    ("DescribeUserScramCredentialsRequest", "0", "0+", "message, versions 0", (
+        ('users', '[]UserName', '0+', '0+', 'none', -1, None, 1),
+    )),
+    # DescribeUserScramCredentialsResponse: versions 0, flexible 0+
+    ("CredentialInfo", "0", "0+", "struct CredentialInfo of DescribeUserScramCredentialsResponse, versions 0", (
+        ('mechanism', 'int8', '0+', 'none', 'none', -1, 0, 0),
+        ('iterations', 'int32', '0+', 'none', 'none', -1, 0, 0),
+    )),
+    ("DescribeUserScramCredentialsResult", "0", "0+", "struct DescribeUserScramCredentialsResult of DescribeUserScramCredentialsResponse, versions 0", (
+        ('user', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('error_message', 'string', '0+', '0+', 'none', -1, '', 0),
+        ('credential_infos', '[]CredentialInfo', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("DescribeUserScramCredentialsResponse", "0", "0+", "message, versions 0", (
+        ('throttle_time_ms', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('error_message', 'string', '0+', '0+', 'none', -1, '', 0),
+        ('results', '[]DescribeUserScramCredentialsResult', '0+', 'none', 'none', -1, None, 1),
+    )),
+    # AlterUserScramCredentialsRequest: versions 0, flexible 0+
+    ("ScramCredentialDeletion", "0", "0+", "struct ScramCredentialDeletion of AlterUserScramCredentialsRequest, versions 0", (
+        ('name', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('mechanism', 'int8', '0+', 'none', 'none', -1, 0, 0),
+    )),
+    ("ScramCredentialUpsertion", "0", "0+", "struct ScramCredentialUpsertion of AlterUserScramCredentialsRequest, versions 0", (
+        ('name', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('mechanism', 'int8', '0+', 'none', 'none', -1, 0, 0),
+        ('iterations', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('salt', 'bytes', '0+', 'none', 'none', -1, b"", 0),
+        ('salted_password', 'bytes', '0+', 'none', 'none', -1, b"", 0),
+    )),
+    ("AlterUserScramCredentialsRequest", "0", "0+", "message, versions 0", (
+        ('deletions', '[]ScramCredentialDeletion', '0+', 'none', 'none', -1, None, 1),
+        ('upsertions', '[]ScramCredentialUpsertion', '0+', 'none', 'none', -1, None, 1),
+    )),
+    # AlterUserScramCredentialsResponse: versions 0, flexible 0+
+    ("AlterUserScramCredentialsResult", "0", "0+", "struct AlterUserScramCredentialsResult of AlterUserScramCredentialsResponse, versions 0", (
+        ('user', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('error_message', 'string', '0+', '0+', 'none', -1, '', 0),
+    )),
+    ("AlterUserScramCredentialsResponse", "0", "0+", "message, versions 0", (
+        ('throttle_time_ms', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('results', '[]AlterUserScramCredentialsResult', '0+', 'none', 'none', -1, None, 1),
+    )),
+    # DescribeClusterRequest: versions 0-2, flexible 0+
+    ("DescribeClusterRequest", "0-2", "0+", "message, versions 0-2", (
         ('include_cluster_authorized_operations', 'bool', '0+', 'none', 'none', -1, False, 0),
         ('endpoint_type', 'int8', '1+', 'none', 'none', -1, 1, 0),
+        ('include_fenced_brokers', 'bool', '2+', 'none', 'none', -1, False, 0),
     )),
-    # DescribeClusterResponse: versions 0-1, flexible 0+
-    ("DescribeClusterBroker", "0-1", "0+", "struct DescribeClusterBroker of DescribeClusterResponse, versions 0-1", (
+    # DescribeClusterResponse: versions 0-2, flexible 0+
+    ("DescribeClusterBroker", "0-2", "0+", "struct DescribeClusterBroker of DescribeClusterResponse, versions 0-2", (
         ('broker_id', 'int32', '0+', 'none', 'none', -1, 0, 0),
         ('host', 'string', '0+', 'none', 'none', -1, '', 0),
         ('port', 'int32', '0+', 'none', 'none', -1, 0, 0),
         ('rack', 'string', '0+', '0+', 'none', -1, None, 0),
+        ('is_fenced', 'bool', '2+', 'none', 'none', -1, False, 0),
     )),
-    ("DescribeClusterResponse", "0-1", "0+", "message, versions 0-1", (
+    ("DescribeClusterResponse", "0-2", "0+", "message, versions 0-2", (
         ('throttle_time_ms', 'int32', '0+', 'none', 'none', -1, 0, 0),
         ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
         ('error_message', 'string', '0+', '0+', 'none', -1, None, 0),
@@ -864,6 +1126,79 @@ _STRUCT_TABLES = (
         ('controller_id', 'int32', '0+', 'none', 'none', -1, -1, 0),
         ('brokers', '[]DescribeClusterBroker', '0+', 'none', 'none', -1, None, 1),
         ('cluster_authorized_operations', 'int32', '0+', 'none', 'none', -1, -2147483648, 0),
+    )),
+    # DescribeProducersRequest: versions 0, flexible 0+
+    ("TopicRequest", "0", "0+", "struct TopicRequest of DescribeProducersRequest, versions 0", (
+        ('name', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('partition_indexes', '[]int32', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("DescribeProducersRequest", "0", "0+", "message, versions 0", (
+        ('topics', '[]TopicRequest', '0+', 'none', 'none', -1, None, 1),
+    )),
+    # DescribeProducersResponse: versions 0, flexible 0+
+    ("ProducerState", "0", "0+", "struct ProducerState of DescribeProducersResponse, versions 0", (
+        ('producer_id', 'int64', '0+', 'none', 'none', -1, 0, 0),
+        ('producer_epoch', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('last_sequence', 'int32', '0+', 'none', 'none', -1, -1, 0),
+        ('last_timestamp', 'int64', '0+', 'none', 'none', -1, -1, 0),
+        ('coordinator_epoch', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('current_txn_start_offset', 'int64', '0+', 'none', 'none', -1, -1, 0),
+    )),
+    ("PartitionResponse", "0", "0+", "struct PartitionResponse of DescribeProducersResponse, versions 0", (
+        ('partition_index', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('error_message', 'string', '0+', '0+', 'none', -1, None, 0),
+        ('active_producers', '[]ProducerState', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("TopicResponse", "0", "0+", "struct TopicResponse of DescribeProducersResponse, versions 0", (
+        ('name', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('partitions', '[]PartitionResponse', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("DescribeProducersResponse", "0", "0+", "message, versions 0", (
+        ('throttle_time_ms', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('topics', '[]TopicResponse', '0+', 'none', 'none', -1, None, 1),
+    )),
+    # DescribeTransactionsRequest: versions 0, flexible 0+
+    ("DescribeTransactionsRequest", "0", "0+", "message, versions 0", (
+        ('transactional_ids', '[]string', '0+', 'none', 'none', -1, None, 1),
+    )),
+    # DescribeTransactionsResponse: versions 0, flexible 0+
+    ("TopicData", "0", "0+", "struct TopicData of DescribeTransactionsResponse, versions 0", (
+        ('topic', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('partitions', '[]int32', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("DescribeTransactionsResponseTransactionState", "0", "0+", "struct TransactionState of DescribeTransactionsResponse, versions 0", (
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('transactional_id', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('transaction_state', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('transaction_timeout_ms', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('transaction_start_time_ms', 'int64', '0+', 'none', 'none', -1, 0, 0),
+        ('producer_id', 'int64', '0+', 'none', 'none', -1, 0, 0),
+        ('producer_epoch', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('topics', '[]TopicData', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("DescribeTransactionsResponse", "0", "0+", "message, versions 0", (
+        ('throttle_time_ms', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('transaction_states', '[]DescribeTransactionsResponseTransactionState', '0+', 'none', 'none', -1, None, 1),
+    )),
+    # ListTransactionsRequest: versions 0-2, flexible 0+
+    ("ListTransactionsRequest", "0-2", "0+", "message, versions 0-2", (
+        ('state_filters', '[]string', '0+', 'none', 'none', -1, None, 1),
+        ('producer_id_filters', '[]int64', '0+', 'none', 'none', -1, None, 1),
+        ('duration_filter', 'int64', '1+', 'none', 'none', -1, -1, 0),
+        ('transactional_id_pattern', 'string', '2+', '2+', 'none', -1, None, 0),
+    )),
+    # ListTransactionsResponse: versions 0-2, flexible 0+
+    ("ListTransactionsResponseTransactionState", "0-2", "0+", "struct TransactionState of ListTransactionsResponse, versions 0-2", (
+        ('transactional_id', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('producer_id', 'int64', '0+', 'none', 'none', -1, 0, 0),
+        ('transaction_state', 'string', '0+', 'none', 'none', -1, '', 0),
+    )),
+    ("ListTransactionsResponse", "0-2", "0+", "message, versions 0-2", (
+        ('throttle_time_ms', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('unknown_state_filters', '[]string', '0+', 'none', 'none', -1, None, 1),
+        ('transaction_states', '[]ListTransactionsResponseTransactionState', '0+', 'none', 'none', -1, None, 1),
     )),
     # ConsumerGroupHeartbeatRequest: versions 0-1, flexible 0+
     ("ConsumerGroupHeartbeatRequestTopicPartitions", "0-1", "0+", "struct TopicPartitions of ConsumerGroupHeartbeatRequest, versions 0-1", (
@@ -898,6 +1233,333 @@ _STRUCT_TABLES = (
         ('member_epoch', 'int32', '0+', 'none', 'none', -1, 0, 0),
         ('heartbeat_interval_ms', 'int32', '0+', 'none', 'none', -1, 0, 0),
         ('assignment', 'Assignment', '0+', '0+', 'none', -1, None, 0),
+    )),
+    # ConsumerGroupDescribeRequest: versions 0-1, flexible 0+
+    ("ConsumerGroupDescribeRequest", "0-1", "0+", "message, versions 0-1", (
+        ('group_ids', '[]string', '0+', 'none', 'none', -1, None, 1),
+        ('include_authorized_operations', 'bool', '0+', 'none', 'none', -1, False, 0),
+    )),
+    # ConsumerGroupDescribeResponse: versions 0-1, flexible 0+
+    ("ConsumerGroupDescribeResponseTopicPartitions", "0-1", "0+", "struct TopicPartitions of ConsumerGroupDescribeResponse, versions 0-1", (
+        ('topic_id', 'uuid', '0+', 'none', 'none', -1, None, 0),
+        ('topic_name', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('partitions', '[]int32', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("ConsumerGroupDescribeResponseAssignment", "0-1", "0+", "struct Assignment of ConsumerGroupDescribeResponse, versions 0-1", (
+        ('topic_partitions', '[]ConsumerGroupDescribeResponseTopicPartitions', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("ConsumerGroupDescribeResponseMember", "0-1", "0+", "struct Member of ConsumerGroupDescribeResponse, versions 0-1", (
+        ('member_id', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('instance_id', 'string', '0+', '0+', 'none', -1, None, 0),
+        ('rack_id', 'string', '0+', '0+', 'none', -1, None, 0),
+        ('member_epoch', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('client_id', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('client_host', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('subscribed_topic_names', '[]string', '0+', 'none', 'none', -1, None, 1),
+        ('subscribed_topic_regex', 'string', '0+', '0+', 'none', -1, None, 0),
+        ('assignment', 'ConsumerGroupDescribeResponseAssignment', '0+', 'none', 'none', -1, None, 1),
+        ('target_assignment', 'ConsumerGroupDescribeResponseAssignment', '0+', 'none', 'none', -1, None, 1),
+        ('member_type', 'int8', '1+', 'none', 'none', -1, -1, 0),
+    )),
+    ("ConsumerGroupDescribeResponseDescribedGroup", "0-1", "0+", "struct DescribedGroup of ConsumerGroupDescribeResponse, versions 0-1", (
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('error_message', 'string', '0+', '0+', 'none', -1, None, 0),
+        ('group_id', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('group_state', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('group_epoch', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('assignment_epoch', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('assignor_name', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('members', '[]ConsumerGroupDescribeResponseMember', '0+', 'none', 'none', -1, None, 1),
+        ('authorized_operations', 'int32', '0+', 'none', 'none', -1, -2147483648, 0),
+    )),
+    ("ConsumerGroupDescribeResponse", "0-1", "0+", "message, versions 0-1", (
+        ('throttle_time_ms', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('groups', '[]ConsumerGroupDescribeResponseDescribedGroup', '0+', 'none', 'none', -1, None, 1),
+    )),
+    # ListConfigResourcesRequest: versions 0-1, flexible 0+
+    ("ListConfigResourcesRequest", "0-1", "0+", "message, versions 0-1", (
+        ('resource_types', '[]int8', '1+', 'none', 'none', -1, None, 1),
+    )),
+    # ListConfigResourcesResponse: versions 0-1, flexible 0+
+    ("ConfigResource", "0-1", "0+", "struct ConfigResource of ListConfigResourcesResponse, versions 0-1", (
+        ('resource_name', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('resource_type', 'int8', '1+', 'none', 'none', -1, 16, 0),
+    )),
+    ("ListConfigResourcesResponse", "0-1", "0+", "message, versions 0-1", (
+        ('throttle_time_ms', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('config_resources', '[]ConfigResource', '0+', 'none', 'none', -1, None, 1),
+    )),
+    # ShareGroupHeartbeatRequest: versions 1, flexible 0+
+    ("ShareGroupHeartbeatRequest", "1", "0+", "message, versions 1", (
+        ('group_id', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('member_id', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('member_epoch', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('rack_id', 'string', '0+', '0+', 'none', -1, None, 0),
+        ('subscribed_topic_names', '[]string', '0+', '0+', 'none', -1, None, 0),
+    )),
+    # ShareGroupHeartbeatResponse: versions 1, flexible 0+
+    ("ShareGroupHeartbeatResponseTopicPartitions", "1", "0+", "struct TopicPartitions of ShareGroupHeartbeatResponse, versions 1", (
+        ('topic_id', 'uuid', '0+', 'none', 'none', -1, None, 0),
+        ('partitions', '[]int32', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("ShareGroupHeartbeatResponseAssignment", "1", "0+", "struct Assignment of ShareGroupHeartbeatResponse, versions 1", (
+        ('topic_partitions', '[]ShareGroupHeartbeatResponseTopicPartitions', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("ShareGroupHeartbeatResponse", "1", "0+", "message, versions 1", (
+        ('throttle_time_ms', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('error_message', 'string', '0+', '0+', 'none', -1, None, 0),
+        ('member_id', 'string', '0+', '0+', 'none', -1, None, 0),
+        ('member_epoch', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('heartbeat_interval_ms', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('assignment', 'ShareGroupHeartbeatResponseAssignment', '0+', '0+', 'none', -1, None, 0),
+    )),
+    # ShareGroupDescribeRequest: versions 1, flexible 0+
+    ("ShareGroupDescribeRequest", "1", "0+", "message, versions 1", (
+        ('group_ids', '[]string', '0+', 'none', 'none', -1, None, 1),
+        ('include_authorized_operations', 'bool', '0+', 'none', 'none', -1, False, 0),
+    )),
+    # ShareGroupDescribeResponse: versions 1, flexible 0+
+    ("ShareGroupDescribeResponseTopicPartitions", "1", "0+", "struct TopicPartitions of ShareGroupDescribeResponse, versions 1", (
+        ('topic_id', 'uuid', '0+', 'none', 'none', -1, None, 0),
+        ('topic_name', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('partitions', '[]int32', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("ShareGroupDescribeResponseAssignment", "1", "0+", "struct Assignment of ShareGroupDescribeResponse, versions 1", (
+        ('topic_partitions', '[]ShareGroupDescribeResponseTopicPartitions', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("ShareGroupDescribeResponseMember", "1", "0+", "struct Member of ShareGroupDescribeResponse, versions 1", (
+        ('member_id', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('rack_id', 'string', '0+', '0+', 'none', -1, None, 0),
+        ('member_epoch', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('client_id', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('client_host', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('subscribed_topic_names', '[]string', '0+', 'none', 'none', -1, None, 1),
+        ('assignment', 'ShareGroupDescribeResponseAssignment', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("ShareGroupDescribeResponseDescribedGroup", "1", "0+", "struct DescribedGroup of ShareGroupDescribeResponse, versions 1", (
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('error_message', 'string', '0+', '0+', 'none', -1, None, 0),
+        ('group_id', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('group_state', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('group_epoch', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('assignment_epoch', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('assignor_name', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('members', '[]ShareGroupDescribeResponseMember', '0+', 'none', 'none', -1, None, 1),
+        ('authorized_operations', 'int32', '0+', 'none', 'none', -1, -2147483648, 0),
+    )),
+    ("ShareGroupDescribeResponse", "1", "0+", "message, versions 1", (
+        ('throttle_time_ms', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('groups', '[]ShareGroupDescribeResponseDescribedGroup', '0+', 'none', 'none', -1, None, 1),
+    )),
+    # ShareFetchRequest: versions 1-2, flexible 0+
+    ("ShareFetchRequestAcknowledgementBatch", "1-2", "0+", "struct AcknowledgementBatch of ShareFetchRequest, versions 1-2", (
+        ('first_offset', 'int64', '0+', 'none', 'none', -1, 0, 0),
+        ('last_offset', 'int64', '0+', 'none', 'none', -1, 0, 0),
+        ('acknowledge_types', '[]int8', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("ShareFetchRequestFetchPartition", "1-2", "0+", "struct FetchPartition of ShareFetchRequest, versions 1-2", (
+        ('partition_index', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('partition_max_bytes', 'int32', '0', 'none', 'none', -1, 0, 0),
+        ('acknowledgement_batches', '[]ShareFetchRequestAcknowledgementBatch', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("ShareFetchRequestFetchTopic", "1-2", "0+", "struct FetchTopic of ShareFetchRequest, versions 1-2", (
+        ('topic_id', 'uuid', '0+', 'none', 'none', -1, None, 0),
+        ('partitions', '[]ShareFetchRequestFetchPartition', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("ShareFetchRequestForgottenTopic", "1-2", "0+", "struct ForgottenTopic of ShareFetchRequest, versions 1-2", (
+        ('topic_id', 'uuid', '0+', 'none', 'none', -1, None, 0),
+        ('partitions', '[]int32', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("ShareFetchRequest", "1-2", "0+", "message, versions 1-2", (
+        ('group_id', 'string', '0+', '0+', 'none', -1, None, 0),
+        ('member_id', 'string', '0+', '0+', 'none', -1, '', 0),
+        ('share_session_epoch', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('max_wait_ms', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('min_bytes', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('max_bytes', 'int32', '0+', 'none', 'none', -1, 2147483647, 0),
+        ('max_records', 'int32', '1+', 'none', 'none', -1, 0, 0),
+        ('batch_size', 'int32', '1+', 'none', 'none', -1, 0, 0),
+        ('share_acquire_mode', 'int8', '2+', 'none', 'none', -1, 0, 0),
+        ('is_renew_ack', 'bool', '2+', 'none', 'none', -1, False, 0),
+        ('topics', '[]ShareFetchRequestFetchTopic', '0+', 'none', 'none', -1, None, 1),
+        ('forgotten_topics_data', '[]ShareFetchRequestForgottenTopic', '0+', 'none', 'none', -1, None, 1),
+    )),
+    # ShareFetchResponse: versions 1-2, flexible 0+
+    ("ShareFetchResponseLeaderIdAndEpoch", "1-2", "0+", "struct LeaderIdAndEpoch of ShareFetchResponse, versions 1-2", (
+        ('leader_id', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('leader_epoch', 'int32', '0+', 'none', 'none', -1, 0, 0),
+    )),
+    ("AcquiredRecords", "1-2", "0+", "struct AcquiredRecords of ShareFetchResponse, versions 1-2", (
+        ('first_offset', 'int64', '0+', 'none', 'none', -1, 0, 0),
+        ('last_offset', 'int64', '0+', 'none', 'none', -1, 0, 0),
+        ('delivery_count', 'int16', '0+', 'none', 'none', -1, 0, 0),
+    )),
+    ("ShareFetchResponsePartitionData", "1-2", "0+", "struct PartitionData of ShareFetchResponse, versions 1-2", (
+        ('partition_index', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('error_message', 'string', '0+', '0+', 'none', -1, None, 0),
+        ('acknowledge_error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('acknowledge_error_message', 'string', '0+', '0+', 'none', -1, None, 0),
+        ('current_leader', 'ShareFetchResponseLeaderIdAndEpoch', '0+', 'none', 'none', -1, None, 1),
+        ('records', 'records', '0+', '0', 'none', -1, None, 0),
+        ('acquired_records', '[]AcquiredRecords', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("ShareFetchableTopicResponse", "1-2", "0+", "struct ShareFetchableTopicResponse of ShareFetchResponse, versions 1-2", (
+        ('topic_id', 'uuid', '0+', 'none', 'none', -1, None, 0),
+        ('partitions', '[]ShareFetchResponsePartitionData', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("ShareFetchResponseNodeEndpoint", "1-2", "0+", "struct NodeEndpoint of ShareFetchResponse, versions 1-2", (
+        ('node_id', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('host', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('port', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('rack', 'string', '0+', '0+', 'none', -1, None, 0),
+    )),
+    ("ShareFetchResponse", "1-2", "0+", "message, versions 1-2", (
+        ('throttle_time_ms', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('error_message', 'string', '0+', '0+', 'none', -1, None, 0),
+        ('acquisition_lock_timeout_ms', 'int32', '1+', 'none', 'none', -1, 0, 0),
+        ('responses', '[]ShareFetchableTopicResponse', '0+', 'none', 'none', -1, None, 1),
+        ('node_endpoints', '[]ShareFetchResponseNodeEndpoint', '0+', 'none', 'none', -1, None, 1),
+    )),
+    # ShareAcknowledgeRequest: versions 1-2, flexible 0+
+    ("ShareAcknowledgeRequestAcknowledgementBatch", "1-2", "0+", "struct AcknowledgementBatch of ShareAcknowledgeRequest, versions 1-2", (
+        ('first_offset', 'int64', '0+', 'none', 'none', -1, 0, 0),
+        ('last_offset', 'int64', '0+', 'none', 'none', -1, 0, 0),
+        ('acknowledge_types', '[]int8', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("AcknowledgePartition", "1-2", "0+", "struct AcknowledgePartition of ShareAcknowledgeRequest, versions 1-2", (
+        ('partition_index', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('acknowledgement_batches', '[]ShareAcknowledgeRequestAcknowledgementBatch', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("AcknowledgeTopic", "1-2", "0+", "struct AcknowledgeTopic of ShareAcknowledgeRequest, versions 1-2", (
+        ('topic_id', 'uuid', '0+', 'none', 'none', -1, None, 0),
+        ('partitions', '[]AcknowledgePartition', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("ShareAcknowledgeRequest", "1-2", "0+", "message, versions 1-2", (
+        ('group_id', 'string', '0+', '0+', 'none', -1, None, 0),
+        ('member_id', 'string', '0+', '0+', 'none', -1, '', 0),
+        ('share_session_epoch', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('is_renew_ack', 'bool', '2+', 'none', 'none', -1, False, 0),
+        ('topics', '[]AcknowledgeTopic', '0+', 'none', 'none', -1, None, 1),
+    )),
+    # ShareAcknowledgeResponse: versions 1-2, flexible 0+
+    ("ShareAcknowledgeResponseLeaderIdAndEpoch", "1-2", "0+", "struct LeaderIdAndEpoch of ShareAcknowledgeResponse, versions 1-2", (
+        ('leader_id', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('leader_epoch', 'int32', '0+', 'none', 'none', -1, 0, 0),
+    )),
+    ("ShareAcknowledgeResponsePartitionData", "1-2", "0+", "struct PartitionData of ShareAcknowledgeResponse, versions 1-2", (
+        ('partition_index', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('error_message', 'string', '0+', '0+', 'none', -1, None, 0),
+        ('current_leader', 'ShareAcknowledgeResponseLeaderIdAndEpoch', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("ShareAcknowledgeTopicResponse", "1-2", "0+", "struct ShareAcknowledgeTopicResponse of ShareAcknowledgeResponse, versions 1-2", (
+        ('topic_id', 'uuid', '0+', 'none', 'none', -1, None, 0),
+        ('partitions', '[]ShareAcknowledgeResponsePartitionData', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("ShareAcknowledgeResponseNodeEndpoint", "1-2", "0+", "struct NodeEndpoint of ShareAcknowledgeResponse, versions 1-2", (
+        ('node_id', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('host', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('port', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('rack', 'string', '0+', '0+', 'none', -1, None, 0),
+    )),
+    ("ShareAcknowledgeResponse", "1-2", "0+", "message, versions 1-2", (
+        ('throttle_time_ms', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('error_message', 'string', '0+', '0+', 'none', -1, None, 0),
+        ('acquisition_lock_timeout_ms', 'int32', '2+', 'none', 'none', -1, 0, 0),
+        ('responses', '[]ShareAcknowledgeTopicResponse', '0+', 'none', 'none', -1, None, 1),
+        ('node_endpoints', '[]ShareAcknowledgeResponseNodeEndpoint', '0+', 'none', 'none', -1, None, 1),
+    )),
+    # DescribeShareGroupOffsetsRequest: versions 0-1, flexible 0+
+    ("DescribeShareGroupOffsetsRequestTopic", "0-1", "0+", "struct DescribeShareGroupOffsetsRequestTopic of DescribeShareGroupOffsetsRequest, versions 0-1", (
+        ('topic_name', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('partitions', '[]int32', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("DescribeShareGroupOffsetsRequestGroup", "0-1", "0+", "struct DescribeShareGroupOffsetsRequestGroup of DescribeShareGroupOffsetsRequest, versions 0-1", (
+        ('group_id', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('topics', '[]DescribeShareGroupOffsetsRequestTopic', '0+', '0+', 'none', -1, None, 1),
+    )),
+    ("DescribeShareGroupOffsetsRequest", "0-1", "0+", "message, versions 0-1", (
+        ('groups', '[]DescribeShareGroupOffsetsRequestGroup', '0+', 'none', 'none', -1, None, 1),
+    )),
+    # DescribeShareGroupOffsetsResponse: versions 0-1, flexible 0+
+    ("DescribeShareGroupOffsetsResponsePartition", "0-1", "0+", "struct DescribeShareGroupOffsetsResponsePartition of DescribeShareGroupOffsetsResponse, versions 0-1", (
+        ('partition_index', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('start_offset', 'int64', '0+', 'none', 'none', -1, 0, 0),
+        ('leader_epoch', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('lag', 'int64', '1+', 'none', 'none', -1, -1, 0),
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('error_message', 'string', '0+', '0+', 'none', -1, None, 0),
+    )),
+    ("DescribeShareGroupOffsetsResponseTopic", "0-1", "0+", "struct DescribeShareGroupOffsetsResponseTopic of DescribeShareGroupOffsetsResponse, versions 0-1", (
+        ('topic_name', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('topic_id', 'uuid', '0+', 'none', 'none', -1, None, 0),
+        ('partitions', '[]DescribeShareGroupOffsetsResponsePartition', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("DescribeShareGroupOffsetsResponseGroup", "0-1", "0+", "struct DescribeShareGroupOffsetsResponseGroup of DescribeShareGroupOffsetsResponse, versions 0-1", (
+        ('group_id', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('topics', '[]DescribeShareGroupOffsetsResponseTopic', '0+', 'none', 'none', -1, None, 1),
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('error_message', 'string', '0+', '0+', 'none', -1, None, 0),
+    )),
+    ("DescribeShareGroupOffsetsResponse", "0-1", "0+", "message, versions 0-1", (
+        ('throttle_time_ms', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('groups', '[]DescribeShareGroupOffsetsResponseGroup', '0+', 'none', 'none', -1, None, 1),
+    )),
+    # AlterShareGroupOffsetsRequest: versions 0, flexible 0+
+    ("AlterShareGroupOffsetsRequestPartition", "0", "0+", "struct AlterShareGroupOffsetsRequestPartition of AlterShareGroupOffsetsRequest, versions 0", (
+        ('partition_index', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('start_offset', 'int64', '0+', 'none', 'none', -1, 0, 0),
+    )),
+    ("AlterShareGroupOffsetsRequestTopic", "0", "0+", "struct AlterShareGroupOffsetsRequestTopic of AlterShareGroupOffsetsRequest, versions 0", (
+        ('topic_name', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('partitions', '[]AlterShareGroupOffsetsRequestPartition', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("AlterShareGroupOffsetsRequest", "0", "0+", "message, versions 0", (
+        ('group_id', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('topics', '[]AlterShareGroupOffsetsRequestTopic', '0+', 'none', 'none', -1, None, 1),
+    )),
+    # AlterShareGroupOffsetsResponse: versions 0, flexible 0+
+    ("AlterShareGroupOffsetsResponsePartition", "0", "0+", "struct AlterShareGroupOffsetsResponsePartition of AlterShareGroupOffsetsResponse, versions 0", (
+        ('partition_index', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('error_message', 'string', '0+', '0+', 'none', -1, None, 0),
+    )),
+    ("AlterShareGroupOffsetsResponseTopic", "0", "0+", "struct AlterShareGroupOffsetsResponseTopic of AlterShareGroupOffsetsResponse, versions 0", (
+        ('topic_name', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('topic_id', 'uuid', '0+', 'none', 'none', -1, None, 0),
+        ('partitions', '[]AlterShareGroupOffsetsResponsePartition', '0+', 'none', 'none', -1, None, 1),
+    )),
+    ("AlterShareGroupOffsetsResponse", "0", "0+", "message, versions 0", (
+        ('throttle_time_ms', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('error_message', 'string', '0+', '0+', 'none', -1, None, 0),
+        ('responses', '[]AlterShareGroupOffsetsResponseTopic', '0+', 'none', 'none', -1, None, 1),
+    )),
+    # DeleteShareGroupOffsetsRequest: versions 0, flexible 0+
+    ("DeleteShareGroupOffsetsRequestTopic", "0", "0+", "struct DeleteShareGroupOffsetsRequestTopic of DeleteShareGroupOffsetsRequest, versions 0", (
+        ('topic_name', 'string', '0+', 'none', 'none', -1, '', 0),
+    )),
+    ("DeleteShareGroupOffsetsRequest", "0", "0+", "message, versions 0", (
+        ('group_id', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('topics', '[]DeleteShareGroupOffsetsRequestTopic', '0+', 'none', 'none', -1, None, 1),
+    )),
+    # DeleteShareGroupOffsetsResponse: versions 0, flexible 0+
+    ("DeleteShareGroupOffsetsResponseTopic", "0", "0+", "struct DeleteShareGroupOffsetsResponseTopic of DeleteShareGroupOffsetsResponse, versions 0", (
+        ('topic_name', 'string', '0+', 'none', 'none', -1, '', 0),
+        ('topic_id', 'uuid', '0+', 'none', 'none', -1, None, 0),
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('error_message', 'string', '0+', '0+', 'none', -1, None, 0),
+    )),
+    ("DeleteShareGroupOffsetsResponse", "0", "0+", "message, versions 0", (
+        ('throttle_time_ms', 'int32', '0+', 'none', 'none', -1, 0, 0),
+        ('error_code', 'int16', '0+', 'none', 'none', -1, 0, 0),
+        ('error_message', 'string', '0+', '0+', 'none', -1, None, 0),
+        ('responses', '[]DeleteShareGroupOffsetsResponseTopic', '0+', 'none', 'none', -1, None, 1),
     )),
     # ConsumerProtocolSubscription: versions 0-3, flexible none
     ("ConsumerProtocolSubscriptionTopicPartition", "0-3", "none", "struct TopicPartition of ConsumerProtocolSubscription, versions 0-3", (
@@ -948,46 +1610,88 @@ _API_TABLES = (
     ("AddOffsetsToTxn", 25, "AddOffsetsToTxnRequest", "AddOffsetsToTxnResponse", "3+"),
     ("EndTxn", 26, "EndTxnRequest", "EndTxnResponse", "3+"),
     ("TxnOffsetCommit", 28, "TxnOffsetCommitRequest", "TxnOffsetCommitResponse", "3+"),
+    ("DescribeAcls", 29, "DescribeAclsRequest", "DescribeAclsResponse", "2+"),
+    ("CreateAcls", 30, "CreateAclsRequest", "CreateAclsResponse", "2+"),
+    ("DeleteAcls", 31, "DeleteAclsRequest", "DeleteAclsResponse", "2+"),
     ("DescribeConfigs", 32, "DescribeConfigsRequest", "DescribeConfigsResponse", "4+"),
     ("SaslAuthenticate", 36, "SaslAuthenticateRequest", "SaslAuthenticateResponse", "2+"),
     ("CreatePartitions", 37, "CreatePartitionsRequest", "CreatePartitionsResponse", "2+"),
+    ("DeleteGroups", 42, "DeleteGroupsRequest", "DeleteGroupsResponse", "2+"),
+    ("ElectLeaders", 43, "ElectLeadersRequest", "ElectLeadersResponse", "2+"),
+    ("IncrementalAlterConfigs", 44, "IncrementalAlterConfigsRequest", "IncrementalAlterConfigsResponse", "1+"),
+    ("OffsetDelete", 47, "OffsetDeleteRequest", "OffsetDeleteResponse", "none"),
+    ("DescribeUserScramCredentials", 50, "DescribeUserScramCredentialsRequest", "DescribeUserScramCredentialsResponse", "0+"),
+    ("AlterUserScramCredentials", 51, "AlterUserScramCredentialsRequest", "AlterUserScramCredentialsResponse", "0+"),
     ("DescribeCluster", 60, "DescribeClusterRequest", "DescribeClusterResponse", "0+"),
+    ("DescribeProducers", 61, "DescribeProducersRequest", "DescribeProducersResponse", "0+"),
+    ("DescribeTransactions", 65, "DescribeTransactionsRequest", "DescribeTransactionsResponse", "0+"),
+    ("ListTransactions", 66, "ListTransactionsRequest", "ListTransactionsResponse", "0+"),
     ("ConsumerGroupHeartbeat", 68, "ConsumerGroupHeartbeatRequest", "ConsumerGroupHeartbeatResponse", "0+"),
+    ("ConsumerGroupDescribe", 69, "ConsumerGroupDescribeRequest", "ConsumerGroupDescribeResponse", "0+"),
+    ("ListConfigResources", 74, "ListConfigResourcesRequest", "ListConfigResourcesResponse", "0+"),
+    ("ShareGroupHeartbeat", 76, "ShareGroupHeartbeatRequest", "ShareGroupHeartbeatResponse", "0+"),
+    ("ShareGroupDescribe", 77, "ShareGroupDescribeRequest", "ShareGroupDescribeResponse", "0+"),
+    ("ShareFetch", 78, "ShareFetchRequest", "ShareFetchResponse", "0+"),
+    ("ShareAcknowledge", 79, "ShareAcknowledgeRequest", "ShareAcknowledgeResponse", "0+"),
+    ("DescribeShareGroupOffsets", 90, "DescribeShareGroupOffsetsRequest", "DescribeShareGroupOffsetsResponse", "0+"),
+    ("AlterShareGroupOffsets", 91, "AlterShareGroupOffsetsRequest", "AlterShareGroupOffsetsResponse", "0+"),
+    ("DeleteShareGroupOffsets", 92, "DeleteShareGroupOffsetsRequest", "DeleteShareGroupOffsetsResponse", "0+"),
 )
 
 _build_message_tables(globals(), _STRUCT_TABLES, _API_TABLES)
 
 # Schema version range per API key (both ends supported).
 SUPPORTED_VERSIONS = {
-    ApiKey.PRODUCE: (0, 11),
-    ApiKey.FETCH: (0, 17),
-    ApiKey.LIST_OFFSETS: (0, 10),
-    ApiKey.METADATA: (0, 12),
-    ApiKey.OFFSET_COMMIT: (0, 9),
-    ApiKey.OFFSET_FETCH: (0, 9),
+    ApiKey.PRODUCE: (3, 13),
+    ApiKey.FETCH: (4, 18),
+    ApiKey.LIST_OFFSETS: (1, 11),
+    ApiKey.METADATA: (0, 13),
+    ApiKey.OFFSET_COMMIT: (2, 10),
+    ApiKey.OFFSET_FETCH: (1, 10),
     ApiKey.FIND_COORDINATOR: (0, 6),
     ApiKey.JOIN_GROUP: (0, 9),
     ApiKey.HEARTBEAT: (0, 4),
     ApiKey.LEAVE_GROUP: (0, 5),
     ApiKey.SYNC_GROUP: (0, 5),
-    ApiKey.DESCRIBE_GROUPS: (0, 5),
+    ApiKey.DESCRIBE_GROUPS: (0, 6),
     ApiKey.LIST_GROUPS: (0, 5),
     ApiKey.SASL_HANDSHAKE: (0, 1),
-    ApiKey.API_VERSIONS: (0, 4),
-    ApiKey.CREATE_TOPICS: (0, 7),
-    ApiKey.DELETE_TOPICS: (0, 6),
+    ApiKey.API_VERSIONS: (0, 5),
+    ApiKey.CREATE_TOPICS: (2, 7),
+    ApiKey.DELETE_TOPICS: (1, 6),
     ApiKey.DELETE_RECORDS: (0, 2),
     ApiKey.INIT_PRODUCER_ID: (0, 5),
-    ApiKey.OFFSET_FOR_LEADER_EPOCH: (0, 4),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 4),
     ApiKey.ADD_PARTITIONS_TO_TXN: (0, 5),
     ApiKey.ADD_OFFSETS_TO_TXN: (0, 4),
     ApiKey.END_TXN: (0, 5),
-    ApiKey.TXN_OFFSET_COMMIT: (0, 4),
-    ApiKey.DESCRIBE_CONFIGS: (0, 4),
+    ApiKey.TXN_OFFSET_COMMIT: (0, 6),
+    ApiKey.DESCRIBE_ACLS: (1, 3),
+    ApiKey.CREATE_ACLS: (1, 3),
+    ApiKey.DELETE_ACLS: (1, 3),
+    ApiKey.DESCRIBE_CONFIGS: (1, 4),
     ApiKey.SASL_AUTHENTICATE: (0, 2),
     ApiKey.CREATE_PARTITIONS: (0, 3),
-    ApiKey.DESCRIBE_CLUSTER: (0, 1),
+    ApiKey.DELETE_GROUPS: (0, 3),
+    ApiKey.ELECT_LEADERS: (0, 2),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
+    ApiKey.OFFSET_DELETE: (0, 0),
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
+    ApiKey.DESCRIBE_CLUSTER: (0, 2),
+    ApiKey.DESCRIBE_PRODUCERS: (0, 0),
+    ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
+    ApiKey.LIST_TRANSACTIONS: (0, 2),
     ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1),
+    ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 1),
+    ApiKey.LIST_CONFIG_RESOURCES: (0, 1),
+    ApiKey.SHARE_GROUP_HEARTBEAT: (1, 1),
+    ApiKey.SHARE_GROUP_DESCRIBE: (1, 1),
+    ApiKey.SHARE_FETCH: (1, 2),
+    ApiKey.SHARE_ACKNOWLEDGE: (1, 2),
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: (0, 1),
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: (0, 0),
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: (0, 0),
 }
 
 API_NAMES = {
@@ -1015,11 +1719,32 @@ API_NAMES = {
     ApiKey.ADD_OFFSETS_TO_TXN: "AddOffsetsToTxn",
     ApiKey.END_TXN: "EndTxn",
     ApiKey.TXN_OFFSET_COMMIT: "TxnOffsetCommit",
+    ApiKey.DESCRIBE_ACLS: "DescribeAcls",
+    ApiKey.CREATE_ACLS: "CreateAcls",
+    ApiKey.DELETE_ACLS: "DeleteAcls",
     ApiKey.DESCRIBE_CONFIGS: "DescribeConfigs",
     ApiKey.SASL_AUTHENTICATE: "SaslAuthenticate",
     ApiKey.CREATE_PARTITIONS: "CreatePartitions",
+    ApiKey.DELETE_GROUPS: "DeleteGroups",
+    ApiKey.ELECT_LEADERS: "ElectLeaders",
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: "IncrementalAlterConfigs",
+    ApiKey.OFFSET_DELETE: "OffsetDelete",
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: "DescribeUserScramCredentials",
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: "AlterUserScramCredentials",
     ApiKey.DESCRIBE_CLUSTER: "DescribeCluster",
+    ApiKey.DESCRIBE_PRODUCERS: "DescribeProducers",
+    ApiKey.DESCRIBE_TRANSACTIONS: "DescribeTransactions",
+    ApiKey.LIST_TRANSACTIONS: "ListTransactions",
     ApiKey.CONSUMER_GROUP_HEARTBEAT: "ConsumerGroupHeartbeat",
+    ApiKey.CONSUMER_GROUP_DESCRIBE: "ConsumerGroupDescribe",
+    ApiKey.LIST_CONFIG_RESOURCES: "ListConfigResources",
+    ApiKey.SHARE_GROUP_HEARTBEAT: "ShareGroupHeartbeat",
+    ApiKey.SHARE_GROUP_DESCRIBE: "ShareGroupDescribe",
+    ApiKey.SHARE_FETCH: "ShareFetch",
+    ApiKey.SHARE_ACKNOWLEDGE: "ShareAcknowledge",
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: "DescribeShareGroupOffsets",
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: "AlterShareGroupOffsets",
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: "DeleteShareGroupOffsets",
 }
 
 # First flexible version per API key (None: never); decides the header versions.
@@ -1048,11 +1773,32 @@ FIRST_FLEXIBLE_VERSIONS = {
     ApiKey.ADD_OFFSETS_TO_TXN: 3,
     ApiKey.END_TXN: 3,
     ApiKey.TXN_OFFSET_COMMIT: 3,
+    ApiKey.DESCRIBE_ACLS: 2,
+    ApiKey.CREATE_ACLS: 2,
+    ApiKey.DELETE_ACLS: 2,
     ApiKey.DESCRIBE_CONFIGS: 4,
     ApiKey.SASL_AUTHENTICATE: 2,
     ApiKey.CREATE_PARTITIONS: 2,
+    ApiKey.DELETE_GROUPS: 2,
+    ApiKey.ELECT_LEADERS: 2,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: 1,
+    ApiKey.OFFSET_DELETE: None,
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: 0,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: 0,
     ApiKey.DESCRIBE_CLUSTER: 0,
+    ApiKey.DESCRIBE_PRODUCERS: 0,
+    ApiKey.DESCRIBE_TRANSACTIONS: 0,
+    ApiKey.LIST_TRANSACTIONS: 0,
     ApiKey.CONSUMER_GROUP_HEARTBEAT: 0,
+    ApiKey.CONSUMER_GROUP_DESCRIBE: 0,
+    ApiKey.LIST_CONFIG_RESOURCES: 0,
+    ApiKey.SHARE_GROUP_HEARTBEAT: 0,
+    ApiKey.SHARE_GROUP_DESCRIBE: 0,
+    ApiKey.SHARE_FETCH: 0,
+    ApiKey.SHARE_ACKNOWLEDGE: 0,
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: 0,
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: 0,
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: 0,
 }
 
 REQUEST_CLASSES = _message_classes(True)
