@@ -27,6 +27,7 @@ Contract in short:
 
 import asyncio
 import ssl
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -149,18 +150,23 @@ class Connection:
         acks: int = -1,
         timeout_ms: int = 30000,
         transactional_id: str | None = None,
+        topic_id: uuid.UUID | None = None,
     ) -> None:
         """``records`` = encoded RecordBatch bytes. acks=0: no response is awaited; cb(None, None)
-        right after the socket write."""
+        right after the socket write. With ``topic_id`` the request may use Produce v13+, which
+        names the topic by id (its response too); without, it stays at v12."""
     def produce_batch(
         self,
-        batches: Iterable[tuple[str, int, bytes | bytearray | memoryview]],
+        batches: Iterable[
+            tuple[str, int, bytes | bytearray | memoryview]
+            | tuple[str, int, bytes | bytearray | memoryview, uuid.UUID | None]
+        ],
         cb: Callback,
         *,
         acks: int = -1,
         timeout_ms: int = 30000,
         transactional_id: str | None = None,
-    ) -> None: ...  # (topic, partition, records) in ONE request; grouped by topic in order of first appearance
+    ) -> None: ...  # (topic, partition, records[, topic_id]) in ONE request; grouped by topic in order of first appearance; v13+ only when every entry has a topic_id
     def fetch(
         self,
         topic: str,

@@ -11,6 +11,7 @@ import random
 import socket
 import ssl
 import warnings
+import uuid
 import weakref
 from collections import deque
 
@@ -98,6 +99,10 @@ cdef enum ConnState:
 STATE_NAMES = ("disconnected", "connecting", "handshaking", "ready", "closed")
 
 cdef dict CODEC_VERSIONS = dict(_proto.SUPPORTED_VERSIONS)
+# What negotiation may pick: the codec's range, capped where the client stops short of it.
+cdef dict CLIENT_VERSIONS = {
+    key: (lo, min(hi, CLIENT_VERSION_CAPS.get(key, hi))) for key, (lo, hi) in CODEC_VERSIONS.items()
+}
 
 
 cdef class _InFlight:
@@ -436,7 +441,7 @@ cdef class BaseConnection:
 
     cdef object _unsupported(self, int key):
         broker = self._api_versions.get(key)
-        codec = CODEC_VERSIONS.get(key)
+        codec = CLIENT_VERSIONS.get(key)
         if codec is None:
             detail = "kafkaev has no codec for it"
         elif broker is None:
@@ -1014,11 +1019,11 @@ cdef class BaseConnection:
         self._api_versions = ranges
         self._reset_versions()
         for key, (broker_min, broker_max) in ranges.items():
-            codec = CODEC_VERSIONS.get(key)
-            if codec is None or not 0 <= key < API_KEY_LIMIT:
+            spoken = CLIENT_VERSIONS.get(key)
+            if spoken is None or not 0 <= key < API_KEY_LIMIT:
                 continue
-            best = min(broker_max, codec[1])
-            if best >= max(broker_min, codec[0]):
+            best = min(broker_max, spoken[1])
+            if best >= max(broker_min, spoken[0]):
                 self._versions[key] = best
         if self._sasl is not None:
             self._start_sasl()

@@ -109,7 +109,7 @@ class FakeBroker:
                                 isr_nodes=[ld], error_code=0) for p, ld in self.leaders.items()])
               for t in topics if t == "t"]
         missing = [NS(name=t, topic_id=None, is_internal=False, error_code=3, partitions=[]) for t in topics if t != "t"]
-        return NS(brokers=brokers, cluster_id="c", controller_id=1, topics=ts + missing)
+        return NS(error_code=0, brokers=brokers, cluster_id="c", controller_id=1, topics=ts + missing)
 
     def append(self, node, partition, data):
         b = parse(data)
@@ -180,14 +180,14 @@ class FakeConn:
     def produce_batch(self, payload, cb, *, acks=-1, timeout_ms=30000):
         b = self.broker
         node = self.node_id
-        b.requests.append((node, [(t, p, parse(d)) for t, p, d in payload]))
+        b.requests.append((node, [(t, p, parse(d)) for t, p, d, *_ in payload]))
         if acks == 0:
-            for _t, p, d in payload:
+            for _t, p, d, *_ in payload:
                 b.append(node, p, d)
             b.loop.call_soon(cb, None, None)
             return
         answers = []
-        for _t, p, d in payload:
+        for _t, p, d, *_ in payload:
             code, base = b.append(node, p, d)
             cl = NS(leader_id=b.leaders[p], leader_epoch=b.epoch[p]) if code == NOT_LEADER_OR_FOLLOWER else None
             answers.append(NS(index=p, error_code=code, base_offset=base, log_append_time_ms=-1,
@@ -200,7 +200,7 @@ class FakeConn:
         sent_at = b.loop.time()
 
         def answer():
-            b.answered.append((self, [p for _t, p, _d in payload], sent_at, b.loop.time()))
+            b.answered.append((self, [entry[1] for entry in payload], sent_at, b.loop.time()))
             cb(resp, None)
 
         b.loop.call_later(b.answer_delay_s, answer) if b.answer_delay_s else b.loop.call_soon(answer)

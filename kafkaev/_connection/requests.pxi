@@ -43,12 +43,13 @@ cdef class Connection(BaseConnection):
 
     # --- produce ----------------------------------------------------------------------------
 
-    def produce(self, topic, partition, records, cb, *, acks=-1, timeout_ms=30000, transactional_id=None):
+    def produce(self, topic, partition, records, cb, *, acks=-1, timeout_ms=30000, transactional_id=None,
+                topic_id=None):
         _check_str("topic", topic)
         cdef int32_t p = _partition("partition", partition)
         _check_records(records)
         _check_cb(cb)
-        self._produce(((topic, p, records),), cb, acks, timeout_ms, transactional_id, False)
+        self._produce(((topic, p, records, topic_id),), cb, acks, timeout_ms, transactional_id, False)
 
     def produce_batch(self, batches, cb, *, acks=-1, timeout_ms=30000, transactional_id=None):
         _check_cb(cb)
@@ -58,17 +59,23 @@ cdef class Connection(BaseConnection):
                       object transactional_id, bint check) except -1:
         cdef dict by_topic = {}
         cdef set seen = set()
+        cdef bint all_ids = True
         cdef int16_t ack = <int16_t>_check_int("acks", acks, -1, 1)
         cdef int32_t timeout = <int32_t>_check_int("timeout_ms", timeout_ms, 0, INT32_MAX)
         _check_opt_str("transactional_id", transactional_id)
         for batch in batches:
             if check:
-                if not isinstance(batch, tuple) or len(batch) != 3:
-                    raise TypeError("batches entries must be (topic, partition, records) tuples")
+                if not isinstance(batch, tuple) or not 3 <= len(batch) <= 4:
+                    raise TypeError("batches entries must be (topic, partition, records[, topic_id]) tuples")
                 _check_str("batches topic", batch[0])
                 _partition("batches partition", batch[1])
                 _check_records(batch[2])
             topic = batch[0]
+            topic_id = batch[3] if len(batch) == 4 else None
+            if topic_id is None:
+                all_ids = False
+            elif check and not isinstance(topic_id, uuid.UUID):
+                raise TypeError(f"batches topic_id must be a uuid.UUID or None, not {type(topic_id).__name__}")
             key = (topic, batch[1])
             if key in seen:
                 # The broker keeps one batch per partition and request: a second would be lost.
@@ -76,7 +83,8 @@ cdef class Connection(BaseConnection):
             seen.add(key)
             topic_data = by_topic.get(topic)
             if topic_data is None:
-                topic_data = _proto.TopicProduceData(name=topic, partition_data=[])
+                topic_data = _proto.TopicProduceData(
+                    name=topic, topic_id=topic_id if topic_id is not None else ZERO_UUID, partition_data=[])
                 by_topic[topic] = topic_data
             topic_data.partition_data.append(_proto.PartitionProduceData(index=batch[1], records=batch[2]))
         if not by_topic:
@@ -84,6 +92,12 @@ cdef class Connection(BaseConnection):
         cdef int v = self._version_or_fail(API_PRODUCE, cb)
         if v < 0:
             return 0
+        if not all_ids and v > PRODUCE_LAST_VERSION_WITH_NAMES:
+            v = PRODUCE_LAST_VERSION_WITH_NAMES
+            if self._api_versions[API_PRODUCE][0] > v:
+                self._loop.call_soon(self._invoke_soon, cb, KafkaError(errors.UNSUPPORTED_VERSION, (
+                    f"Produce: {self._host}:{self._port} requires topic ids (v13+); pass topic_id")))
+                return 0
         req = _proto.ProduceRequest(transactional_id=transactional_id, acks=ack, timeout_ms=timeout,
                                     topic_data=list(by_topic.values()))
         # The broker may hold the response for up to timeout_ms waiting for replicas.
@@ -426,8 +440,6 @@ cdef class Connection(BaseConnection):
         cdef int v = self._version_or_fail(API_ADD_PARTITIONS_TO_TXN, cb)
         if v < 0:
             return
-        if v > ADD_PARTITIONS_TO_TXN_CLIENT_MAX:
-            v = ADD_PARTITIONS_TO_TXN_CLIENT_MAX
         body = _proto.AddPartitionsToTxnRequest(v3_and_below_transactional_id=transactional_id,
                                            v3_and_below_producer_id=pid, v3_and_below_producer_epoch=epoch,
                                            v3_and_below_topics=topics)

@@ -24,6 +24,7 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -42,6 +43,7 @@ from ..errors import (
     STATE,
     UNKNOWN_LEADER_EPOCH,
     UNKNOWN_PRODUCER_ID,
+    UNKNOWN_TOPIC_ID,
     UNKNOWN_TOPIC_OR_PARTITION,
     KafkaError,
 )
@@ -54,6 +56,8 @@ from .idempotence import ProducerIdentity, next_sequence, restamp_batch
 LEADER_ERRORS = frozenset({
     NOT_LEADER_OR_FOLLOWER, LEADER_NOT_AVAILABLE, UNKNOWN_TOPIC_OR_PARTITION, FENCED_LEADER_EPOCH,
     UNKNOWN_LEADER_EPOCH,
+    # Produce v13+ names the topic by id: a topic deleted and created again has a new one.
+    UNKNOWN_TOPIC_ID,
 })
 # Errors meaning the broker does not accept this producer's sequence state (KIP-360).
 SEQUENCE_ERRORS = frozenset({OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID})
@@ -263,18 +267,25 @@ class Sender:
 
     def _send_request(self, conn: Any, batches: list[ProducerBatch]) -> None:
         self.in_flight += len(batches)
-        payload = [(b.part.topic, b.part.partition, b.data) for b in batches]
+        # With every topic's id known the request may name topics by id (Produce v13+).
+        payload = [(b.part.topic, b.part.partition, b.data, self._topic_id(b.part.topic)) for b in batches]
 
         def on_response(resp: Any, err: KafkaError | None) -> None:
-            self._on_response(batches, resp, err)
+            self._on_response(batches, resp, err, payload)
 
         try:
             conn.produce_batch(payload, on_response, acks=self._acks, timeout_ms=self._request_timeout_ms)
         except KafkaError as exc:  # e.g. the connection dropped between ready() and now
             self._loop.call_soon(on_response, None, exc)
 
+    def _topic_id(self, topic: str) -> uuid.UUID | None:
+        info = self._md.topic(topic)
+        return None if info is None else info.topic_id
+
     # --- answers -------------------------------------------------------------------------------
-    def _on_response(self, batches: list[ProducerBatch], resp: Any, err: KafkaError | None) -> None:
+    def _on_response(
+        self, batches: list[ProducerBatch], resp: Any, err: KafkaError | None, payload: list[tuple[Any, ...]]
+    ) -> None:
         self.in_flight -= len(batches)
         if err is not None:
             for b in batches:
@@ -285,8 +296,13 @@ class Sender:
                 self._succeeded(b, -1, -1)
         else:
             answers = {}
+            names_by_id: dict[uuid.UUID, str] | None = None
             for t in resp.responses:
                 name = t.name
+                if not name:  # v13+: the topic is named by the id the request gave
+                    if names_by_id is None:
+                        names_by_id = {entry[3]: entry[0] for entry in payload}
+                    name = names_by_id.get(t.topic_id, "")
                 for p in t.partition_responses:
                     answers[(name, p.index)] = p
             endpoints = resp.node_endpoints
