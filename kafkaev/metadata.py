@@ -30,6 +30,7 @@ from .errors import (
     DESTROY,
     INVALID_TOPIC_EXCEPTION,
     NONE,
+    REBOOTSTRAP_REQUIRED,
     TOPIC_AUTHORIZATION_FAILED,
     TRANSPORT,
     UNKNOWN_TOPIC_WAIT_TIMEOUT,
@@ -508,6 +509,9 @@ class _Round:
         def on_response(resp: Any, err: KafkaError | None) -> None:
             nonlocal remaining
             remaining -= 1
+            if err is None and resp.error_code != NONE:
+                # Metadata v13+ can refuse the whole request (KIP-1102).
+                err = KafkaError(resp.error_code, f"Metadata from {conn.host}:{conn.port}")
             if err is not None:
                 failed.append(err)
             else:
@@ -518,6 +522,10 @@ class _Round:
                 conn.disconnect()  # bootstrap connections are not pooled; the pool takes over by node id
             if failed:
                 self.last_err = failed[0]
+                if any(e.code == REBOOTSTRAP_REQUIRED for e in failed):
+                    # The brokers we know are not the cluster any more: only the bootstrap
+                    # addresses are left to ask.
+                    self.targets = [t for t in self.targets if not isinstance(t, int)]
                 self._next_target()
             else:
                 self.md._finish_round(self.responses, None)

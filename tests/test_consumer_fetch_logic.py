@@ -80,7 +80,7 @@ class ScriptedBroker:
     def metadata_response(self, topics: Any) -> Any:
         partitions = [NS(partition_index=p, leader_id=NODE, leader_epoch=0, replica_nodes=[NODE], isr_nodes=[NODE],
                          error_code=0) for p in sorted(self.logs)]
-        return NS(brokers=[NS(node_id=NODE, host="127.0.0.1", port=PORT, rack=None)], cluster_id="c",
+        return NS(error_code=0, brokers=[NS(node_id=NODE, host="127.0.0.1", port=PORT, rack=None)], cluster_id="c",
                   controller_id=NODE,
                   topics=[NS(name=TOPIC, topic_id=None, is_internal=False, error_code=0, partitions=partitions)])
 

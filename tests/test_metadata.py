@@ -70,7 +70,7 @@ class FakeConn:
     def metadata(self, topics, cb, *, allow_auto_topic_creation=True):
         self.cluster.requests.append((topics, allow_auto_topic_creation))
         found = [self.cluster.topics.get(t) or topic(t, 0, error=UNKNOWN_TOPIC_OR_PARTITION) for t in topics]
-        resp = NS(brokers=self.cluster.brokers, cluster_id="c", controller_id=1, topics=found)
+        resp = NS(error_code=0, brokers=self.cluster.brokers, cluster_id="c", controller_id=1, topics=found)
         self.loop.call_soon(cb, resp, None)
 
 
