@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from .config import ClientConfig
-from .errors import NONE, TRANSPORT, UNKNOWN_TOPIC_OR_PARTITION, KafkaError, error_name
+from .errors import GROUP_ID_NOT_FOUND, NONE, TRANSPORT, UNKNOWN_TOPIC_OR_PARTITION, KafkaError, error_name
 from .metadata import ClusterMetadata, Metadata, TopicInfo, topic_from_response
 from .pool import ConnectionPool, Role
 from .types import TopicPartition
@@ -36,6 +36,7 @@ NO_LEADER_EPOCH = -1
 NO_OFFSET = -1
 DEFAULT_REPLICATION = -1  # the broker's default.replication.factor
 DEFAULT_PARTITIONS = -1  # the broker's num.partitions
+DEAD_STATE = "Dead"  # a group with no members and no offsets left
 
 
 class NewTopic(NamedTuple):
@@ -498,8 +499,14 @@ def _description(g: Any, node_id: int) -> GroupDescription:
             except KafkaError:
                 assignment = []  # a non-standard assignor's bytes: show the member without it
         members.append(GroupMember(m.member_id, m.group_instance_id, m.client_id, m.client_host, assignment))
+    code = g.error_code
+    if code == NONE and g.group_state == DEAD_STATE and not members and not g.protocol_type:
+        # How brokers before KIP-1043 (DescribeGroups v5 and below) answer for a group they
+        # never heard of; v6 says GROUP_ID_NOT_FOUND. Either way the caller sees the latter.
+        code = GROUP_ID_NOT_FOUND
+    message = f"group {g.group_id!r} does not exist" if code == GROUP_ID_NOT_FOUND else None
     return GroupDescription(g.group_id, g.group_state, g.protocol_type, g.protocol_data, node_id, members,
-                            _error_or_none(g.error_code))
+                            _error_or_none(code, message))
 
 
 def _committed_offsets(resp: Any, group_id: str) -> dict[TopicPartition, int]:

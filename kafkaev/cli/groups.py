@@ -8,8 +8,6 @@ from kafkaev.admin import Admin
 from kafkaev.cli.common import CliError, add_brokers
 from kafkaev.errors import KafkaError
 
-DEAD_STATE = "Dead"
-
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("groups", help="list and describe consumer groups, show their lag")
@@ -31,11 +29,8 @@ def run(args: argparse.Namespace) -> int:
                 print(f"{g.group_id}\t{g.state or '-'}\t{g.protocol_type or '-'}\tcoordinator {g.coordinator}")
         elif args.action == "describe":
             for group_id, d in admin.run(admin.describe_groups, args.group_ids).items():
-                if d.error is not None:
+                if d.error is not None:  # GROUP_ID_NOT_FOUND for a group never heard of
                     raise CliError(f"describe {group_id}: {d.error}")
-                if d.state == DEAD_STATE and not d.members and not d.protocol_type:
-                    # how brokers before KIP-1043 answer for a group they never heard of
-                    raise CliError(f"describe {group_id}: no such group")
                 print(f"group {group_id} state {d.state} protocol {d.protocol_type}/{d.protocol or '-'} "
                       f"coordinator {d.coordinator} members {len(d.members)}")
                 for m in d.members:
