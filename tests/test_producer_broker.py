@@ -10,12 +10,15 @@ import tracemalloc
 
 import pytest
 import uvloop
+from conn_support import call, connect
 from producer_helpers import Delivery, close, flush, produce_all, read_back, wait_for
 
 import kafkaev
 import kafkaev.runner
-from kafkaev._proto import murmur2
+from kafkaev._conn import Connection
+from kafkaev._proto import decode_record_batches, murmur2
 from kafkaev.client import Client
+from kafkaev.config import COMPRESSION_CODECS
 from kafkaev.errors import MESSAGE_TOO_LARGE, MSG_TIMED_OUT, TRANSPORT, UNKNOWN_TOPIC_WAIT_TIMEOUT
 from kafkaev.pool import Role
 from kafkaev.producer import BufferFullError
@@ -87,6 +90,30 @@ def test_codecs_headers_timestamps_survive(kafka, topic, loop, codec):
         expected = [("i", str(i).encode()), ("dup", b"a"), ("dup", None)] if i % 3 == 0 else [("one", b"1")]
         assert msg.headers() == expected
         assert msg.offset() == delivery.metas[i].offset
+    # The broker stored the batches in the codec they were written in (it recompresses none).
+    assert stored_codecs(kafka.bootstrap, topic, loop) == {COMPRESSION_CODECS[codec]}
+
+
+def stored_codecs(bootstrap: str, topic: str, loop: asyncio.AbstractEventLoop) -> set[int]:
+    """The compression codec of every batch in partition 0 of ``topic``, as the log has it."""
+
+    async def main() -> set[int]:
+        conn = Connection(loop)
+        assert await connect(conn, bootstrap) is None
+        codecs: set[int] = set()
+        offset = 0
+        while True:
+            response, err = await call(conn.fetch, topic, 0, offset, max_wait_ms=0)
+            assert err is None
+            records = response.responses[0].partitions[0].records
+            batches = decode_record_batches(records, allow_truncated=True) if records else []
+            if not batches:
+                conn.disconnect()
+                return codecs
+            codecs.update(b.compression for b in batches)
+            offset = batches[-1].next_offset
+
+    return loop.run_until_complete(main())
 
 
 @pytest.mark.parametrize("acks", [0, -1])
