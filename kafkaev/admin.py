@@ -21,7 +21,17 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from .config import ClientConfig
-from .errors import GROUP_ID_NOT_FOUND, NONE, TRANSPORT, UNKNOWN_TOPIC_OR_PARTITION, KafkaError, error_name
+from .errors import (
+    COORDINATOR_LOAD_IN_PROGRESS,
+    COORDINATOR_NOT_AVAILABLE,
+    GROUP_ID_NOT_FOUND,
+    NONE,
+    NOT_COORDINATOR,
+    TRANSPORT,
+    UNKNOWN_TOPIC_OR_PARTITION,
+    KafkaError,
+    error_name,
+)
 from .metadata import ClusterMetadata, Metadata, TopicInfo, topic_from_response
 from .pool import ConnectionPool, Role
 from .types import TopicPartition
@@ -37,6 +47,9 @@ NO_OFFSET = -1
 DEFAULT_REPLICATION = -1  # the broker's default.replication.factor
 DEFAULT_PARTITIONS = -1  # the broker's num.partitions
 DEAD_STATE = "Dead"  # a group with no members and no offsets left
+# Answers that pass once the coordinator is loaded or found again: the request goes again
+# after the backoff, until request_timeout_ms has passed.
+COORDINATOR_NOT_READY = frozenset({COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR})
 
 
 class NewTopic(NamedTuple):
@@ -276,8 +289,14 @@ class Admin:
         conn.list_groups(on_response)
 
     def find_coordinator(self, group_id: str, cb: Callback) -> None:
-        """``cb(node_id, err)``: the broker coordinating ``group_id``."""
+        """``cb(node_id, err)``: the broker coordinating ``group_id``. While the cluster says no
+        coordinator is ready yet (the offsets topic is being created, or loaded after a move),
+        it asks again until ``request_timeout_ms`` has passed."""
         done = self._once(cb)
+        deadline = self.loop.time() + self.config.request_timeout_ms / 1000.0
+
+        def ask() -> None:
+            self._on_any(done, lambda conn: conn.find_coordinator(group_id, on_response, key_type=COORDINATOR_GROUP))
 
         def on_response(resp: Any, err: KafkaError | None) -> None:
             if err is not None:
@@ -288,10 +307,13 @@ class Admin:
                 code, node, message = entry.error_code, entry.node_id, entry.error_message
             else:
                 code, node, message = resp.error_code, resp.node_id, resp.error_message
+            if code in COORDINATOR_NOT_READY and self.loop.time() < deadline and not self._closed:
+                self.loop.call_later(self.config.retry_backoff_ms / 1000.0, ask)
+                return
             failure = _error_or_none(code, message)
             done(None if failure else node, failure)
 
-        self._on_any(done, lambda conn: conn.find_coordinator(group_id, on_response, key_type=COORDINATOR_GROUP))
+        ask()
 
     def _on_coordinator(self, group_id: str, done: _Once, send: Callable[[Any, int], None]) -> None:
         def on_node(node_id: int | None, err: KafkaError | None) -> None:
@@ -321,11 +343,19 @@ class Admin:
         for group_id in wanted:
             self._describe_one(group_id, gather)
 
-    def _describe_one(self, group_id: str, gather: _Gather) -> None:
+    def _describe_one(self, group_id: str, gather: _Gather, deadline: float | None = None) -> None:
+        if deadline is None:
+            deadline = self.loop.time() + self.config.request_timeout_ms / 1000.0
+
         def send(conn: Any, node_id: int) -> None:
             def on_response(resp: Any, err: KafkaError | None) -> None:
                 if err is not None:
                     gather.fail(err)
+                    return
+                moved = any(g.error_code in COORDINATOR_NOT_READY for g in resp.groups)
+                if moved and self.loop.time() < deadline and not self._closed:
+                    self.loop.call_later(self.config.retry_backoff_ms / 1000.0, self._describe_one, group_id,
+                                         gather, deadline)
                     return
                 gather.add([_description(g, node_id) for g in resp.groups])
 

@@ -11,7 +11,7 @@ from confluent_kafka import TopicPartition as CTopicPartition
 
 from kafkaev.admin import Admin, NewTopic
 from kafkaev.client import Client
-from kafkaev.errors import TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_OR_PARTITION, KafkaError
+from kafkaev.errors import GROUP_ID_NOT_FOUND, TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_OR_PARTITION, KafkaError
 from kafkaev.types import TopicPartition
 
 GROUP_JOIN_TIMEOUT_S = 30.0
@@ -92,6 +92,14 @@ def test_group_lag_end_offsets_list_and_describe(kafka, admin, make_topic):
     assert description.group_id == group and description.error is None
     assert description.state == "Empty" and description.members == []
     assert admin.run(admin.find_coordinator, group) == description.coordinator
+
+
+def test_describing_a_group_that_never_existed_says_so(admin):
+    group = f"admin-never-{uuid.uuid4().hex[:8]}"
+    [description] = admin.run(admin.describe_groups, [group]).values()
+    # DescribeGroups v6 (Kafka 4.0+) answers GROUP_ID_NOT_FOUND; older brokers answer "Dead".
+    assert description.error is not None and description.error.code == GROUP_ID_NOT_FOUND
+    assert group in str(description.error)
 
 
 def test_describe_shows_members_and_their_assignment(kafka, admin, make_topic):

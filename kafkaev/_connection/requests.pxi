@@ -187,8 +187,7 @@ cdef class Connection(BaseConnection):
                 parts.append(_proto.ListOffsetsPartition(
                     partition_index=_partition("partitions partition", item[1]),
                     timestamp=_int64("partitions timestamp", item[2]),
-                    current_leader_epoch=_int32("partitions current_leader_epoch", item[3]),
-                    max_num_offsets=1))
+                    current_leader_epoch=_int32("partitions current_leader_epoch", item[3])))
             topics.append(_proto.ListOffsetsTopic(name=topic, partitions=parts))
         cdef int v = self._version_or_fail(API_LIST_OFFSETS, cb)
         if v >= 0:
@@ -496,7 +495,8 @@ cdef class Connection(BaseConnection):
         cdef int v = self._version_or_fail(API_TXN_OFFSET_COMMIT, cb)
         if v >= 0:
             body = _proto.TxnOffsetCommitRequest(transactional_id=transactional_id, group_id=group_id,
-                                            producer_id=pid, producer_epoch=epoch, generation_id=generation,
+                                            producer_id=pid, producer_epoch=epoch,
+                                            generation_id_or_member_epoch=generation,
                                             member_id=member_id, group_instance_id=group_instance_id,
                                             topics=topics)
             self._send(API_TXN_OFFSET_COMMIT, v, body, cb, self._request_timeout, True)
