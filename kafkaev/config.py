@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import difflib
+import math
 import ssl
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -131,6 +133,20 @@ def parse_brokers(brokers: object) -> tuple[tuple[str, int], ...]:
     return tuple(parsed)
 
 
+def _seconds_to_ms(name: str, seconds: object) -> int:
+    value = _check_number(name, seconds, 0)
+    if not math.isfinite(value):
+        raise _fail(name, "a finite number of seconds", seconds)
+    # a positive period must not round down to 0, which would disable it
+    return max(round(value * 1000), 1) if value > 0 else 0
+
+
+# Old option name -> (its replacement, converter(old name, old value)), accepted for one release.
+DEPRECATED_OPTIONS: dict[str, tuple[str, Callable[[str, object], Any]]] = {
+    "metadata_refresh_s": ("metadata_max_age_ms", _seconds_to_ms),
+}
+
+
 @dataclass(frozen=True, slots=True)
 class ClientConfig:
     """All options of ``kafkaev.Client``; see the README for what each one does."""
@@ -142,7 +158,7 @@ class ClientConfig:
     connect_timeout_ms: int = 10000
     reconnect_backoff_ms: int = 100
     reconnect_backoff_max_ms: int = 10000
-    metadata_refresh_s: float = 300.0  # periodic refresh; 0 disables it
+    metadata_max_age_ms: int = 300000  # periodic refresh; 0 disables it
     metadata_min_refresh_ms: int = 100  # refreshes closer together than this are coalesced
     tls: Any = None  # None, True (system CAs), ssl.SSLContext or kafkaev.TLSConfig -> SSLContext | TLSConfig | None
     sasl: Any = None  # kafkaev.SASLConfig or {"mechanism":, "username":, "password":} -> SASLConfig | None
@@ -196,8 +212,16 @@ class ClientConfig:
 
     @classmethod
     def from_kwargs(cls, **kwargs: Any) -> ClientConfig:
-        """Like ``ClientConfig(**kwargs)`` but an unknown option names itself and a close match."""
+        """Like ``ClientConfig(**kwargs)`` but an unknown option names itself and a close match,
+        and a deprecated option is converted to its replacement with a DeprecationWarning."""
         known = {f.name for f in fields(cls) if f.init}
+        for old, (new, convert) in DEPRECATED_OPTIONS.items():
+            if old in kwargs:
+                if new in kwargs:
+                    raise TypeError(f"kafkaev.Client: '{old}' is a deprecated spelling of '{new}'; give only '{new}'")
+                # stacklevel 3: the warning points at the Client(...) or Admin(...) call
+                warnings.warn(f"kafkaev.Client: '{old}' is deprecated; use '{new}' instead", DeprecationWarning, stacklevel=3)
+                kwargs[new] = convert(old, kwargs.pop(old))
         for name in kwargs:
             if name not in known:
                 close = difflib.get_close_matches(name, known, n=1)
@@ -214,7 +238,7 @@ class ClientConfig:
         _check_int("connect_timeout_ms", self.connect_timeout_ms, 1)
         _check_int("reconnect_backoff_ms", self.reconnect_backoff_ms, 0)
         _check_int("reconnect_backoff_max_ms", self.reconnect_backoff_max_ms, self.reconnect_backoff_ms)
-        put(self, "metadata_refresh_s", _check_number("metadata_refresh_s", self.metadata_refresh_s, 0))
+        _check_int("metadata_max_age_ms", self.metadata_max_age_ms, 0)
         _check_int("metadata_min_refresh_ms", self.metadata_min_refresh_ms, 0)
         if self.tls is True:
             put(self, "tls", TLSConfig())

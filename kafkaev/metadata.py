@@ -6,7 +6,7 @@
 * ``refresh(cb)`` / ``request_refresh()`` re-read the topics of interest, coalescing
   concurrent asks into one round (a caller that asks while a round is in flight gets the
   next round, whose request includes anything added since);
-* a periodic refresh every ``metadata_refresh_s``;
+* a periodic refresh every ``metadata_max_age_ms``;
 * ``wait_for_topic(topic, cb)`` waits, bounded in time, for a topic to appear (the
   producer's path for topics not yet known, with auto-creation where the broker allows it);
 * ``update_leader`` applies a newer leader learned from a Produce/Fetch response (KIP-951)
@@ -334,8 +334,8 @@ class Metadata:
         if self._periodic is not None:
             self._periodic.cancel()
             self._periodic = None
-        if self._config.metadata_refresh_s > 0 and not self._closed:
-            self._periodic = self._loop.call_later(self._config.metadata_refresh_s, self._periodic_refresh)
+        if self._config.metadata_max_age_ms > 0 and not self._closed:
+            self._periodic = self._loop.call_later(self._config.metadata_max_age_ms / 1000.0, self._periodic_refresh)
 
     def _periodic_refresh(self) -> None:
         self._periodic = None

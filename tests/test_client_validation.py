@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from kafkaev.config import COMPRESSION_LZ4, ClientConfig, parse_brokers
@@ -106,3 +108,42 @@ def test_tls_and_sasl_normalised_to_typed_settings():
 def test_batch_size_bounded_by_max_request_size():
     with pytest.raises(ValueError, match="'batch_size'"):
         ClientConfig(batch_size=2_000_000)
+
+
+def test_metadata_max_age_ms_is_an_int_of_milliseconds():
+    assert ClientConfig().metadata_max_age_ms == 300000
+    assert ClientConfig(metadata_max_age_ms=0).metadata_max_age_ms == 0
+    for bad in (-1, 1.5, True):
+        with pytest.raises((TypeError, ValueError), match="'metadata_max_age_ms'"):
+            ClientConfig(metadata_max_age_ms=bad)
+
+
+@pytest.mark.parametrize("seconds, ms", [(300, 300000), (0.25, 250), (0, 0), (0.0001, 1)])
+def test_metadata_refresh_s_is_a_deprecated_alias_in_seconds(seconds, ms):
+    with pytest.warns(DeprecationWarning, match="'metadata_refresh_s'.*'metadata_max_age_ms'"):
+        cfg = ClientConfig.from_kwargs(metadata_refresh_s=seconds)
+    assert cfg.metadata_max_age_ms == ms
+
+
+def test_the_deprecation_warning_points_at_the_client_call():
+    from kafkaev.client import Client
+
+    loop = asyncio.new_event_loop()
+    try:
+        with pytest.warns(DeprecationWarning) as caught:
+            client = Client("127.0.0.1:9092", loop=loop, metadata_refresh_s=60)
+        assert client.config.metadata_max_age_ms == 60000
+        assert [w.filename for w in caught] == [__file__]
+    finally:
+        loop.close()
+
+
+@pytest.mark.parametrize("bad", [-1, "300", float("nan"), float("inf"), True])
+def test_bad_metadata_refresh_s_names_itself(bad):
+    with pytest.warns(DeprecationWarning), pytest.raises((TypeError, ValueError), match="'metadata_refresh_s'"):
+        ClientConfig.from_kwargs(metadata_refresh_s=bad)
+
+
+def test_metadata_refresh_s_and_its_replacement_together_is_an_error():
+    with pytest.raises(TypeError, match="'metadata_refresh_s'.*'metadata_max_age_ms'"):
+        ClientConfig.from_kwargs(metadata_refresh_s=1, metadata_max_age_ms=1000)

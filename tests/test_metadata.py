@@ -78,7 +78,7 @@ class FakeConn:
 def env():
     loop = asyncio.new_event_loop()
     cluster = FakeCluster()
-    cfg = ClientConfig(brokers="127.0.0.1:9000,127.0.0.1:9001", metadata_min_refresh_ms=0, metadata_refresh_s=0)
+    cfg = ClientConfig(brokers="127.0.0.1:9000,127.0.0.1:9001", metadata_min_refresh_ms=0, metadata_max_age_ms=0)
     pool = ConnectionPool(cfg, loop, connection_factory=cluster.factory)
     md = Metadata(cfg, loop, pool, connection_factory=cluster.factory)
     yield NS(loop=loop, cluster=cluster, md=md, pool=pool, cfg=cfg)
@@ -213,3 +213,26 @@ def test_pool_backoff_and_single_callback(env):
     env.pool.get(1, Role.PRODUCE, lambda c2, e2: same.append(c2))
     assert same == [c] and env.pool.ready(1, Role.PRODUCE) is c
     assert env.pool.ready(1, Role.FETCH) is None
+
+
+@pytest.mark.parametrize("max_age_ms", [40, 0])
+def test_periodic_refresh_every_metadata_max_age_ms(max_age_ms):
+    loop = asyncio.new_event_loop()
+    cluster = FakeCluster()
+    cfg = ClientConfig(brokers="127.0.0.1:9001", metadata_min_refresh_ms=0, metadata_max_age_ms=max_age_ms)
+    pool = ConnectionPool(cfg, loop, connection_factory=cluster.factory)
+    md = Metadata(cfg, loop, pool, connection_factory=cluster.factory)
+    try:
+        got = []
+        md.bootstrap(lambda m, err: got.append(err))
+        run_until(loop, lambda: got)
+        cluster.requests.clear()
+        loop.run_until_complete(asyncio.sleep(0.2))
+        if max_age_ms:
+            assert len(cluster.requests) >= 3  # 40 ms apart in 200 ms (read as seconds: none)
+        else:
+            assert cluster.requests == []  # 0 disables the periodic refresh
+    finally:
+        md.close()
+        pool.close()
+        loop.close()
