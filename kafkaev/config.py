@@ -149,7 +149,7 @@ DEPRECATED_OPTIONS: dict[str, tuple[str, Callable[[str, object], Any]]] = {
 
 @dataclass(frozen=True, slots=True)
 class ClientConfig:
-    """All options of ``kafkaev.Client``; see the README for what each one does."""
+    """All options of ``kafkaev.Client``; ``docs/options.md`` says what each one does."""
 
     # --- connection and cluster ---
     brokers: Any = "127.0.0.1:9092"
