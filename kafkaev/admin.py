@@ -34,16 +34,13 @@ from .errors import (
 )
 from .metadata import ClusterMetadata, Metadata, TopicInfo, topic_from_response
 from .pool import ConnectionPool, Role
-from .types import TopicPartition
+from .types import NO_LEADER_EPOCH, NO_OFFSET, OFFSET_END, TopicPartition
 
 logger = logging.getLogger("kafkaev")
 
 Callback = Callable[[Any, KafkaError | None], object]
 
 COORDINATOR_GROUP = 0
-LATEST_TIMESTAMP = -1
-NO_LEADER_EPOCH = -1
-NO_OFFSET = -1
 DEFAULT_REPLICATION = -1  # the broker's default.replication.factor
 DEFAULT_PARTITIONS = -1  # the broker's num.partitions
 DEAD_STATE = "Dead"  # a group with no members and no offsets left
@@ -90,7 +87,7 @@ class GroupDescription:
 class PartitionLag(NamedTuple):
     topic: str
     partition: int
-    committed: int  # -1 when the group has no committed offset for it
+    committed: int  # NO_OFFSET when the group has no committed offset for it
     end_offset: int
     lag: int  # end_offset - committed (end_offset when nothing is committed)
 
@@ -445,7 +442,7 @@ class Admin:
                     found.append((TopicPartition(t.name, p.partition_index), p.offset))
             gather.add(found)
 
-        conn.list_offsets([(tp.topic, tp.partition, LATEST_TIMESTAMP, NO_LEADER_EPOCH) for tp in tps], on_response)
+        conn.list_offsets([(tp.topic, tp.partition, OFFSET_END, NO_LEADER_EPOCH) for tp in tps], on_response)
 
     # --- lifetime -------------------------------------------------------------------------------
     def run(self, operation: Callable[..., None], *args: Any, **kwargs: Any) -> Any:

@@ -37,9 +37,11 @@ from .errors import (
     KafkaError,
 )
 from .pool import ConnectionPool, Role
+from .types import NO_LEADER_EPOCH
 
-NO_LEADER = -1
-NO_EPOCH = -1
+# A node id that names no broker: no leader during an election, no controller or coordinator known.
+NO_NODE = -1
+NO_LEADER = NO_NODE  # a partition's leader while the metadata names none
 # Topic errors that waiting will not cure: report them to the waiters at once.
 FATAL_TOPIC_ERRORS = frozenset({INVALID_TOPIC_EXCEPTION, TOPIC_AUTHORIZATION_FAILED})
 # While something waits for a topic, metadata is re-read at this pace (ms), growing to the max.
@@ -56,7 +58,7 @@ class BrokerInfo(NamedTuple):
 
 class PartitionInfo(NamedTuple):
     partition: int
-    leader: int  # NO_LEADER (-1) during an election
+    leader: int  # NO_LEADER during an election
     leader_epoch: int
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
@@ -79,7 +81,7 @@ class TopicInfo:
 @dataclass(slots=True)
 class ClusterMetadata:
     cluster_id: str | None = None
-    controller_id: int = -1
+    controller_id: int = NO_NODE
     brokers: dict[int, BrokerInfo] = field(default_factory=dict)
     topics: dict[str, TopicInfo] = field(default_factory=dict)
 
@@ -110,7 +112,7 @@ def topic_from_response(t: Any) -> TopicInfo:
     if any(p.partition != i for i, p in enumerate(parts)):
         by_index = {p.partition: p for p in parts}
         parts = [
-            by_index.get(i, PartitionInfo(i, NO_LEADER, NO_EPOCH, (), (), NONE))
+            by_index.get(i, PartitionInfo(i, NO_LEADER, NO_LEADER_EPOCH, (), (), NONE))
             for i in range(max(by_index) + 1)
         ]
     topic_id = t.topic_id
@@ -126,7 +128,7 @@ def _keep_newer_leaders(old: TopicInfo, new: TopicInfo) -> TopicInfo:
     for i, p in enumerate(parts):
         if i < len(old.partitions):
             o = old.partitions[i]
-            if p.leader_epoch != NO_EPOCH and o.leader_epoch > p.leader_epoch:
+            if p.leader_epoch != NO_LEADER_EPOCH and o.leader_epoch > p.leader_epoch:
                 parts[i] = o
     new.partitions = tuple(parts)
     return new

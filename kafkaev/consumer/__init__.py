@@ -23,6 +23,8 @@ from kafkaev.metadata import Metadata
 from kafkaev.pool import ConnectionPool
 from kafkaev.types import (
     ISOLATION_READ_COMMITTED,
+    NO_LEADER_EPOCH,
+    NO_OFFSET,
     OFFSET_BEGINNING,
     OFFSET_END,
     OffsetAndMetadata,
@@ -47,13 +49,15 @@ from .subscription import PartitionState, Phase, ResetKind, SubscriptionState
 
 ResultCallback = Callable[[Any, KafkaError | None], object]
 _UNSET: Any = object()
+# lag() of a partition whose position is still being looked up
+LAG_UNKNOWN = -1
 
 
 def _commit_offset_of(tp: TopicPartition, value: object) -> CommitOffset:
     """``commit``'s value for one partition: an offset, or an OffsetAndMetadata."""
     offset: object = value
     metadata: object = None
-    leader_epoch: object = -1
+    leader_epoch: object = NO_LEADER_EPOCH
     if isinstance(value, OffsetAndMetadata):
         offset, metadata, leader_epoch = value
     if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
@@ -61,7 +65,7 @@ def _commit_offset_of(tp: TopicPartition, value: object) -> CommitOffset:
     if metadata is not None and not isinstance(metadata, str):
         raise TypeError(f"commit: metadata for {tp.topic}[{tp.partition}] must be a str or None, "
                         f"got {type(metadata).__name__}")
-    if isinstance(leader_epoch, bool) or not isinstance(leader_epoch, int) or leader_epoch < -1:
+    if isinstance(leader_epoch, bool) or not isinstance(leader_epoch, int) or leader_epoch < NO_LEADER_EPOCH:
         raise ValueError(f"commit: leader_epoch for {tp.topic}[{tp.partition}] must be an int >= -1, "
                          f"got {leader_epoch!r}")
     return CommitOffset(offset, leader_epoch, metadata)  # checked above
@@ -146,9 +150,9 @@ class Consumer:
         return self.ctx.subscription.partitions()
 
     def position(self, topic: str, partition: int) -> int:
-        """The next offset to be delivered, -1 while it is being looked up."""
+        """The next offset to be delivered, NO_OFFSET (-1) while it is being looked up."""
         state = self._state("position", topic, partition)
-        return state.position if state.phase is Phase.FETCHING else -1
+        return state.position if state.phase is Phase.FETCHING else NO_OFFSET
 
     def seek(self, topic: str, partition: int, offset: int, cb: ResultCallback | None = None) -> None:
         """Move an assigned partition; ``cb(offset, err)`` once the position is known."""
@@ -263,8 +267,8 @@ class Consumer:
 
     def lag(self, cb: ResultCallback) -> None:
         """``cb({(topic, partition): (position, high_watermark, lag)}, err)`` for the assigned
-        partitions; the end offset is asked of the leaders now. position -1 (and lag -1) while
-        a partition's position is still being looked up."""
+        partitions; the end offset is asked of the leaders now. position NO_OFFSET and lag
+        LAG_UNKNOWN (both -1) while a partition's position is still being looked up."""
         _check_cb("lag", cb, required=True)
         states = list(self.ctx.subscription)
         if not states:
@@ -278,8 +282,9 @@ class Consumer:
             result = {}
             for state in states:
                 end = answers[state.tp].offset
-                position = state.position if state.phase is Phase.FETCHING else -1
-                result[(state.topic, state.partition)] = (position, end, max(end - position, 0) if position >= 0 else -1)
+                position = state.position if state.phase is Phase.FETCHING else NO_OFFSET
+                lag = max(end - position, 0) if position >= 0 else LAG_UNKNOWN
+                result[(state.topic, state.partition)] = (position, end, lag)
             self.ctx.call(cb, result, None)
 
         list_offsets(self.ctx, {s.tp: OFFSET_END for s in states}, self.config.isolation, done)

@@ -21,8 +21,9 @@ from kafkaev.errors import (
     UNKNOWN_TOPIC_ID,
     UNKNOWN_TOPIC_OR_PARTITION,
 )
-from kafkaev.metadata import NO_EPOCH, NO_LEADER, Metadata
+from kafkaev.metadata import NO_LEADER, Metadata
 from kafkaev.pool import ConnectionPool
+from kafkaev.types import NO_LEADER_EPOCH
 
 from .subscription import SubscriptionState
 
@@ -57,7 +58,7 @@ class ConsumerContext:
         """(leader node id, leader epoch) from the cache; NO_LEADER when unknown."""
         info = self.metadata.current.topics.get(topic)
         if info is None or not 0 <= partition < len(info.partitions):
-            return NO_LEADER, NO_EPOCH
+            return NO_LEADER, NO_LEADER_EPOCH
         p = info.partitions[partition]
         return p.leader, p.leader_epoch
 

@@ -22,6 +22,7 @@ from kafkaev.errors import (
     TRANSPORT,
     KafkaError,
 )
+from kafkaev.metadata import NO_NODE
 from kafkaev.pool import Role
 
 from .context import ConsumerContext
@@ -38,7 +39,7 @@ class CoordinatorLink:
     def __init__(self, ctx: ConsumerContext, group_id: str) -> None:
         self.ctx = ctx
         self.group_id = group_id
-        self.node_id = -1
+        self.node_id = NO_NODE  # the coordinator, once found
         self._waiters: list[ConnCallback] = []
         self._finding = False
         self._backoff_ms = 0
@@ -48,7 +49,7 @@ class CoordinatorLink:
         """The coordinator moved or its connection broke: look it up before the next request."""
         if self.node_id >= 0:
             self.ctx.pool.disconnect(self.node_id, Role.GROUP)
-        self.node_id = -1
+        self.node_id = NO_NODE
 
     def on_error_code(self, code: int) -> bool:
         """True (and the coordinator is forgotten) when ``code`` says it moved or is loading."""

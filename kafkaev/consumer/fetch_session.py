@@ -28,7 +28,7 @@ class FetchParams(NamedTuple):
     max_bytes: int
     current_leader_epoch: int
     topic_id: Any  # uuid.UUID, or None when the metadata has no id
-    last_fetched_epoch: int  # leader epoch of the batch before offset, -1 when unknown
+    last_fetched_epoch: int  # leader epoch of the batch before offset, NO_LEADER_EPOCH when unknown
 
 
 @dataclass(slots=True)

@@ -40,12 +40,12 @@ from kafkaev.errors import (
 )
 from kafkaev.metadata import NO_LEADER, BrokerInfo
 from kafkaev.pool import Role
-from kafkaev.types import ISOLATION_READ_COMMITTED, TopicPartition
+from kafkaev.types import ISOLATION_READ_COMMITTED, NO_LEADER_EPOCH, TopicPartition
 
 from .context import STALE_METADATA_ERRORS, ConsumerContext
 from .fetch_session import FetchParams, FetchPlan, FetchSession
 from .positions import PositionResolver
-from .subscription import UNKNOWN_EPOCH, PartitionState, Phase
+from .subscription import PartitionState, Phase
 
 SESSION_ERRORS = frozenset({FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH})
 
@@ -407,7 +407,7 @@ class Fetcher:
             state.rewind_fetch()
             return
         fetched = self._decode(delivery)
-        epoch = fetched.last_leader_epoch if fetched.batch_count else UNKNOWN_EPOCH
+        epoch = fetched.last_leader_epoch if fetched.batch_count else NO_LEADER_EPOCH
         last_handed_over = None
         if fetched.messages:
             state.interrupted = False
@@ -418,7 +418,7 @@ class Fetcher:
         if last_handed_over is None:
             # Without a corrupt entry both are the end of the set; with one, where it starts.
             state.position = delivery.next_offset if fetched.error is None else fetched.next_offset
-            if epoch != UNKNOWN_EPOCH:
+            if epoch != NO_LEADER_EPOCH:
                 state.position_epoch = epoch
             if fetched.error is not None:
                 self._stop_at_corrupt(state, fetched.error)

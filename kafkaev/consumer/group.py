@@ -34,9 +34,9 @@ from kafkaev.errors import (
     UNKNOWN_MEMBER_ID,
     KafkaError,
 )
-from kafkaev.types import TopicPartition
+from kafkaev.types import NO_OFFSET, TopicPartition
 
-from .assignors import Assignor, MemberSubscription
+from .assignors import NO_GENERATION, Assignor, MemberSubscription
 from .context import MISSING_TOPIC_ERRORS, ConsumerContext
 from .coordinator import CoordinatorLink, retriable_group_error
 from .offsets import CommitOffset, OffsetManager
@@ -49,7 +49,6 @@ from .protocol import (
 )
 from .subscription import Phase, ResetKind
 
-NO_GENERATION = -1
 LEAVE_REASON = "the consumer is leaving the group"
 
 
@@ -152,7 +151,7 @@ class GroupMember:
             state = self.ctx.subscription.get(tp)
             if state is None or state.position < 0 or state.phase is Phase.AWAIT_COMMITTED:
                 continue
-            if only_advanced and state.position <= self.offsets.last_committed.get(tp, -1):
+            if only_advanced and state.position <= self.offsets.last_committed.get(tp, NO_OFFSET):
                 continue
             offsets[tp] = CommitOffset(state.position, state.position_epoch, None)
         if self.generation_id == NO_GENERATION and offsets:

@@ -27,7 +27,7 @@ from kafkaev.errors import (
     UNSTABLE_OFFSET_COMMIT,
     KafkaError,
 )
-from kafkaev.types import TopicPartition
+from kafkaev.types import NO_LEADER_EPOCH, NO_OFFSET, TopicPartition
 
 from .context import ConsumerContext
 from .coordinator import CoordinatorLink, retriable_group_error
@@ -38,12 +38,12 @@ MEMBERSHIP_ERRORS = frozenset({ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INS
 
 class CommitOffset(NamedTuple):
     offset: int
-    leader_epoch: int = -1
+    leader_epoch: int = NO_LEADER_EPOCH
     metadata: str | None = None
 
 
 class Committed(NamedTuple):
-    offset: int  # -1: nothing committed
+    offset: int  # NO_OFFSET: nothing committed
     leader_epoch: int
     metadata: str | None
 
@@ -147,7 +147,7 @@ class OffsetManager:
                         continue
                     code = p.error_code
                     if code == NONE:
-                        if sent.offset > self.last_committed.get(tp, -1):
+                        if sent.offset > self.last_committed.get(tp, NO_OFFSET):
                             self.last_committed[tp] = sent.offset
                         continue
                     if self.link.on_error_code(code):
@@ -224,12 +224,12 @@ class OffsetManager:
                         retry_or_fail(KafkaError(p.error_code, f"committed offset of {tp.topic}[{tp.partition}] "
                                                                f"in group {group_id!r}"))
                         return
-                    epoch = getattr(p, "committed_leader_epoch", -1)
+                    epoch = getattr(p, "committed_leader_epoch", NO_LEADER_EPOCH)
                     result[tp] = Committed(p.committed_offset, epoch, p.metadata)
-                    if p.committed_offset > self.last_committed.get(tp, -1):
+                    if p.committed_offset > self.last_committed.get(tp, NO_OFFSET):
                         self.last_committed[tp] = p.committed_offset
             for tp in wanted:
-                result.setdefault(tp, Committed(-1, -1, None))
+                result.setdefault(tp, Committed(NO_OFFSET, NO_LEADER_EPOCH, None))
             self.ctx.call(cb, result, None)
 
         def on_conn(conn: Any, err: KafkaError | None) -> None:

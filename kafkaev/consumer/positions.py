@@ -21,17 +21,17 @@ from kafkaev.errors import (
 )
 from kafkaev.metadata import NO_LEADER
 from kafkaev.pool import Role
-from kafkaev.types import TopicPartition
+from kafkaev.types import NO_LEADER_EPOCH, TopicPartition
 
 from .context import STALE_METADATA_ERRORS, ConsumerContext
-from .subscription import UNKNOWN_EPOCH, PartitionState, Phase, ResetKind
+from .subscription import PartitionState, Phase, ResetKind
 
 # How long a partition waits between attempts while its leader is being found (ms).
 LEADER_RETRY_MS = 100
 
 
 class OffsetAnswer(NamedTuple):
-    offset: int  # -1 when no record has a timestamp at or after the one asked for
+    offset: int  # NO_OFFSET when no record has a timestamp at or after the one asked for
     timestamp: int
     leader_epoch: int
 
@@ -165,7 +165,7 @@ def list_offsets(
     def parse(resp: Any) -> Iterable[tuple[TopicPartition, int, Any]]:
         for t in resp.topics:
             for p in t.partitions:
-                epoch = getattr(p, "leader_epoch", UNKNOWN_EPOCH)
+                epoch = getattr(p, "leader_epoch", NO_LEADER_EPOCH)
                 yield TopicPartition(t.name, p.partition_index), p.error_code, OffsetAnswer(p.offset, p.timestamp, epoch)
 
     _LeaderRequest(ctx, queries, send, parse, done).start()
@@ -246,7 +246,7 @@ class PositionResolver:
                     # No record at or after the timestamp: continue from the end.
                     state.request_reset(ResetKind.LATEST)
                 else:
-                    state.seek(answer.offset, answer.leader_epoch if state.reset_kind is ResetKind.LATEST else UNKNOWN_EPOCH)
+                    state.seek(answer.offset, answer.leader_epoch if state.reset_kind is ResetKind.LATEST else NO_LEADER_EPOCH)
             if retry:
                 self.ctx.loop.call_later(self.ctx.config.retry_backoff_max_ms / 1000.0, self.kick)
             self.on_ready()

@@ -14,10 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from kafkaev._consumer import note_interruption
-from kafkaev.types import OFFSET_BEGINNING, OFFSET_END, TopicPartition
-
-# The leader epoch of a position whose epoch is unknown (before the first record).
-UNKNOWN_EPOCH = -1
+from kafkaev.types import NO_LEADER_EPOCH, NO_OFFSET, OFFSET_BEGINNING, OFFSET_END, TopicPartition
 
 
 class Phase(enum.IntEnum):
@@ -41,22 +38,22 @@ class PartitionState:
     tp: TopicPartition
     topic: str
     partition: int
-    position: int = -1  # next offset to deliver (what commit() sends)
+    position: int = NO_OFFSET  # next offset to deliver (what commit() sends)
     # Where the next Fetch starts: ahead of position while a fetched response is being
     # delivered (the next Fetch is already out), equal to it otherwise.
-    fetch_offset: int = -1
-    position_epoch: int = UNKNOWN_EPOCH  # leader epoch of the last delivered record's batch
+    fetch_offset: int = NO_OFFSET
+    position_epoch: int = NO_LEADER_EPOCH  # leader epoch of the last delivered record's batch, none before the first
     # Leader epoch of the batch that ends right before fetch_offset: the Fetch's
     # LastFetchedEpoch, so the leader can say when its log diverged from it (KIP-320).
-    fetch_epoch: int = UNKNOWN_EPOCH
+    fetch_epoch: int = NO_LEADER_EPOCH
     phase: Phase = Phase.AWAIT_RESET
     reset_kind: ResetKind = ResetKind.EARLIEST
     reset_timestamp: int = 0
     paused: bool = False
     in_flight: bool = False  # a Fetch or a position request covering it is outstanding
-    high_watermark: int = -1
-    last_stable_offset: int = -1
-    log_start_offset: int = -1
+    high_watermark: int = NO_OFFSET
+    last_stable_offset: int = NO_OFFSET
+    log_start_offset: int = NO_OFFSET
     # Bumped whenever the position is set from outside the fetch loop (seek, reset,
     # validation); a response issued under another generation is stale.
     generation: int = 0
@@ -83,7 +80,7 @@ class PartitionState:
     def fetchable(self) -> bool:
         return self.phase is Phase.FETCHING and not self.paused and not self.in_flight
 
-    def seek(self, offset: int, epoch: int = UNKNOWN_EPOCH) -> None:
+    def seek(self, offset: int, epoch: int = NO_LEADER_EPOCH) -> None:
         """Set an absolute position (>= 0)."""
         self.position = offset
         self.fetch_offset = offset
@@ -116,7 +113,7 @@ class PartitionState:
     def request_validation(self, *, out_of_range: bool = False) -> bool:
         """Check the position against the leader's log before fetching on; False when
         there is nothing to check it with (no leader epoch known for the position)."""
-        if self.phase is not Phase.FETCHING or self.position_epoch == UNKNOWN_EPOCH:
+        if self.phase is not Phase.FETCHING or self.position_epoch == NO_LEADER_EPOCH:
             return False
         self.phase = Phase.AWAIT_VALIDATION
         self.reset_after_validation = out_of_range
