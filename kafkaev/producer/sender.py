@@ -49,8 +49,9 @@ from ..errors import (
 )
 from ..metadata import BrokerInfo, Metadata
 from ..pool import ConnectionPool, Role
+from ..types import NO_OFFSET, NO_TIMESTAMP
 from .accumulator import Accumulator, PartitionState, ProducerBatch
-from .idempotence import ProducerIdentity, next_sequence, restamp_batch
+from .idempotence import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, ProducerIdentity, next_sequence, restamp_batch
 
 # Errors meaning "your idea of the leader is stale": look up the leader again.
 LEADER_ERRORS = frozenset({
@@ -293,7 +294,7 @@ class Sender:
             self._md.request_refresh()
         elif resp is None:  # acks=0: complete at write time, no offsets
             for b in batches:
-                self._succeeded(b, -1, -1)
+                self._succeeded(b, NO_OFFSET, NO_TIMESTAMP)
         else:
             answers = {}
             names_by_id: dict[uuid.UUID, str] | None = None
@@ -453,8 +454,8 @@ class Sender:
         if err is not None:
             if self._bump_needed and not err.retriable:
                 # the broker refused the bump (or lost the id): start over with a fresh id
-                identity.producer_id = -1
-                identity.producer_epoch = -1
+                identity.producer_id = NO_PRODUCER_ID
+                identity.producer_epoch = NO_PRODUCER_EPOCH
             if not err.retriable:
                 self._report(err)  # records keep waiting (bounded by delivery_timeout_ms); say why
             self._wake_at(self._loop.time() + self._config.retry_backoff_ms / 1000.0)
