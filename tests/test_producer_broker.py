@@ -9,7 +9,6 @@ import time
 import tracemalloc
 
 import pytest
-import uvloop
 from conn_support import call, connect
 from producer_helpers import Delivery, close, flush, produce_all, read_back, wait_for
 
@@ -24,15 +23,6 @@ from kafkaev.pool import Role
 from kafkaev.producer import BufferFullError
 
 MILLION = int(os.environ.get("KAFKAEV_PRODUCER_RECORDS", "1000000"))
-
-
-@pytest.fixture
-def uv():
-    loop = uvloop.new_event_loop()
-    asyncio.set_event_loop(loop)
-    yield loop
-    loop.close()
-    asyncio.set_event_loop(None)
 
 
 @pytest.mark.slow
@@ -311,10 +301,10 @@ def test_oversized_record_rejected_at_once(kafka, topic, loop):
     close(client, loop)
 
 
-def test_connect_run_produce_many_and_close(kafka, make_topic):
+def test_connect_run_produce_many_and_close(kafka, make_topic, new_loop):
     topic = make_topic(partitions=2)
     connected = []
-    loop = kafkaev.runner.default_loop()
+    loop = new_loop.watch(kafkaev.runner.default_loop(), "uvloop")
     client = kafkaev.Client(kafka.bootstrap, on_connect=lambda: connected.append("on_connect"))
     assert client.loop is loop
     results = {}

@@ -6,12 +6,10 @@ nothing may be lost (duplicates are allowed and counted). Every callback fires e
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import os
 
 import pytest
-import uvloop
 from producer_helpers import Delivery, close, produce_all, read_back, wait_for
 
 from kafkaev.client import Client
@@ -19,15 +17,6 @@ from kafkaev.client import Client
 RECORDS = int(os.environ.get("KAFKAEV_FAULT_RECORDS", "200000"))
 PARTITIONS = 3
 FAULT_AT = RECORDS // 4  # records produced before the leader is hit
-
-
-@pytest.fixture
-def uv():
-    loop = uvloop.new_event_loop()
-    asyncio.set_event_loop(loop)
-    yield loop
-    loop.close()
-    asyncio.set_event_loop(None)
 
 
 async def _produce_with_fault(client, cluster, topic, records, delivery, fault):
