@@ -44,6 +44,14 @@ Event loops (in the manner of uvloop's ``_testbase``):
 ``uv``
     ``new_loop("uvloop")``, for the tests that run on uvloop only (the long real-broker runs).
 
+Callbacks (``exactly_once.py``):
+
+``each_callback_at_most_once`` (autouse)
+    Every ``exactly_once.Calls``, ``producer_helpers.Delivery`` and ``conn_support.Recorder`` a test
+    makes is checked when the test ends, after its loops are closed: a callback called twice fails
+    the test, even one that never checked (tests still check that each callback was called, with
+    ``assert_each_once``).
+
 When a test fails, the tail of each broker log it used is added to its report.
 """
 
@@ -57,10 +65,13 @@ from typing import Any
 
 import pytest
 import uvloop
+from exactly_once import each_callback_at_most_once  # noqa: F401  (an autouse fixture)
 
 from kafkaev.testing.admin import Capability, KafkaCluster
 from kafkaev.testing.cluster import LocalCluster, NodeState
 from kafkaev.testing.external import external_from_environment
+
+pytest_plugins = ["pytester"]  # test_exactly_once.py runs a test session of its own
 
 LOG_TAIL_LINES = 80
 TOPIC_NAME_LIMIT = 200
