@@ -4,7 +4,9 @@ in the test's own check and, for a test that never checks, when the test ends.""
 from __future__ import annotations
 
 import pytest
+from conn_support import Recorder
 from exactly_once import Calls, assert_no_second_calls, tracking
+from producer_helpers import Delivery
 
 
 def test_calls_records_the_first_call_of_each_key():
@@ -36,6 +38,47 @@ def test_calls_fails_the_check_on_a_second_call():
         calls.assert_no_second_call()
     with pytest.raises(AssertionError, match="more than once for 7"):
         assert_no_second_calls(tracked)  # what each_callback_at_most_once runs when a test ends
+
+
+def test_delivery_fails_the_check_on_a_second_call():
+    with tracking() as tracked:
+        delivery = Delivery(3)
+    assert tracked == [delivery]
+    callbacks = [delivery.cb(i) for i in range(3)]
+    for i, cb in enumerate(callbacks):
+        cb(f"meta{i}", None)
+    delivery.assert_each_once()
+    callbacks[1](None, "err")  # a success, then a failure for the same record
+    assert delivery.complete  # counting alone does not see it
+    with pytest.raises(AssertionError, match="delivery callback called more than once for 1"):
+        delivery.assert_each_once()
+    with pytest.raises(AssertionError, match="more than once for 1"):
+        assert_no_second_calls(tracked)
+
+
+def test_delivery_fails_the_check_on_a_missing_call():
+    with tracking():
+        delivery = Delivery(2)
+    delivery.cb(0)("meta", None)
+    with pytest.raises(AssertionError, match="delivery callback never called for 1"):
+        delivery.assert_each_once()
+
+
+def test_recorder_fails_the_check_on_a_second_call(loop):
+    with tracking() as tracked:
+        rec = Recorder(2, loop)
+    assert tracked == [rec]
+    first, second = rec.cb(0), rec.cb(1)
+    first("response", None)
+    first("response", None)  # two calls: all_done resolves though request 1 never answered
+    assert rec.all_done.done()
+    with pytest.raises(AssertionError, match="request callback called more than once for 0"):
+        rec.assert_each_once()
+    with pytest.raises(AssertionError, match="more than once for 0"):
+        assert_no_second_calls(tracked)
+    second("response", None)
+    with pytest.raises(AssertionError, match="more than once for 0"):
+        rec.assert_each_once()
 
 
 def test_a_test_whose_callback_fires_twice_fails_when_it_ends(pytester):

@@ -74,9 +74,8 @@ def test_leader_failure_while_in_flight(kafka3, make_topic, uv, idempotent, faul
                 kafka3.resume(node)
             except Exception:  # noqa: BLE001 - already resumed by the timer
                 pass
-    assert not delivery.duplicates, "a callback fired twice"
+    delivery.assert_each_once()
     assert not delivery.errors, f"{len(delivery.errors)} records failed, e.g. {list(delivery.errors.values())[:3]}"
-    assert len(delivery.metas) == RECORDS
     close(client, uv)
     duplicates = _check_log(kafka3, topic, records, idempotent)
     print(f"{fault} {'idempotent' if idempotent else 'plain'}: {duplicates} duplicates in the log")
