@@ -32,10 +32,25 @@ Event loops (in the manner of uvloop's ``_testbase``):
 
 ``event_loop_kind``
     Parametrized over ``"asyncio"`` and ``"uvloop"``: a test that uses ``loop`` runs once per kind.
+``new_loop``
+    Makes guarded loops: ``new_loop("asyncio")`` or ``new_loop("uvloop")`` is a new event loop of that
+    kind, set as the current loop; ``new_loop.watch(loop)`` guards one made elsewhere (the runner's
+    default loop). The test fails if a guarded loop's exception handler was called (an exception nobody
+    handled: a callback that raised, a task never awaited), and each loop is closed afterwards, with its
+    remaining tasks cancelled. Every loop a test runs on comes from here, so none escapes the guard.
 ``loop``
-    A new event loop of that kind, set as the current loop. The test fails if the loop's exception
-    handler was called (an exception nobody handled: a callback that raised, a task never awaited), and
-    the loop is closed afterwards, with its remaining tasks cancelled.
+    ``new_loop(event_loop_kind)``. A module whose tests run on one kind only overrides ``loop`` with
+    ``new_loop("asyncio")``.
+``uv``
+    ``new_loop("uvloop")``, for the tests that run on uvloop only (the long real-broker runs).
+
+Callbacks (``exactly_once.py``):
+
+``each_callback_at_most_once`` (autouse)
+    Every ``exactly_once.Calls``, ``producer_helpers.Delivery`` and ``conn_support.Recorder`` a test
+    makes is checked when the test ends, after its loops are closed: a callback called twice fails
+    the test, even one that never checked (tests still check that each callback was called, with
+    ``assert_each_once``).
 
 When a test fails, the tail of each broker log it used is added to its report.
 """
@@ -43,16 +58,20 @@ When a test fails, the tail of each broker log it used is added to its report.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
 import pytest
 import uvloop
+from exactly_once import each_callback_at_most_once  # noqa: F401  (an autouse fixture)
 
 from kafkaev.testing.admin import Capability, KafkaCluster
 from kafkaev.testing.cluster import LocalCluster, NodeState
 from kafkaev.testing.external import external_from_environment
+
+pytest_plugins = ["pytester"]  # test_exactly_once.py runs a test session of its own
 
 LOG_TAIL_LINES = 80
 TOPIC_NAME_LIMIT = 200
@@ -161,33 +180,80 @@ def event_loop_kind(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-@pytest.fixture
-def loop(event_loop_kind: str) -> Iterator[asyncio.AbstractEventLoop]:
-    new_loop = uvloop.new_event_loop() if event_loop_kind == "uvloop" else asyncio.new_event_loop()
-    unhandled: list[dict[str, Any]] = []
+LOOP_FACTORIES: dict[str, Callable[[], asyncio.AbstractEventLoop]] = {
+    "asyncio": asyncio.new_event_loop,
+    "uvloop": uvloop.new_event_loop,
+}
 
-    def record(_loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
-        unhandled.append(context)
-        _loop.default_exception_handler(context)
 
-    new_loop.set_exception_handler(record)
-    asyncio.set_event_loop(new_loop)
+class LoopGuard:
+    """The event loops of one test, each with an exception handler that records what it is given."""
+
+    def __init__(self) -> None:
+        self._loops: list[tuple[str, asyncio.AbstractEventLoop, list[dict[str, Any]]]] = []
+
+    def __call__(self, kind: str) -> asyncio.AbstractEventLoop:
+        """A new loop of ``kind`` ("asyncio" or "uvloop"), guarded and set as the current loop."""
+        new = LOOP_FACTORIES[kind]()
+        asyncio.set_event_loop(new)
+        return self.watch(new, kind)
+
+    def watch(self, loop: asyncio.AbstractEventLoop, kind: str) -> asyncio.AbstractEventLoop:
+        """Guard a loop made elsewhere; it is closed with the others unless the test closed it."""
+        unhandled: list[dict[str, Any]] = []
+
+        def record(_loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+            unhandled.append(context)
+            _loop.default_exception_handler(context)
+
+        loop.set_exception_handler(record)
+        self._loops.append((kind, loop, unhandled))
+        return loop
+
+    def close(self) -> list[str]:
+        """Cancel what each loop still runs and close it; describe each loop whose handler was called."""
+        with contextlib.ExitStack() as stack:  # every loop is closed even if shutting one down fails
+            stack.callback(asyncio.set_event_loop, None)
+            for _kind, loop, _unhandled in self._loops:
+                if not loop.is_closed():
+                    stack.callback(_shut_down, loop)
+        failures = []
+        for kind, _loop, unhandled in self._loops:
+            if unhandled:
+                described = "\n".join(f"- {c.get('message', '')}: {c.get('exception')!r}" for c in unhandled)
+                failures.append(f"the {kind} loop's exception handler was called:\n{described}")
+        return failures
+
+
+def _shut_down(loop: asyncio.AbstractEventLoop) -> None:
     try:
-        yield new_loop
+        pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+        for task in pending:
+            task.cancel()
+        if pending:
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        loop.run_until_complete(loop.shutdown_asyncgens())
     finally:
-        try:
-            pending = [t for t in asyncio.all_tasks(new_loop) if not t.done()]
-            for task in pending:
-                task.cancel()
-            if pending:
-                new_loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-            new_loop.run_until_complete(new_loop.shutdown_asyncgens())
-        finally:
-            new_loop.close()
-            asyncio.set_event_loop(None)
-    if unhandled:
-        described = "\n".join(f"- {c.get('message', '')}: {c.get('exception')!r}" for c in unhandled)
-        pytest.fail(f"the {event_loop_kind} loop's exception handler was called:\n{described}")
+        loop.close()
+
+
+@pytest.fixture
+def new_loop() -> Iterator[LoopGuard]:
+    guard = LoopGuard()
+    yield guard
+    failures = guard.close()
+    if failures:
+        pytest.fail("\n".join(failures))
+
+
+@pytest.fixture
+def loop(event_loop_kind: str, new_loop: LoopGuard) -> asyncio.AbstractEventLoop:
+    return new_loop(event_loop_kind)
+
+
+@pytest.fixture
+def uv(new_loop: LoopGuard) -> asyncio.AbstractEventLoop:
+    return new_loop("uvloop")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -7,6 +7,8 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
+from exactly_once import Calls, assert_once_each, track
+
 from kafkaev._conn import Connection
 from kafkaev.errors import KafkaError
 
@@ -16,38 +18,40 @@ def split_bootstrap(bootstrap: str) -> tuple[str, int]:
     return host, int(port)
 
 
+async def _called(calls: Calls, key: str, timeout: float) -> tuple[Any, ...]:
+    """Wait until ``calls.cb(key)`` has been called, then one more loop turn; its arguments."""
+    args = await calls.first_call(key, timeout)
+    await asyncio.sleep(0)
+    calls.assert_each_once([key])
+    return args
+
+
 async def connect(conn: Connection, bootstrap: str, timeout: float = 10.0) -> KafkaError | None:
     """Connect and wait for the connect callback; return its error (None when ready)."""
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[KafkaError | None] = loop.create_future()
-    calls: list[Any] = []
-
-    def on_connected(c: Connection, err: KafkaError | None) -> None:
-        calls.append(err)
-        assert c is conn
-        if not done.done():
-            done.set_result(err)
-
+    calls = Calls("the connect callback")
+    record = calls.cb("connect")
     host, port = split_bootstrap(bootstrap)
-    conn.connect(host, port, timeout=timeout, cb=on_connected)
-    err = await asyncio.wait_for(done, timeout + 5)
-    await asyncio.sleep(0)
-    assert len(calls) == 1, f"connect cb called {len(calls)} times"
+    # Not the Connection itself: kept until the test ends, it would keep the Connection alive.
+    conn.connect(host, port, timeout=timeout, cb=lambda c, err: record(c is conn, err))
+    given_itself, err = await _called(calls, "connect", timeout + 5)
+    assert given_itself, "the connect callback was given another Connection"
     return err
 
 
 async def call(method: Any, *args: Any, **kwargs: Any) -> tuple[Any, KafkaError | None]:
     """Issue one request through a Connection method and await cb(response, err)."""
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[tuple[Any, KafkaError | None]] = loop.create_future()
-    method(*args, lambda r, e: done.set_result((r, e)), **kwargs)
-    return await asyncio.wait_for(done, 60)
+    calls = Calls(f"the {getattr(method, '__name__', 'request')} callback")
+    method(*args, calls.cb("request"), **kwargs)
+    response, err = await _called(calls, "request", 60)
+    return response, err
 
 
 @dataclass
 class Recorder:
-    """Callbacks for N requests: records (index, response, err) in call order, flags a second call,
-    and resolves ``all_done`` once every one of them has been called."""
+    """Callbacks for N requests (indexes 0..N-1): records (index, response, err) in call order,
+    counts the calls per index, and resolves ``all_done`` once there have been N calls.
+    ``assert_each_once()`` checks that each index was called once; the ``each_callback_at_most_once``
+    fixture checks for a second call when the test ends."""
 
     expected: int
     loop: asyncio.AbstractEventLoop
@@ -57,6 +61,7 @@ class Recorder:
 
     def __post_init__(self) -> None:
         self.all_done = self.loop.create_future()
+        track(self)
 
     def cb(self, index: int) -> Any:
         def on_result(response: Any, err: KafkaError | None) -> None:
@@ -67,7 +72,9 @@ class Recorder:
 
         return on_result
 
+    def assert_no_second_call(self) -> None:
+        assert_once_each(self.calls, [i for i, n in self.calls.items() if n > 1], what="request callback")
+
     def assert_each_once(self) -> None:
-        assert len(self.calls) == self.expected
-        twice = [i for i, n in self.calls.items() if n != 1]
-        assert not twice, f"callbacks called more than once: {twice[:10]}"
+        self.assert_no_second_call()
+        assert_once_each(self.calls, (), range(self.expected), "request callback")

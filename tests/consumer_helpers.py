@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import confluent_kafka
+from exactly_once import Calls
 
 from kafkaev.client import Client
 
@@ -78,12 +79,13 @@ def run_until(loop: asyncio.AbstractEventLoop, predicate: Callable[[], bool], ti
 
 
 def call(loop: asyncio.AbstractEventLoop, start: Callable[[Callable[..., None]], Any], timeout: float = 30) -> tuple:
-    """Run ``start(cb)`` and wait for ``cb(*args)``; returns args."""
-    result: list[tuple] = []
-    start(lambda *args: result.append(args))
-    run_until(loop, lambda: bool(result), timeout, "a callback")
-    assert len(result) == 1
-    return result[0]
+    """Run ``start(cb)`` and wait for ``cb(*args)``; returns args. A second call of ``cb`` fails
+    the test, here or (later) when it ends."""
+    calls = Calls()
+    start(calls.cb("call"))
+    run_until(loop, lambda: bool(calls), timeout, "a callback")
+    calls.assert_each_once(["call"])
+    return calls["call"]
 
 
 def connect(loop: asyncio.AbstractEventLoop, bootstrap: str, **options: Any) -> Client:

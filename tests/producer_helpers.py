@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import confluent_kafka
+from exactly_once import Calls, assert_once_each, track
 
 from kafkaev.producer import BufferFullError
 
@@ -17,12 +18,26 @@ READ_BATCH = 10000
 
 @dataclass(slots=True)
 class Delivery:
-    """Every callback of a produce run, by record index; a second call for an index is a bug."""
+    """Every callback of a produce run, by record index; a second call for an index is a bug,
+    recorded in ``duplicates`` (the callback itself never raises: the producer would catch it).
+    ``assert_each_once()`` checks that records 0..expected-1 were each reported once; the
+    ``each_callback_at_most_once`` fixture checks for a second call when the test ends."""
 
     expected: int
     metas: dict[int, Any] = field(default_factory=dict)
     errors: dict[int, Any] = field(default_factory=dict)
     duplicates: list[int] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        track(self)
+
+    def assert_no_second_call(self) -> None:
+        assert_once_each((), self.duplicates, what="delivery callback")
+
+    def assert_each_once(self) -> None:
+        self.assert_no_second_call()
+        called = self.metas.keys() | self.errors.keys()
+        assert_once_each(called, (), range(self.expected), "delivery callback")
 
     def cb(self, index: int):
         def done(meta: Any, err: Any) -> None:
@@ -64,16 +79,22 @@ async def wait_for(predicate: Any, timeout: float, what: str) -> None:
         await asyncio.sleep(0.01)
 
 
-def flush(client: Any, loop: asyncio.AbstractEventLoop, timeout: float = 60.0) -> None:
-    done: list[Any] = []
-    client.flush(done.append)
-    loop.run_until_complete(wait_for(lambda: done, timeout, "flush"))
+def _await_once(start: Any, loop: asyncio.AbstractEventLoop, timeout: float, what: str) -> Any:
+    """``start(cb)``, then wait until ``cb`` is called; its argument. A second call fails the test."""
+    calls = Calls(f"the {what} callback")
+    start(calls.cb(what))
+    loop.run_until_complete(wait_for(lambda: calls, timeout, what))
+    calls.assert_each_once([what])
+    (result,) = calls[what]
+    return result
 
 
-def close(client: Any, loop: asyncio.AbstractEventLoop, timeout: float = 60.0) -> None:
-    done: list[Any] = []
-    client.close(done.append)
-    loop.run_until_complete(wait_for(lambda: done, timeout, "close"))
+def flush(client: Any, loop: asyncio.AbstractEventLoop, timeout: float = 60.0) -> Any:
+    return _await_once(client.flush, loop, timeout, "flush")
+
+
+def close(client: Any, loop: asyncio.AbstractEventLoop, timeout: float = 60.0) -> Any:
+    return _await_once(client.close, loop, timeout, "close")
 
 
 def read_back(bootstrap: str, topic: str, count: int, timeout: float = 60.0) -> list[Any]:

@@ -19,10 +19,8 @@ from kafkaev.producer.accumulator import (
 
 
 @pytest.fixture
-def loop():
-    loop = asyncio.new_event_loop()
-    yield loop
-    loop.close()
+def loop(new_loop):
+    return new_loop("asyncio")  # guarded (conftest.py); these tests do not depend on the loop kind
 
 
 def make(loop, **options):

@@ -245,6 +245,7 @@ def test_raising_callback_goes_to_on_error_and_others_still_run(kafka, loop):
         conn.metadata(None, boom)
         conn.metadata(None, rec.cb(1))
         await asyncio.wait_for(rec.all_done, 10)
+        rec.assert_each_once()
         assert [type(e) for e in seen] == [RuntimeError]
         assert conn.connected
         response, err = await call(conn.metadata, None)

@@ -1,5 +1,5 @@
 """TLS and SASL on a kafkaev.Connection against the real broker's SSL and SASL listeners, under
-asyncio and uvloop."""
+asyncio and uvloop (and, for an answer the real broker cannot be made to give kafkaev, a fake one)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,15 @@ import time
 import warnings
 
 import pytest
-from conn_support import call, connect
+from conn_support import call, connect, split_bootstrap
+from exactly_once import Calls
+from fake_broker import FakeBroker, FakeRequest, Reply, normal_reply, reply_frame
 
-from kafkaev import errors
+from kafkaev import _proto, errors
 from kafkaev._conn import Connection
 from kafkaev.security import InsecureCredentialsWarning, SASLConfig, TLSConfig
 from kafkaev.testing.certs import make_tls_files
+from kafkaev.testing.config import SASL_MECHANISMS
 
 
 def run(loop, coro):
@@ -115,15 +118,75 @@ def test_sasl_ssl_scram_no_warning(secure_kafka, loop):
     run(loop, main())
 
 
-def test_sasl_mechanism_not_enabled(secure_kafka, loop):
+def test_the_broker_refuses_a_sasl_mechanism_it_does_not_enable(secure_kafka, loop):
+    """What a SASL listener answers to a SaslHandshake naming a mechanism it does not enable:
+    UNSUPPORTED_SASL_MECHANISM and the list it does enable (and then it closes the connection).
+    kafkaev only speaks mechanisms the test broker enables, so the handshake is sent by hand on a
+    Connection without SASL; the next test has kafkaev meet this answer."""
+
     async def main():
-        # The TLS listener does not speak SASL at all; the SASL listener enables these three only.
+        conn = Connection(loop)  # ApiVersions is allowed before SaslHandshake
+        disconnects = Calls("on_disconnect")
+        conn.on_disconnect = disconnects.cb("lost")
+        assert await connect(conn, secure_kafka.sasl_bootstrap) is None
+        response, err = await call(conn.request, _proto.ApiKey.SASL_HANDSHAKE,
+                                   _proto.SaslHandshakeRequest(mechanism="GSSAPI"), version=1)
+        assert err is None
+        assert response.error_code == errors.UNSUPPORTED_SASL_MECHANISM == 33
+        assert sorted(response.mechanisms) == sorted(SASL_MECHANISMS)
+        (lost,) = await disconnects.first_call("lost", 10)
+        assert lost is not None and lost.code == errors.TRANSPORT
+        conn.disconnect()
+
+    run(loop, main())
+
+
+def test_sasl_mechanism_not_enabled_fails_with_the_brokers_list(loop):
+    """A Connection whose mechanism the broker does not enable fails with AUTHENTICATION naming the
+    mechanism, the broker's list and its error, as the broker above answers (a fake broker here: the
+    real one enables every mechanism kafkaev speaks)."""
+    enabled = ["SCRAM-SHA-256", "SCRAM-SHA-512"]
+
+    def respond(req: FakeRequest) -> Reply:
+        if req.api_key != _proto.ApiKey.SASL_HANDSHAKE:
+            return normal_reply(req)
+        answer = _proto.SaslHandshakeResponse(error_code=errors.UNSUPPORTED_SASL_MECHANISM,
+                                              mechanisms=enabled)
+        return Reply(reply_frame(req, answer), close=True)
+
+    async def main():
+        broker = await FakeBroker(respond).start()
+        try:
+            conn = Connection(loop, sasl=SASLConfig("PLAIN", "alice", "secret"))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", InsecureCredentialsWarning)
+                err = await connect(conn, f"127.0.0.1:{broker.port}")
+            assert err is not None and err.code == errors.AUTHENTICATION
+            assert err.message == (f"127.0.0.1:{broker.port} does not enable SASL mechanism PLAIN "
+                                   "(enabled: SCRAM-SHA-256, SCRAM-SHA-512; UNSUPPORTED_SASL_MECHANISM)")
+            handshakes = [(r.api_key, r.body.mechanism) for r in broker.requests[1:]]
+            assert handshakes == [(_proto.ApiKey.SASL_HANDSHAKE, "PLAIN")]
+            assert conn.state == "disconnected"
+        finally:
+            await broker.stop()
+
+    run(loop, main())
+
+
+def test_sasl_on_a_listener_without_sasl_fails_clearly(secure_kafka, loop):
+    """The PLAINTEXT listener does not speak SASL: it answers SaslHandshake with ILLEGAL_SASL_STATE
+    and no mechanisms."""
+    host, port = split_bootstrap(secure_kafka.bootstrap)
+
+    async def main():
         conn = Connection(loop, sasl=SASLConfig("PLAIN", "nobody", "x"))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", InsecureCredentialsWarning)
             err = await connect(conn, secure_kafka.bootstrap, timeout=10)
-        # A PLAINTEXT listener answers SaslHandshake with ILLEGAL_SASL_STATE (or closes).
-        assert err is not None and err.code in (errors.AUTHENTICATION, errors.TRANSPORT)
+        assert err is not None and err.code == errors.AUTHENTICATION
+        assert err.message == (f"{host}:{port} does not enable SASL mechanism PLAIN "
+                               "(enabled: none; ILLEGAL_SASL_STATE)")
+        assert conn.state == "disconnected"
 
     run(loop, main())
 

@@ -4,13 +4,11 @@ callbacks) and unknown topics."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import uuid
 
 import confluent_kafka
 import pytest
-import uvloop
 from consumer_helpers import Received, call, close, connect, fill, parse, run_until, sleep
 
 from kafkaev.errors import UNKNOWN_TOPIC_OR_PARTITION, KafkaError
@@ -19,15 +17,6 @@ from kafkaev.types import OFFSET_BEGINNING, OFFSET_END
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 RECORDS_PER_CODEC = int(os.environ.get("KAFKAEV_CONSUMER_RECORDS", "1000000"))
 PARTITIONS = 4
-
-
-@pytest.fixture
-def uv():
-    loop = uvloop.new_event_loop()
-    asyncio.set_event_loop(loop)
-    yield loop
-    loop.close()
-    asyncio.set_event_loop(None)
 
 
 @pytest.fixture(scope="module")

@@ -136,10 +136,8 @@ class FakeConn:
 
 
 @pytest.fixture
-def loop():
-    loop = asyncio.new_event_loop()
-    yield loop
-    loop.close()
+def loop(new_loop):
+    return new_loop("asyncio")  # guarded (conftest.py); these tests do not depend on the loop kind
 
 
 def consumer_for(loop: asyncio.AbstractEventLoop, broker: ScriptedBroker, **handlers: Any) -> tuple[Consumer, list]:

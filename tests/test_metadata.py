@@ -75,8 +75,8 @@ class FakeConn:
 
 
 @pytest.fixture
-def env():
-    loop = asyncio.new_event_loop()
+def env(new_loop):
+    loop = new_loop("asyncio")
     cluster = FakeCluster()
     cfg = ClientConfig(brokers="127.0.0.1:9000,127.0.0.1:9001", metadata_min_refresh_ms=0, metadata_max_age_ms=0)
     pool = ConnectionPool(cfg, loop, connection_factory=cluster.factory)
@@ -84,7 +84,6 @@ def env():
     yield NS(loop=loop, cluster=cluster, md=md, pool=pool, cfg=cfg)
     md.close()
     pool.close()
-    loop.close()
 
 
 def run_until(loop, pred, timeout=2.0):

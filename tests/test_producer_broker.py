@@ -9,7 +9,6 @@ import time
 import tracemalloc
 
 import pytest
-import uvloop
 from conn_support import call, connect
 from producer_helpers import Delivery, close, flush, produce_all, read_back, wait_for
 
@@ -26,15 +25,6 @@ from kafkaev.producer import BufferFullError
 MILLION = int(os.environ.get("KAFKAEV_PRODUCER_RECORDS", "1000000"))
 
 
-@pytest.fixture
-def uv():
-    loop = uvloop.new_event_loop()
-    asyncio.set_event_loop(loop)
-    yield loop
-    loop.close()
-    asyncio.set_event_loop(None)
-
-
 @pytest.mark.slow
 def test_million_keyed_records_land_where_java_puts_them(kafka, make_topic, uv):
     topic = make_topic(partitions=12)
@@ -44,7 +34,8 @@ def test_million_keyed_records_land_where_java_puts_them(kafka, make_topic, uv):
     delivery = Delivery(MILLION)
     uv.run_until_complete(produce_all(client, topic, records, delivery))
     flush(client, uv, timeout=120)
-    assert not delivery.errors and not delivery.duplicates and len(delivery.metas) == MILLION
+    delivery.assert_each_once()
+    assert not delivery.errors
     for i in range(0, MILLION, 997):
         assert delivery.metas[i].partition == murmur2(records[i][0]) % 12
     close(client, uv)
@@ -77,7 +68,8 @@ def test_codecs_headers_timestamps_survive(kafka, topic, loop, codec):
         client.produce(topic, None if i % 5 == 0 else f"k{i}", b"v" * (i % 200) + b"|%d" % i, delivery.cb(i),
                        headers=headers, timestamp_ms=base_ts + i)
     loop.run_until_complete(wait_for(lambda: delivery.complete, 30, "acks"))
-    assert not delivery.errors and not delivery.duplicates
+    delivery.assert_each_once()
+    assert not delivery.errors
     assert delivery.metas[7].timestamp == base_ts + 7
     close(client, loop)
     got = read_back(kafka.bootstrap, topic, n)
@@ -130,7 +122,8 @@ def test_large_values_sent_by_reference_arrive_whole(kafka, make_topic, loop, ac
     for i, value in enumerate(values):
         client.produce(topic, b"k%d" % (i % 2), value, delivery.cb(i), headers=[("i", b"%d" % i)])
     loop.run_until_complete(wait_for(lambda: delivery.complete, 60, "callbacks"))
-    assert not delivery.errors and not delivery.duplicates
+    delivery.assert_each_once()
+    assert not delivery.errors
     close(client, loop)
     got = read_back(kafka.bootstrap, topic, n)
     assert len(got) == n
@@ -152,7 +145,8 @@ def test_acks_modes(kafka, make_topic, loop, acks):
     delivery = Delivery(n)
     loop.run_until_complete(produce_all(client, topic, [(f"k{i}", f"v{i}") for i in range(n)], delivery))
     loop.run_until_complete(wait_for(lambda: delivery.complete, 30, "callbacks"))
-    assert not delivery.errors and not delivery.duplicates
+    delivery.assert_each_once()
+    assert not delivery.errors
     offsets = {m.offset for m in delivery.metas.values()}
     if acks == 0:
         assert offsets == {-1}
@@ -174,7 +168,8 @@ def test_several_produce_connections_keep_each_partition_in_order_exactly_once(k
     delivery = Delivery(n)
     uv.run_until_complete(produce_all(client, topic, records, delivery))
     flush(client, uv, timeout=60)
-    assert not delivery.errors and not delivery.duplicates and len(delivery.metas) == n
+    delivery.assert_each_once()
+    assert not delivery.errors
     lanes = {ready.lane for (_node, role, _lane), ready in client._pool._slots.items() if role is Role.PRODUCE}
     assert lanes == {0, 1, 2}, "the partitions went out over three connections"
     close(client, uv)
@@ -207,7 +202,8 @@ def test_batches_above_the_topics_max_message_bytes_are_split_not_lost(kafka, ma
     delivery = Delivery(n)
     loop.run_until_complete(produce_all(client, topic, [(b"k%d" % (i % 2), values[i]) for i in range(n)], delivery))
     flush(client, loop, timeout=60)
-    assert not delivery.errors and not delivery.duplicates and len(delivery.metas) == n
+    delivery.assert_each_once()
+    assert not delivery.errors
     close(client, loop)
     got = read_back(kafka.bootstrap, topic, n, timeout=60)
     assert len(got) == n
@@ -226,6 +222,7 @@ def test_a_single_record_above_the_topics_max_message_bytes_fails_once(kafka, ma
     delivery = Delivery(2)
     loop.run_until_complete(produce_all(client, topic, [(None, b"x" * 5000), (None, b"small")], delivery))
     loop.run_until_complete(wait_for(lambda: delivery.complete, 30, "callbacks"))
+    delivery.assert_each_once()
     assert [e.code for e in delivery.errors.values()] == [MESSAGE_TOO_LARGE]
     assert delivery.metas[1].offset == 0
     close(client, loop)
@@ -239,6 +236,7 @@ def test_log_append_time_comes_from_the_broker(kafka, make_topic, loop):
     for i in range(10):
         client.produce(topic, None, b"x", delivery.cb(i), timestamp_ms=1000 + i)
     loop.run_until_complete(wait_for(lambda: delivery.complete, 30, "acks"))
+    delivery.assert_each_once()
     stamps = {m.timestamp for m in delivery.metas.values()}
     assert len(stamps) == 1 and before - 1000 <= stamps.pop() <= int(time.time() * 1000) + 1000
     close(client, loop)
@@ -251,6 +249,7 @@ def test_unknown_topic_is_created_on_first_produce(kafka, loop):
     for i in range(5):
         client.produce(topic, b"k", b"%d" % i, delivery.cb(i))
     loop.run_until_complete(wait_for(lambda: delivery.complete, 30, "acks"))
+    delivery.assert_each_once()
     assert not delivery.errors
     assert [delivery.metas[i].offset for i in range(5)] == [0, 1, 2, 3, 4]
     close(client, loop)
@@ -262,6 +261,7 @@ def test_topic_that_cannot_exist_fails_clearly(kafka, loop):
     for i in range(3):
         client.produce("no-such-topic-" + kafka.unique_topic_name(), b"k", b"v", delivery.cb(i))
     loop.run_until_complete(wait_for(lambda: delivery.complete, 10, "errors"))
+    delivery.assert_each_once()
     assert {e.code for e in delivery.errors.values()} == {UNKNOWN_TOPIC_WAIT_TIMEOUT}
     close(client, loop)
 
@@ -297,7 +297,8 @@ def test_unreachable_cluster_fails_every_record_in_time_with_bounded_memory(loop
     tracemalloc.stop()
     assert connected and connected[0].code == TRANSPORT
     assert full > 0, "an unreachable cluster must push back instead of buffering without bound"
-    assert not delivery.metas and not delivery.duplicates
+    delivery.assert_each_once()
+    assert not delivery.metas
     assert {e.code for e in delivery.errors.values()} <= {UNKNOWN_TOPIC_WAIT_TIMEOUT, MSG_TIMED_OUT}
     assert peak < 64 * 1024 * 1024
     close(client, loop)
@@ -311,10 +312,10 @@ def test_oversized_record_rejected_at_once(kafka, topic, loop):
     close(client, loop)
 
 
-def test_connect_run_produce_many_and_close(kafka, make_topic):
+def test_connect_run_produce_many_and_close(kafka, make_topic, new_loop):
     topic = make_topic(partitions=2)
     connected = []
-    loop = kafkaev.runner.default_loop()
+    loop = new_loop.watch(kafkaev.runner.default_loop(), "uvloop")
     client = kafkaev.Client(kafka.bootstrap, on_connect=lambda: connected.append("on_connect"))
     assert client.loop is loop
     results = {}

@@ -22,10 +22,8 @@ PARTITIONS = 4
 
 
 @pytest.fixture
-def loop():
-    loop = asyncio.new_event_loop()
-    yield loop
-    loop.close()
+def loop(new_loop):
+    return new_loop("asyncio")  # guarded (conftest.py); these tests do not depend on the loop kind
 
 
 class Env:

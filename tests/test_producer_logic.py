@@ -14,6 +14,7 @@ import struct
 from types import SimpleNamespace as NS
 
 import pytest
+from exactly_once import Calls, assert_no_second_calls, tracking
 
 from kafkaev.config import ClientConfig
 from kafkaev.errors import (
@@ -211,9 +212,17 @@ def make(loop, broker, **options):
     options.setdefault("metadata_min_refresh_ms", 0)
     cfg = ClientConfig(brokers="127.0.0.1:9001", **options)
     errors = []
+
+    def report(exc):
+        # As Client does without on_error: an exception a callback raised goes to the loop's handler,
+        # so the loop guard fails the test instead of the exception waiting in a list nobody reads.
+        errors.append(exc)
+        if not isinstance(exc, KafkaError):
+            loop.call_exception_handler({"message": "producer: exception in a callback", "exception": exc})
+
     pool = ConnectionPool(cfg, loop, connection_factory=broker.factory)
     md = Metadata(cfg, loop, pool, connection_factory=broker.factory)
-    producer = Producer(cfg, loop, md, pool, errors.append, builder_factory=FakeBuilder)
+    producer = Producer(cfg, loop, md, pool, report, builder_factory=FakeBuilder)
     return NS(cfg=cfg, pool=pool, md=md, producer=producer, errors=errors)
 
 
@@ -231,21 +240,38 @@ def run_until(loop, pred, timeout=5.0):
 
 
 @pytest.fixture
-def loop():
-    loop = asyncio.new_event_loop()
-    yield loop
-    loop.close()
+def loop(new_loop):
+    return new_loop("asyncio")  # guarded (conftest.py); these tests do not depend on the loop kind
 
 
 def collect():
-    results = {}
+    """Delivery callbacks by record index: ``results[i]`` is (meta, err) of record i's first call.
+    They only record (the producer would catch an assert raised inside one); a test checks its
+    records with ``results.assert_each_once(...)``, and a second call fails the test when it ends."""
+    results = Calls("delivery callback")
+    return results, results.cb
 
-    def cb_for(i):
-        def cb(meta, err):
-            assert i not in results, f"callback of record {i} fired twice"
-            results[i] = (meta, err)
-        return cb
-    return results, cb_for
+
+def test_a_record_called_back_twice_fails_the_check(loop):
+    """What collect() is for: a record whose callback fires twice fails the check made outside the
+    callback. The test fires record 0's callback a second time itself, as a producer that completed
+    the record twice would (an assert inside the callback would have gone to the producer's error sink)."""
+    broker = FakeBroker(loop, partitions=1)
+    env = make(loop, broker)
+    with tracking() as tracked:  # checked here instead of failing this test when it ends
+        results, cb_for = collect()
+    cb = cb_for(0)
+    env.producer.produce("t", None, b"x", cb, partition=0)
+    run_until(loop, lambda: results)
+    results.assert_each_once([0])
+    meta, err = results[0]
+    assert err is None and meta.offset == 0
+    cb(None, KafkaError(DESTROY, "again"))
+    with pytest.raises(AssertionError, match=r"delivery callback called more than once for 0:"):
+        results.assert_each_once([0])
+    with pytest.raises(AssertionError, match=r"more than once for 0"):
+        assert_no_second_calls(tracked)
+    assert results[0] == (meta, None) and not env.errors
 
 
 def test_offsets_partitions_and_one_request_per_leader(loop):
@@ -257,6 +283,7 @@ def test_offsets_partitions_and_one_request_per_leader(loop):
     for i in range(40):
         env.producer.produce("t", f"k{i}", f"v{i}", cb_for(i))
     run_until(loop, lambda: len(results) == 40)
+    results.assert_each_once(range(40))
     for i in range(40):
         meta, err = results[i]
         assert err is None
@@ -281,6 +308,7 @@ def test_partitions_spread_over_produce_connections_and_each_stays_on_one_while_
 
     loop.run_until_complete(produce_over_time())
     run_until(loop, lambda: len(results) == 600)
+    results.assert_each_once(range(600))
     assert not [r for r in results.values() if r[1] is not None]
     for p in range(6):
         assert broker.values(p) == [b"%d" % i for i in range(p, 600, 6)]  # in order, once each
@@ -306,6 +334,7 @@ def test_a_partition_keeps_its_produce_connection_between_bursts(loop):
 
     loop.run_until_complete(bursts())
     run_until(loop, lambda: len(results) == 40)
+    results.assert_each_once(range(40))
     assert len({conn for conn, *_ in broker.answered}) == 1  # the other lanes are never opened
     assert broker.values(0) == [b"%d" % i for i in range(40)]
 
@@ -327,6 +356,7 @@ def test_idempotent_retry_keeps_order_and_sequences(loop):
     for i in range(60):
         env.producer.produce("t", None, b"%03d" % i, cb_for(i), partition=0)
     run_until(loop, lambda: len(results) == 60)
+    results.assert_each_once(range(60))
     assert all(err is None for _, err in results.values()), results
     assert broker.values(0) == [b"%03d" % i for i in range(60)]
     assert [m.offset for m, _ in (results[i] for i in range(60))] == list(range(60))
@@ -345,6 +375,7 @@ def test_duplicate_sequence_is_success(loop):
     results, cb_for = collect()
     env.producer.produce("t", None, b"x", cb_for(0), partition=0)
     run_until(loop, lambda: results)
+    results.assert_each_once([0])
     assert results[0][1] is None
 
 
@@ -357,6 +388,7 @@ def test_unknown_producer_id_bumps_epoch_and_resequences(loop):
     broker.state.clear()  # the broker forgets the producer (retention removed its records)
     env.producer.produce("t", None, b"b", cb_for(1), partition=0)
     run_until(loop, lambda: len(results) == 2)
+    results.assert_each_once(range(2))
     assert results[1][1] is None
     assert broker.init_calls == [(-1, -1), (1000, 0)]  # KIP-360: same id, next epoch
     last = broker.requests[-1][1][0][2]
@@ -382,6 +414,7 @@ def test_epoch_bump_resends_a_batch_of_unknown_outcome_under_its_old_sequence(lo
     for i in range(6, 12):  # under the new epoch, after the resent batch
         env.producer.produce("t", None, b"then-%d" % i, cb_for(i), partition=i % 2)
     run_until(loop, lambda: len(results) == 12)
+    results.assert_each_once(range(12))
     assert all(err is None for _, err in results.values()), results
     assert broker.init_calls == [(-1, -1), (1000, 0)]
     assert broker.values(1) == [b"warm-1", b"first-3", b"first-5", b"then-7", b"then-9", b"then-11"]
@@ -412,6 +445,7 @@ def test_unreachable_leader_fails_within_delivery_timeout(loop):
     for i in range(10):
         env.producer.produce("t", None, b"v", cb_for(i), partition=i % 2)
     run_until(loop, lambda: len(results) == 10)
+    results.assert_each_once(range(10))
     elapsed = loop.time() - start
     failed = [err for _m, err in results.values() if err is not None]
     assert len(failed) == 5 and all(e.code == MSG_TIMED_OUT for e in failed)
@@ -442,6 +476,7 @@ def test_records_admitted_while_their_topic_was_unknown_are_not_failed_for_memor
             admitted += 1
     assert admitted > 8192 // 4096  # more records than fit in that many full-size batches
     run_until(loop, lambda: len(results) == admitted)
+    results.assert_each_once(range(admitted))
     assert all(err is None for _meta, err in results.values())
     assert env.producer._acc.buffered == 0 and not env.producer._acc.readmitting
 
@@ -452,6 +487,7 @@ def test_unknown_topic_times_out_clearly(loop):
     results, cb_for = collect()
     env.producer.produce("missing", b"k", b"v", cb_for(0))
     run_until(loop, lambda: results)
+    results.assert_each_once([0])
     meta, err = results[0]
     assert meta is None and err.code == UNKNOWN_TOPIC_WAIT_TIMEOUT and "'missing'" in str(err)
 
@@ -463,6 +499,7 @@ def test_acks_zero_completes_at_write_with_offset_minus_one(loop):
     for i in range(5):
         env.producer.produce("t", None, b"v", cb_for(i), partition=0)
     run_until(loop, lambda: len(results) == 5)
+    results.assert_each_once(range(5))
     assert {(m.offset, err) for m, err in results.values()} == {(-1, None)}
 
 
@@ -474,6 +511,7 @@ def test_abandon_fails_unsent_with_destroy(loop):
     env.producer.produce("t", None, b"v", cb_for(0), partition=0)
     env.producer.produce("other", None, b"v", cb_for(1))
     env.producer.abandon()
+    results.assert_each_once([0, 1])
     assert {i: err.code for i, (_m, err) in results.items()} == {0: DESTROY, 1: DESTROY}
 
 
