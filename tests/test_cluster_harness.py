@@ -44,6 +44,7 @@ def _plain(cluster: KafkaCluster) -> dict[str, str]:
     return {"bootstrap.servers": cluster.bootstrap}
 
 
+@pytest.mark.compat
 def test_single_node_round_trip_with_peer_client(kafka: KafkaCluster, topic: str) -> None:
     records = [
         PeerRecord(b"k1", b"first", (("h", b"1"),)),
@@ -58,6 +59,7 @@ def test_single_node_round_trip_with_peer_client(kafka: KafkaCluster, topic: str
     assert all(m.partition() == 0 and m.topic() == topic for m in trip.consumed)
 
 
+@pytest.mark.compat
 def test_broker_reports_the_version_it_was_started_as(kafka: KafkaCluster) -> None:
     answer = kafka.api_versions()
     assert answer.apis[PRODUCE_KEY].max_version >= PRODUCE_V11
@@ -71,6 +73,7 @@ def test_broker_reports_the_version_it_was_started_as(kafka: KafkaCluster) -> No
         assert TWO_SLF4J_BINDINGS not in node.log_path.read_text()
 
 
+@pytest.mark.compat
 def test_newest_features_are_finalized_where_the_version_has_them(kafka: KafkaCluster) -> None:
     if not isinstance(kafka, LocalCluster):
         pytest.skip("the feature levels of an external cluster are its operator's choice")
@@ -82,6 +85,7 @@ def test_newest_features_are_finalized_where_the_version_has_them(kafka: KafkaCl
             assert kafka.feature_level(feature.name) == 0, (feature, levels)
 
 
+@pytest.mark.compat
 @pytest.mark.requires_kafka("4.0", "transactions v2 (KIP-890) and the consumer group protocol (KIP-848)")
 def test_newest_features_work_for_the_java_client(kafka: KafkaCluster, topic: str) -> None:
     """Kafka's own client of the broker's version is the oracle: a transaction (v2 where the broker
@@ -119,6 +123,7 @@ def test_topic_helpers(kafka: KafkaCluster) -> None:
         kafka.partition_state(name, 0)
 
 
+@pytest.mark.compat
 def test_three_node_leader_moves_on_kill_and_node_rejoins(kafka3: LocalCluster, make_topic) -> None:
     topic = make_topic(partitions=1, cluster=kafka3)
     before = kafka3.partition_state(topic, 0)

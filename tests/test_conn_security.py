@@ -14,6 +14,8 @@ from kafkaev._conn import Connection
 from kafkaev.security import InsecureCredentialsWarning, SASLConfig, TLSConfig
 from kafkaev.testing.certs import make_tls_files
 
+pytestmark = pytest.mark.compat
+
 
 def run(loop, coro):
     return loop.run_until_complete(coro)
