@@ -37,6 +37,7 @@ from bench.spec import (
     RunSpec,
 )
 from bench.worker import DEADLINE_ENV
+from kafkaev.testing.jars import kafka_version
 
 RESULTS_DIR = Path(__file__).with_name("results")
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -316,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
         cluster: Any = ExistingCluster(args.brokers)
         embedded = False
     else:
-        print("starting the embedded Apache Kafka broker ...", flush=True)
+        print(f"starting the embedded Apache Kafka {kafka_version()} broker ...", flush=True)
         cluster = start_embedded()
         embedded = True
         print(f"broker log in {cluster.directory}", flush=True)
@@ -333,7 +334,8 @@ def main(argv: list[str] | None = None) -> int:
         "mode": "quick" if args.quick else "full",
         "machine": machine,
         "broker": {"embedded": embedded, "bootstrap": cluster.bootstrap if not embedded else "embedded",
-                   "log_directory": str(cluster.directory) if embedded else None},
+                   "log_directory": str(cluster.directory) if embedded else None,
+                   "kafka_version": cluster.version if embedded else None},
         "plan": {name: getattr(plan, name) for name in plan.__slots__},
         "ratio_definition": "kafkaev / peer median; for metrics with higher_is_better=false lower is better",
         "scenarios": results,

@@ -1,6 +1,8 @@
 """Shared fixtures: a real Apache Kafka cluster, unique topics, and event loops of both kinds.
 
-Clusters (Apache Kafka 4.1.1 in KRaft mode, local JVMs on 127.0.0.1, see kafkaev.testing.cluster):
+Clusters (Apache Kafka 4.4.0 in KRaft mode, local JVMs on 127.0.0.1, see kafkaev.testing.cluster;
+``KAFKAEV_KAFKA_VERSION=3.9.1`` or ``4.1.1`` starts that release instead, and ``-m compat`` runs the
+subset meant for every version of the matrix):
 
 ``kafka`` (session)
     One combined broker+controller node, started once per run. A ``LocalCluster``:
@@ -10,7 +12,9 @@ Clusters (Apache Kafka 4.1.1 in KRaft mode, local JVMs on 127.0.0.1, see kafkaev
     username, password); ``create_topic(name, partitions=1, replication_factor=None, config=None)``,
     ``delete_topic(name)``, ``leader_of(topic, partition)``, ``partition_state(topic, partition)``
     (leader, replicas, isr), ``wait_for_leader(topic, partition, not_on=None)``, ``metadata()``,
-    ``admin()`` (confluent-kafka AdminClient), ``api_versions()``, ``broker_version()``, ``log_tail(n)``.
+    ``admin()`` (confluent-kafka AdminClient), ``api_versions()``, ``broker_version()`` ("4.4.0", from the
+    node's log), ``kafka_version`` (the ``KafkaVersion`` it was started as), ``finalized_features()``
+    ({"metadata.version": 33, "transaction.version": 2, ...}), ``feature_level(name)``, ``log_tail(n)``.
     With ``KAFKAEV_BROKERS=host:port,...`` it is an ``ExternalCluster`` (bootstrap and the topic/metadata
     helpers only); with ``KAFKAEV_TESTCONTAINERS=1`` a ``ContainerCluster``.
 ``kafka3`` (session, started on first use)
@@ -52,6 +56,15 @@ Callbacks (``exactly_once.py``):
     the test, even one that never checked (tests still check that each callback was called, with
     ``assert_each_once``).
 
+Markers:
+
+``@pytest.mark.compat``
+    The test is in the compatibility subset run against every broker version of the matrix.
+``@pytest.mark.requires_kafka("4.0", "the consumer group protocol (KIP-848)")``
+    Skipped, with that reason, when the brokers are older than the version given. The brokers' version
+    is ``KAFKAEV_KAFKA_VERSION`` (default 4.4.0); with ``KAFKAEV_BROKERS`` set it to the external
+    cluster's version.
+
 When a test fails, the tail of each broker log it used is added to its report.
 """
 
@@ -67,9 +80,11 @@ import pytest
 import uvloop
 from exactly_once import each_callback_at_most_once  # noqa: F401  (an autouse fixture)
 
+from kafkaev.testing import jars
 from kafkaev.testing.admin import Capability, KafkaCluster
 from kafkaev.testing.cluster import LocalCluster, NodeState
 from kafkaev.testing.external import external_from_environment
+from kafkaev.testing.versions import KafkaVersion, KafkaVersionError, broker_version
 
 pytest_plugins = ["pytester"]  # test_exactly_once.py runs a test session of its own
 
@@ -91,6 +106,19 @@ class _LazyClusters:
 
 
 _CLUSTERS_KEY = pytest.StashKey[_LazyClusters]()
+_VERSION_KEY = pytest.StashKey[KafkaVersion]()
+REQUIRES_KAFKA_MARKER = "requires_kafka"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    try:
+        config.stash[_VERSION_KEY] = broker_version(jars.kafka_version())
+    except KafkaVersionError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"kafka brokers: Apache Kafka {config.stash[_VERSION_KEY]} ({jars.VERSION_ENV} picks another)"
 
 
 @pytest.fixture(scope="session")
@@ -256,10 +284,31 @@ def uv(new_loop: LoopGuard) -> asyncio.AbstractEventLoop:
     return new_loop("uvloop")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    brokers = config.stash[_VERSION_KEY]
     for item in items:
         if "kafka3" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.three_nodes)
+        for marker in item.iter_markers(REQUIRES_KAFKA_MARKER):
+            minimum, feature = _required_kafka(item, marker)
+            if brokers < minimum:
+                item.add_marker(pytest.mark.skip(
+                    reason=f"needs Kafka {marker.args[0]}+ for {feature}; the broker is {brokers}"
+                ))
+                break
+
+
+def _required_kafka(item: pytest.Item, marker: pytest.Mark) -> tuple[KafkaVersion, str]:
+    """The (minimum version, feature) of a ``requires_kafka("4.0", "what needs it")`` marker."""
+    if len(marker.args) != 2 or not all(isinstance(arg, str) for arg in marker.args):
+        raise pytest.UsageError(
+            f"{item.nodeid}: use @pytest.mark.{REQUIRES_KAFKA_MARKER}(\"4.0\", \"the feature that needs it\"),"
+            f" got args {marker.args!r}"
+        )
+    try:
+        return KafkaVersion.parse(marker.args[0]), marker.args[1]
+    except KafkaVersionError as exc:
+        raise pytest.UsageError(f"{item.nodeid}: {REQUIRES_KAFKA_MARKER}: {exc}") from None
 
 
 @pytest.hookimpl(wrapper=True)

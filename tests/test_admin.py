@@ -14,6 +14,8 @@ from kafkaev.client import Client
 from kafkaev.errors import GROUP_ID_NOT_FOUND, TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_OR_PARTITION, KafkaError
 from kafkaev.types import TopicPartition
 
+pytestmark = pytest.mark.compat
+
 GROUP_JOIN_TIMEOUT_S = 30.0
 
 

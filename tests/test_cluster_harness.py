@@ -1,6 +1,7 @@
-"""The test cluster is a real Apache Kafka: records go through it, it reports its version, and the
-three-node cluster really loses and regains nodes. Also: its jars cache, loud start failures, and no
-JVM outliving the process that started it."""
+"""The test cluster is a real Apache Kafka: records go through it, it reports its version and the
+newest features it was set up with, and the three-node cluster really loses and regains nodes. Also:
+its jars cache, the version it is told to start, loud start failures, and no JVM outliving the process
+that started it."""
 
 from __future__ import annotations
 
@@ -16,13 +17,24 @@ from pathlib import Path
 
 import pytest
 
-from kafkaev.testing import jars, probe
+from kafkaev.testing import jars, probe, versions
 from kafkaev.testing.admin import KafkaCluster, UnknownPartition
+from kafkaev.testing.certs import make_tls_files
 from kafkaev.testing.cluster import BrokerStartError, LocalCluster
+from kafkaev.testing.config import NodePorts, SecuritySetup, render_server_properties
 from kafkaev.testing.peer import PeerRecord, consume, produce, round_trip
+from kafkaev.testing.versions import KafkaVersion, KafkaVersionError
 
-# Kafka's MetadataVersion feature levels: 4.0-IV0 is 22 (3.9-IV0 was 21).
+# Kafka's MetadataVersion feature levels: 4.0-IV0 is 22, 3.9-IV0 was 21.
 METADATA_VERSION_4_0_IV0 = 22
+METADATA_VERSION_3_9_IV0 = 21
+# Produce v11 is the newest a 3.9 broker knows (4.x: 12 and up).
+PRODUCE_V11 = 11
+PRODUCE_KEY = 0
+TWO_SLF4J_BINDINGS = "multiple SLF4J bindings"
+JAVA_ORACLE = Path(__file__).with_name("java") / "NewestFeatures.java"
+JAVA_ORACLE_TIMEOUT_S = 300
+JAVA_RESULT_PREFIX = "newest-features: "
 UNKNOWN_TOPIC_OR_PARTITION = 3
 FAILOVER_TIMEOUT_S = 45.0
 PROCESS_EXIT_TIMEOUT_S = 15.0
@@ -32,6 +44,7 @@ def _plain(cluster: KafkaCluster) -> dict[str, str]:
     return {"bootstrap.servers": cluster.bootstrap}
 
 
+@pytest.mark.compat
 def test_single_node_round_trip_with_peer_client(kafka: KafkaCluster, topic: str) -> None:
     records = [
         PeerRecord(b"k1", b"first", (("h", b"1"),)),
@@ -46,14 +59,53 @@ def test_single_node_round_trip_with_peer_client(kafka: KafkaCluster, topic: str
     assert all(m.partition() == 0 and m.topic() == topic for m in trip.consumed)
 
 
-def test_broker_reports_kafka_4(kafka: KafkaCluster) -> None:
+@pytest.mark.compat
+def test_broker_reports_the_version_it_was_started_as(kafka: KafkaCluster) -> None:
     answer = kafka.api_versions()
-    assert answer.finalized_features["metadata.version"] >= METADATA_VERSION_4_0_IV0
-    produce_api = answer.apis[0]
-    assert produce_api.max_version >= 11
-    if isinstance(kafka, LocalCluster):
-        assert kafka.broker_version().split(".")[0] == "4"
-        assert kafka.broker_version() == kafka.version
+    assert answer.apis[PRODUCE_KEY].max_version >= PRODUCE_V11
+    if not isinstance(kafka, LocalCluster):
+        return  # an external cluster's version is whatever its operator installed
+    assert kafka.broker_version() == kafka.version == jars.kafka_version()
+    oldest_level = METADATA_VERSION_4_0_IV0 if kafka.kafka_version >= versions.KAFKA_4_0 else METADATA_VERSION_3_9_IV0
+    assert answer.finalized_features["metadata.version"] >= oldest_level
+    # The "Kafka version" line came through slf4j: the broker logs through log4j2, with one binding.
+    for node in kafka.nodes.values():
+        assert TWO_SLF4J_BINDINGS not in node.log_path.read_text()
+
+
+@pytest.mark.compat
+def test_newest_features_are_finalized_where_the_version_has_them(kafka: KafkaCluster) -> None:
+    if not isinstance(kafka, LocalCluster):
+        pytest.skip("the feature levels of an external cluster are its operator's choice")
+    levels = kafka.finalized_features()
+    for feature in versions.NEWEST_FEATURES:
+        if feature.enabled_on(kafka.kafka_version):
+            assert kafka.feature_level(feature.name) >= feature.level, (feature, levels)
+        else:  # early access on this version: left off
+            assert kafka.feature_level(feature.name) == 0, (feature, levels)
+
+
+@pytest.mark.compat
+@pytest.mark.requires_kafka("4.0", "transactions v2 (KIP-890) and the consumer group protocol (KIP-848)")
+def test_newest_features_work_for_the_java_client(kafka: KafkaCluster, topic: str) -> None:
+    """Kafka's own client of the broker's version is the oracle: a transaction (v2 where the broker
+    finalized it), read back by a consumer-protocol group member, then by a share group."""
+    if not isinstance(kafka, LocalCluster):
+        pytest.skip("the Java client of the local cluster's version is in the jar cache")
+    enabled = [feature.name for feature in versions.enabled_features(kafka.kafka_version)]
+    result = subprocess.run(
+        ["java", "-cp", jars.classpath(kafka.version), str(JAVA_ORACLE), kafka.bootstrap, topic, *enabled],
+        capture_output=True,
+        text=True,
+        timeout=JAVA_ORACLE_TIMEOUT_S,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    results = [line.removeprefix(JAVA_RESULT_PREFIX) for line in result.stdout.splitlines()
+               if line.startswith(JAVA_RESULT_PREFIX)]
+    expected = ["transaction committed: 3", "consumer group protocol read: 3"]
+    if versions.SHARE_GROUPS.name in enabled:
+        expected.append("share group read: 3")
+    assert results == expected, result.stdout + result.stderr[-3000:]
 
 
 def test_topic_helpers(kafka: KafkaCluster) -> None:
@@ -71,6 +123,7 @@ def test_topic_helpers(kafka: KafkaCluster) -> None:
         kafka.partition_state(name, 0)
 
 
+@pytest.mark.compat
 def test_three_node_leader_moves_on_kill_and_node_rejoins(kafka3: LocalCluster, make_topic) -> None:
     topic = make_topic(partitions=1, cluster=kafka3)
     before = kafka3.partition_state(topic, 0)
@@ -136,11 +189,12 @@ def test_jar_cache_holds_kafka_with_log4j2_binding() -> None:
     libs = jars.ensure_jars()
     assert jars.is_complete()
     names = {p.name for p in libs.glob("*.jar")}
-    assert f"kafka_2.13-{jars.KAFKA_VERSION}.jar" in names
-    assert f"kafka-tools-{jars.KAFKA_VERSION}.jar" in names
-    # Kafka 4 logs through log4j2; a reload4j binding would leave the broker without its log.
+    assert f"kafka_2.13-{jars.kafka_version()}.jar" in names
+    assert f"kafka-tools-{jars.kafka_version()}.jar" in names
+    # The broker logs through log4j2; slf4j's reload4j binding (Kafka 3.x) would take its place.
+    # reload4j itself may stay: Kafka 3.x's Log4jController calls it.
     assert any(n.startswith("log4j-slf4j-impl-") for n in names)
-    assert not any("reload4j" in n for n in names)
+    assert not any(n.startswith("slf4j-reload4j-") for n in names)
 
 
 def test_jar_cache_without_current_marker_is_resolved_again(
@@ -149,7 +203,7 @@ def test_jar_cache_without_current_marker_is_resolved_again(
     monkeypatch.setenv(jars.CACHE_ENV, str(tmp_path))
     libs = jars.libs_dir()
     libs.mkdir(parents=True)
-    (libs / f"kafka_2.13-{jars.KAFKA_VERSION}.jar").write_bytes(b"half a download")
+    (libs / f"kafka_2.13-{jars.kafka_version()}.jar").write_bytes(b"half a download")
     resolved: list[Path] = []
 
     def fake_maven(version: str, target: Path, *, quiet: bool) -> None:
@@ -168,6 +222,50 @@ def test_jar_cache_without_current_marker_is_resolved_again(
     assert not jars.is_complete()
     jars.ensure_jars()
     assert resolved == [libs, libs]
+
+
+def test_kafka_version_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(jars.VERSION_ENV, raising=False)
+    assert jars.kafka_version() == jars.KAFKA_VERSION
+    monkeypatch.setenv(jars.VERSION_ENV, "3.9.1")
+    assert jars.kafka_version() == "3.9.1"
+    assert jars.libs_dir().parent.name == "kafka-3.9.1"
+    cluster = LocalCluster()
+    try:
+        assert cluster.kafka_version == KafkaVersion(3, 9, 1)
+    finally:
+        cluster.stop()  # never started: this removes its temp directory
+
+
+@pytest.mark.parametrize(
+    ("value", "complaint"),
+    [("4.x", "not a Kafka version"), ("4.1", "in full, such as 4.1.0"), ("3.8.1", "3.9 and newer")],
+)
+def test_kafka_version_from_the_environment_is_validated(
+    monkeypatch: pytest.MonkeyPatch, value: str, complaint: str
+) -> None:
+    monkeypatch.setenv(jars.VERSION_ENV, value)
+    with pytest.raises(KafkaVersionError, match=f"^{jars.VERSION_ENV}: .*{complaint}"):
+        jars.kafka_version()
+    with pytest.raises(KafkaVersionError, match=jars.VERSION_ENV):
+        LocalCluster()
+
+
+def test_older_brokers_get_only_the_settings_they_know(tmp_path: Path) -> None:
+    ports = {1: NodePorts(9092, 9093, 9094, 9095, 9096)}
+    security = SecuritySetup(make_tls_files(tmp_path / "tls"), (), ())
+
+    def keys(version: str) -> set[str]:
+        text = render_server_properties(1, ports, tmp_path / "data", security, KafkaVersion.parse(version))
+        return {line.split("=", 1)[0] for line in text.splitlines()}
+
+    four_only = {key for key in keys("4.4.0") if key.startswith(("share.", "group.share.", "group.consumer."))}
+    assert four_only and not four_only & keys("3.9.1")
+    assert not {key for key in keys("4.0.0") if key.startswith(("share.", "group.share."))}
+    # Only 4.1 needs a feature level the format would not pick itself.
+    assert versions.format_feature_arguments(KafkaVersion(3, 9, 1)) == []
+    assert versions.format_feature_arguments(KafkaVersion(4, 1, 1)) == ["--feature", "share.version=1"]
+    assert versions.format_feature_arguments(KafkaVersion(4, 4, 0)) == []
 
 
 _ORPHAN_SCRIPT = textwrap.dedent(

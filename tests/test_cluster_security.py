@@ -14,6 +14,8 @@ from kafkaev.testing.cluster import LocalCluster
 from kafkaev.testing.config import SaslCredentials
 from kafkaev.testing.peer import PeerRecord, round_trip, sasl_config, ssl_config
 
+pytestmark = pytest.mark.compat
+
 REFUSAL_TIMEOUT_S = 20.0
 RECORDS = [PeerRecord(b"key", b"value", (("trace", b"abc"),)), PeerRecord(None, b"second")]
 

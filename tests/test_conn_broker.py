@@ -42,6 +42,7 @@ async def wait_until_fetchable(conn: Connection, topic: str, partition: int = 0)
         await asyncio.sleep(0.1)
 
 
+@pytest.mark.compat
 def test_handshake_negotiates_versions(kafka, loop):
     async def main():
         conn = Connection(loop)
@@ -86,6 +87,7 @@ def test_pipelined_metadata_complete_once_in_order(kafka, topic, loop):
     run(loop, main())
 
 
+@pytest.mark.compat
 def test_produce_fetch_and_acks0(kafka, make_topic, loop):
     topic = make_topic(partitions=2)
 

@@ -17,6 +17,8 @@ from kafkaev.security import InsecureCredentialsWarning, SASLConfig, TLSConfig
 from kafkaev.testing.certs import make_tls_files
 from kafkaev.testing.config import SASL_MECHANISMS
 
+pytestmark = pytest.mark.compat
+
 
 def run(loop, coro):
     return loop.run_until_complete(coro)

@@ -45,6 +45,7 @@ def assert_complete_in_order(received: Received, topics: list[str], per_partitio
     assert received.count == len(topics) * PARTITIONS * per_partition
 
 
+@pytest.mark.compat
 @pytest.mark.slow
 def test_assign_delivers_every_codec_complete_and_in_order(kafka, filled, uv):
     topics, per_partition = filled
@@ -74,6 +75,7 @@ def test_subscribe_delivers_every_codec_complete_and_in_order(kafka, filled, uv)
     close(uv, client)
 
 
+@pytest.mark.compat
 def test_read_committed_skips_an_aborted_transaction(kafka, make_topic, loop):
     topic = make_topic(partitions=1)
     producer = confluent_kafka.Producer({"bootstrap.servers": kafka.bootstrap,
@@ -102,6 +104,7 @@ def test_read_committed_skips_an_aborted_transaction(kafka, make_topic, loop):
         close(loop, client)
 
 
+@pytest.mark.compat
 def test_offsets_for_lag_and_seek_to_time_agree_with_confluent(kafka, make_topic, loop):
     topic = make_topic(partitions=3)
     fill(kafka.bootstrap, topic, 3, 200)

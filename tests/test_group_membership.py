@@ -93,6 +93,7 @@ def settled(owners: list[set[TopicPartition]], everything: set[TopicPartition], 
     return union == everything and total == len(everything) and sum(1 for o in owners if o) == members
 
 
+@pytest.mark.compat
 @pytest.mark.slow
 def test_mixed_cooperative_group_keeps_partitions_in_place(kafka, make_topic, loop):
     topic = make_topic(partitions=12)
@@ -352,6 +353,7 @@ def test_eager_range_group_revokes_everything_before_rejoining(kafka, make_topic
             close(loop, m.client)
 
 
+@pytest.mark.compat
 def test_commit_stores_a_metadata_string_that_kafkaev_and_confluent_kafka_read_back(kafka, make_topic, loop):
     topic = make_topic(partitions=2)
     group = f"meta-{uuid.uuid4().hex[:8]}"

@@ -13,13 +13,25 @@ import pytest
 from kafkaev import _proto as P
 from kafkaev import errors
 
+# Each broker version accepts its own range of request versions: all of them run in the matrix.
+pytestmark = pytest.mark.compat
+
 K = P.ApiKey
 WHICH = ("oldest", "newest")
 # AddPartitionsToTxn v4+ is the broker-to-broker verification form (KIP-890): clients stop at 3.
 CLIENT_MAX = {K.ADD_PARTITIONS_TO_TXN: 3}
 # Kafka 4.x still advertises Produce v0-2 (old librdkafka needs to see them, KAFKA-18659)
-# but rejects them (KIP-896): v3 is the oldest it accepts.
-ACCEPTED_MIN = {K.PRODUCE: 3}
+# but rejects them (KIP-896): v3 is the oldest it accepts, and the first to carry RecordBatch v2.
+# A 3.x broker in KRaft mode advertises OffsetCommit and OffsetFetch v0 but answers them with
+# UNSUPPORTED_VERSION: v0 kept offsets in ZooKeeper (4.0 dropped v0-1 altogether).
+ACCEPTED_MIN = {K.PRODUCE: 3, K.OFFSET_COMMIT: 1, K.OFFSET_FETCH: 1}
+# Fetch v4 is the first to return RecordBatch v2 as it was written; a 3.x broker still takes
+# v0-3 (4.0 dropped them) and converts the records to the legacy message format for them.
+FETCH_V4 = 4
+# ListOffsets v0 (3.x only) answers with a list of offsets instead of one.
+LIST_OFFSETS_V0 = 0
+# OffsetForLeaderEpoch answers with the leader epoch from v1 on (3.x still takes v0).
+OFFSET_FOR_LEADER_EPOCH_V1 = 1
 
 
 class Wire:
@@ -192,21 +204,32 @@ def test_topic_lifecycle_produce_fetch_offsets(wire, which):
     fpart = resp.responses[0].partitions[0]
     assert fpart.error_code == 0 and fpart.high_watermark == 4
     data = bytes(fpart.records)
-    # The broker stamps the leader epoch (and so a new CRC) into each batch: compare the rest.
-    assert data[:12] == records[:12] and data[21:len(records)] == records[21:]
-    assert b"fourth" in data[len(records):]
+    fetched = P.read_records(name, 0, data)
+    assert [(m.offset, m.key, m.value) for m in fetched.messages] == [
+        (0, b"k", b"first"), (1, b"k", b"second"), (2, b"k", b"third"), (3, b"k", b"fourth")]
+    if fetch_version >= FETCH_V4:
+        # The broker stamps the leader epoch (and so a new CRC) into each batch: compare the rest.
+        assert data[:12] == records[:12] and data[21:len(records)] == records[21:]
+        assert b"fourth" in data[len(records):]
 
-    resp = wire.call(K.LIST_OFFSETS, wire.version(K.LIST_OFFSETS, which), P.ListOffsetsRequest(
+    list_version = wire.version(K.LIST_OFFSETS, which)
+    resp = wire.call(K.LIST_OFFSETS, list_version, P.ListOffsetsRequest(
         replica_id=-1, topics=[P.ListOffsetsTopic(name=name, partitions=[
-            P.ListOffsetsPartition(partition_index=0, timestamp=-1)])]))
+            P.ListOffsetsPartition(partition_index=0, timestamp=-1, max_num_offsets=1)])]))
     lpart = resp.topics[0].partitions[0]
-    assert (lpart.error_code, lpart.offset) == (0, 4)
+    if list_version == LIST_OFFSETS_V0:
+        assert (lpart.error_code, lpart.old_style_offsets) == (0, [4])
+    else:
+        assert (lpart.error_code, lpart.offset) == (0, 4)
 
-    resp = wire.call(K.OFFSET_FOR_LEADER_EPOCH, wire.version(K.OFFSET_FOR_LEADER_EPOCH, which),
+    epoch_version = wire.version(K.OFFSET_FOR_LEADER_EPOCH, which)
+    resp = wire.call(K.OFFSET_FOR_LEADER_EPOCH, epoch_version,
                      P.OffsetForLeaderEpochRequest(replica_id=-1, topics=[P.OffsetForLeaderTopic(
                          topic=name, partitions=[P.OffsetForLeaderPartition(partition=0, leader_epoch=0)])]))
     epart = resp.topics[0].partitions[0]
-    assert (epart.error_code, epart.leader_epoch, epart.end_offset) == (0, 0, 4)
+    assert (epart.error_code, epart.end_offset) == (0, 4)
+    if epoch_version >= OFFSET_FOR_LEADER_EPOCH_V1:
+        assert epart.leader_epoch == 0
 
     resp = wire.call(K.DELETE_RECORDS, wire.version(K.DELETE_RECORDS, which), P.DeleteRecordsRequest(
         topics=[P.DeleteRecordsTopic(name=name, partitions=[P.DeleteRecordsPartition(partition_index=0, offset=1)])],
@@ -337,6 +360,7 @@ def test_classic_group_lifecycle(wire, which):
         assert [(m.member_id, m.error_code) for m in resp.members] == [(member_id, 0)]
 
 
+@pytest.mark.requires_kafka("4.0", "the consumer group protocol (KIP-848)")
 @pytest.mark.parametrize("which", WHICH)
 def test_consumer_group_heartbeat_kip848(wire, which):
     topic = unique("cgh-topic")

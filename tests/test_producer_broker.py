@@ -57,9 +57,14 @@ def test_million_keyed_records_land_where_java_puts_them(kafka, make_topic, uv):
     assert len(seen) == MILLION
 
 
+@pytest.mark.parametrize("idempotent", [
+    pytest.param(False, id="plain"),
+    # Every codec with sequence numbers: the broker checks both on each batch.
+    pytest.param(True, id="idempotent", marks=pytest.mark.compat),
+])
 @pytest.mark.parametrize("codec", [None, "gzip", "snappy", "lz4", "zstd"])
-def test_codecs_headers_timestamps_survive(kafka, topic, loop, codec):
-    client = Client(kafka.bootstrap, loop=loop, compression=codec, linger_ms=2)
+def test_codecs_headers_timestamps_survive(kafka, topic, loop, codec, idempotent):
+    client = Client(kafka.bootstrap, loop=loop, compression=codec, linger_ms=2, idempotent=idempotent)
     n = 3000
     base_ts = int(time.time() * 1000) - 3_600_000  # recent: old stamps fall to retention at once
     delivery = Delivery(n)
@@ -160,6 +165,7 @@ def test_acks_modes(kafka, make_topic, loop, acks):
     assert len(read_back(kafka.bootstrap, topic, n)) == n
 
 
+@pytest.mark.compat
 def test_several_produce_connections_keep_each_partition_in_order_exactly_once(kafka, make_topic, uv):
     topic = make_topic(partitions=6)
     n = 60000

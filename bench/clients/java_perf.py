@@ -15,7 +15,7 @@ from typing import Any
 
 from bench.measure import child_cpu_seconds
 from bench.spec import RunResult, RunSpec
-from kafkaev.testing.jars import KAFKA_VERSION, classpath
+from kafkaev.testing.jars import classpath, kafka_version
 
 JVM_HEAP = "-Xmx512m"
 PRODUCER_TOOL = "org.apache.kafka.tools.ProducerPerformance"
@@ -71,7 +71,7 @@ def produce(spec: RunSpec) -> RunResult:
         calls=sent_records,
         cpu_s=cpu,  # the whole JVM run, start-up and JIT included
         bytes=sent_records * spec.value_size,
-        settings={**props, "tool": PRODUCER_TOOL, "kafka": KAFKA_VERSION, "jvm": JVM_HEAP},
+        settings={**props, "tool": PRODUCER_TOOL, "kafka": kafka_version(), "jvm": JVM_HEAP},
         note="CPU includes JVM start-up",
     )
 
@@ -96,7 +96,7 @@ def consume(spec: RunSpec) -> RunResult:
         elapsed_s=fetch_ms / 1000.0,
         cpu_s=cpu,
         bytes=int(mbytes * 1024 * 1024),
-        settings={"tool": CONSUMER_TOOL, "kafka": KAFKA_VERSION, "jvm": JVM_HEAP,
+        settings={"tool": CONSUMER_TOOL, "kafka": kafka_version(), "jvm": JVM_HEAP,
                   "timing": "fetch.time.ms (group join excluded)"},
         note="CPU includes JVM start-up",
     )

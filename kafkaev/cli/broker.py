@@ -21,7 +21,8 @@ STOP_TIMEOUT_S = 60.0
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("broker", help="start or stop the embedded local Kafka broker")
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
-    start = actions.add_parser("start", help="start it (foreground until Ctrl-C, or --detach)")
+    start = actions.add_parser("start", help="start it (foreground until Ctrl-C, or --detach); "
+                               "KAFKAEV_KAFKA_VERSION picks the Apache Kafka release")
     start.add_argument("--detach", action="store_true", help="run in the background; stop with 'broker stop'")
     start.add_argument("--nodes", type=int, default=1, help="KRaft nodes (default 1)")
     stop = actions.add_parser("stop", help="stop a broker started with --detach")
@@ -47,11 +48,23 @@ def _read_state(path: Path) -> dict | None:
         return None
 
 
+def _kafka_version() -> str:
+    """The Apache Kafka version to start (``$KAFKAEV_KAFKA_VERSION`` or the harness's default)."""
+    from kafkaev.testing import jars
+    from kafkaev.testing.versions import KafkaVersionError
+
+    try:
+        return jars.kafka_version()
+    except KafkaVersionError as exc:
+        raise CliError(str(exc)) from None
+
+
 def _foreground(args: argparse.Namespace) -> int:
     from kafkaev.testing.cluster import LocalCluster
 
     if args.nodes < 1:
         raise CliError(f"--nodes must be >= 1, got {args.nodes}")
+    version = _kafka_version()
     state = _read_state(args.state_file)
     if state and _alive(state["pid"]) and state["pid"] != os.getpid():
         raise CliError(f"a broker is already running (pid {state['pid']}, {state['bootstrap']})")
@@ -63,12 +76,12 @@ def _foreground(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    cluster = LocalCluster(nodes=args.nodes).start()
+    cluster = LocalCluster(nodes=args.nodes, version=version).start()
     try:
         args.state_file.parent.mkdir(parents=True, exist_ok=True)
         args.state_file.write_text(json.dumps({"pid": os.getpid(), "bootstrap": cluster.bootstrap,
                                                "directory": str(cluster.directory)}))
-        print(f"broker ready: {cluster.bootstrap}", flush=True)
+        print(f"broker ready: {cluster.bootstrap} (Apache Kafka {version})", flush=True)
         while not stopping and all(cluster.node(n).is_alive() for n in cluster.nodes):
             time.sleep(0.2)
     finally:
@@ -80,6 +93,7 @@ def _foreground(args: argparse.Namespace) -> int:
 
 
 def _detach(args: argparse.Namespace) -> int:
+    _kafka_version()  # a bad KAFKAEV_KAFKA_VERSION is reported here, not in the background's log
     state = _read_state(args.state_file)
     if state and _alive(state["pid"]):
         raise CliError(f"a broker is already running (pid {state['pid']}, {state['bootstrap']})")

@@ -1,7 +1,9 @@
 """Command line for the local test cluster.
 
     python -m kafkaev.testing start [--nodes 1|3] [--dir D] [--jvm fast-start|throughput] [--heap 512m]
-    python -m kafkaev.testing jars                           # only resolve the Kafka jars
+    python -m kafkaev.testing jars [--version 4.4.0]         # only resolve the Kafka jars
+
+Both use Apache Kafka ``jars.kafka_version()``: 4.4.0, or ``$KAFKAEV_KAFKA_VERSION``.
 
 ``start`` prints the addresses as KEY=VALUE lines (PLAINTEXT first, as BOOTSTRAP=...), then READY, so a
 script can read them from the pipe; everything else goes to stderr.
@@ -17,6 +19,7 @@ from pathlib import Path
 
 from . import jars
 from .cluster import FAST_START_JVM_OPTIONS, HEAP, THROUGHPUT_JVM_OPTIONS, LocalCluster
+from .versions import KafkaVersionError, broker_version
 
 JVM_PROFILES = {"fast-start": FAST_START_JVM_OPTIONS, "throughput": THROUGHPUT_JVM_OPTIONS}
 
@@ -49,7 +52,10 @@ def _start(args: argparse.Namespace) -> int:
     cluster = LocalCluster(
         nodes=args.nodes, directory=args.dir, heap=args.heap, jvm_options=JVM_PROFILES[args.jvm]
     )
-    print(f"kafkaev.testing: starting {args.nodes} Kafka node(s) in {cluster.directory}", file=sys.stderr)
+    print(
+        f"kafkaev.testing: starting {args.nodes} Apache Kafka {cluster.version} node(s) in {cluster.directory}",
+        file=sys.stderr,
+    )
     try:
         cluster.start()
         # Once running, SIGTERM and Ctrl-C end the wait and the cluster stops in order below.
@@ -70,6 +76,8 @@ def _start(args: argparse.Namespace) -> int:
 
 
 def _jars(args: argparse.Namespace) -> int:
+    if args.version is not None:
+        broker_version(args.version)
     print(jars.ensure_jars(args.version, quiet=False))
     return 0
 
@@ -89,10 +97,14 @@ def main(argv: list[str] | None = None) -> int:
     start.add_argument("--heap", default=HEAP, help="broker -Xmx (default %(default)s)")
     start.set_defaults(run=_start)
     resolve = commands.add_parser("jars", help="resolve the Apache Kafka jars into the cache")
-    resolve.add_argument("--version", default=jars.KAFKA_VERSION)
+    resolve.add_argument("--version", default=None, help="default: $KAFKAEV_KAFKA_VERSION or " + jars.KAFKA_VERSION)
     resolve.set_defaults(run=_jars)
     args = parser.parse_args(argv)
-    return int(args.run(args))
+    try:
+        return int(args.run(args))
+    except KafkaVersionError as exc:
+        print(f"python -m kafkaev.testing: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

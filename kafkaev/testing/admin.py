@@ -191,6 +191,15 @@ class KafkaCluster(abc.ABC):
         host, port = self.bootstrap.split(",")[node_index].rsplit(":", 1)
         return api_versions(host, int(port))
 
+    def finalized_features(self) -> dict[str, int]:
+        """The cluster's finalized feature levels, from ApiVersions: ``{"metadata.version": 33,
+        "transaction.version": 2, ...}``. A feature at level 0 (off) is not listed."""
+        return dict(self.api_versions().finalized_features)
+
+    def feature_level(self, name: str) -> int:
+        """The finalized level of feature ``name``; 0 when it is off or this Kafka has no such feature."""
+        return self.finalized_features().get(name, 0)
+
     def wait_for(self, check: Callable[[], T | None | bool], timeout: float, what: str) -> T:
         return wait_until(check, timeout, what)
 

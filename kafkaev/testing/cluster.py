@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-from . import jars, process
+from . import jars, process, versions
 from .admin import (
     NO_LEADER,
     Capability,
@@ -207,6 +207,9 @@ def _java() -> str:
 class LocalCluster(KafkaCluster):
     """``nodes`` combined KRaft nodes (1 or 3 are the tested shapes), started by ``start()``.
 
+    ``version`` is the Apache Kafka release to run, by default ``jars.kafka_version()`` (4.4.0, or
+    ``$KAFKAEV_KAFKA_VERSION``); 3.9 and newer start.
+
     ``directory`` holds configs, data and logs; by default a temporary folder (in ``temp_parent``,
     or the system's temporary directory) removed by ``stop()``.
     """
@@ -218,7 +221,7 @@ class LocalCluster(KafkaCluster):
         nodes: int = 1,
         *,
         directory: Path | str | None = None,
-        version: str = jars.KAFKA_VERSION,
+        version: str | None = None,
         heap: str = HEAP,
         jvm_options: Sequence[str] = FAST_START_JVM_OPTIONS,
         start_timeout: float = START_TIMEOUT_S,
@@ -231,7 +234,12 @@ class LocalCluster(KafkaCluster):
         if start_timeout <= 0:
             raise ValueError(f"start_timeout: must be > 0, got {start_timeout}")
         self.node_count = nodes
-        self.version = version
+        # The default is validated by kafka_version(), whose error names the environment variable.
+        self.version = version if version is not None else jars.kafka_version()
+        try:
+            self.kafka_version = versions.broker_version(self.version)
+        except versions.KafkaVersionError as exc:
+            raise versions.KafkaVersionError(f"version: {exc}") from None
         self.heap = heap
         self.jvm_options = tuple(jvm_options)
         self.start_timeout = start_timeout
@@ -353,7 +361,9 @@ class LocalCluster(KafkaCluster):
         security = SecuritySetup(self._tls(), (self.sasl_plain,), self.scram_users)
         for node in self.nodes.values():
             node.config_path.write_text(
-                render_server_properties(node.node_id, all_ports, node.data_dir, security, self.broker_config)
+                render_server_properties(
+                    node.node_id, all_ports, node.data_dir, security, self.kafka_version, self.broker_config
+                )
             )
 
     def _jvm_command(
@@ -386,6 +396,7 @@ class LocalCluster(KafkaCluster):
                 "--config",
                 str(node.config_path),
                 *scram_format_arguments(self.scram_users),
+                *versions.format_feature_arguments(self.kafka_version),
             )
             return subprocess.run(
                 command, capture_output=True, text=True, timeout=FORMAT_TIMEOUT_S, stdin=subprocess.DEVNULL

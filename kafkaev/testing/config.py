@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .certs import TlsFiles
+from .versions import CONSUMER_GROUP_PROTOCOL, SHARE_GROUPS, KafkaVersion
 
 CONTROLLER_LISTENER = "CONTROLLER"
 # Each listener name is also its security protocol, except the controller's.
@@ -32,6 +33,11 @@ INTERNAL_TOPIC_PARTITIONS = 5
 HEARTBEAT_INTERVAL_MS = 500
 # A killed or paused node is fenced (and loses leadership) after this long without heartbeats.
 SESSION_TIMEOUT_MS = 4000
+# Consumer-protocol and share groups (Kafka 4.x): a member learns its assignment on a heartbeat,
+# 5 s apart by default; these let tests also choose sessions as short as the classic group's.
+GROUP_HEARTBEAT_INTERVAL_MS = 500
+GROUP_MIN_HEARTBEAT_INTERVAL_MS = 100
+GROUP_MIN_SESSION_TIMEOUT_MS = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,9 +92,11 @@ def render_server_properties(
     all_ports: dict[int, NodePorts],
     data_dir: Path,
     security: SecuritySetup,
+    version: KafkaVersion,
     overrides: dict[str, str] | None = None,
 ) -> str:
-    """server.properties for combined broker+controller ``node_id`` of the cluster ``all_ports``."""
+    """server.properties for combined broker+controller ``node_id`` of the cluster ``all_ports``,
+    on Apache Kafka ``version``."""
     ports = all_ports[node_id]
     node_count = len(all_ports)
     replication = min(3, node_count)
@@ -129,8 +137,6 @@ def render_server_properties(
         "transaction.state.log.replication.factor": str(replication),
         "transaction.state.log.min.isr": str(min_isr),
         "transaction.state.log.num.partitions": str(INTERNAL_TOPIC_PARTITIONS),
-        "share.coordinator.state.topic.replication.factor": str(replication),
-        "share.coordinator.state.topic.min.isr": str(min_isr),
         "auto.create.topics.enable": "true",
         "delete.topic.enable": "true",
         "log.segment.bytes": str(SEGMENT_BYTES),
@@ -163,8 +169,25 @@ def render_server_properties(
             props[f"listener.name.{listener}.{mechanism}.sasl.jaas.config"] = (
                 f"{SCRAM_LOGIN_MODULE} required;"
             )
+    # Only for the versions that have them (versions.py): 3.9 gets none of these.
+    if CONSUMER_GROUP_PROTOCOL.enabled_on(version):
+        props.update(_group_timing("consumer"))
+    if SHARE_GROUPS.enabled_on(version):
+        props.update(_group_timing("share"))
+        props["share.coordinator.state.topic.replication.factor"] = str(replication)
+        props["share.coordinator.state.topic.min.isr"] = str(min_isr)
+        props["share.coordinator.state.topic.num.partitions"] = str(INTERNAL_TOPIC_PARTITIONS)
     props.update(overrides or {})
     return "".join(f"{key}={_escape(value)}\n" for key, value in props.items())
+
+
+def _group_timing(kind: str) -> dict[str, str]:
+    """Heartbeat and session bounds of the ``consumer`` or ``share`` groups."""
+    return {
+        f"group.{kind}.heartbeat.interval.ms": str(GROUP_HEARTBEAT_INTERVAL_MS),
+        f"group.{kind}.min.heartbeat.interval.ms": str(GROUP_MIN_HEARTBEAT_INTERVAL_MS),
+        f"group.{kind}.min.session.timeout.ms": str(GROUP_MIN_SESSION_TIMEOUT_MS),
+    }
 
 
 def scram_format_arguments(users: tuple[SaslCredentials, ...]) -> list[str]:

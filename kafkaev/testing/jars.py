@@ -1,5 +1,8 @@
 """The Apache Kafka broker jars, resolved from Maven Central into a cache outside the work tree.
 
+The version is ``KAFKA_VERSION`` unless ``KAFKAEV_KAFKA_VERSION`` names another: ``kafka_version()``
+is what the tests, the benchmark and ``kafkaev broker start`` all start.
+
 The cache is ``~/.cache/kafkaev/kafka-<version>/libs`` (or ``$KAFKAEV_KAFKA_CACHE/kafka-<version>/libs``).
 A marker file holding the digest of the pom is written into a fresh directory only after Maven
 copied every jar, and that directory is then renamed into place: an interrupted download, or a pom
@@ -17,7 +20,10 @@ import sys
 import time
 from pathlib import Path
 
-KAFKA_VERSION = "4.1.1"
+from .versions import KafkaVersionError, broker_version
+
+KAFKA_VERSION = "4.4.0"
+VERSION_ENV = "KAFKAEV_KAFKA_VERSION"
 POM_PATH = Path(__file__).with_name("kafka-jars.pom.xml")
 CACHE_ENV = "KAFKAEV_KAFKA_CACHE"
 MARKER_NAME = ".kafkaev-complete"
@@ -29,6 +35,18 @@ class JarResolutionError(RuntimeError):
     """Maven could not resolve the Kafka jars; the message carries Maven's output."""
 
 
+def kafka_version() -> str:
+    """The Apache Kafka version to start: ``$KAFKAEV_KAFKA_VERSION`` if set, else ``KAFKA_VERSION``."""
+    configured = os.environ.get(VERSION_ENV, "").strip()
+    if not configured:
+        return KAFKA_VERSION
+    try:
+        broker_version(configured)
+    except KafkaVersionError as exc:
+        raise KafkaVersionError(f"{VERSION_ENV}: {exc}") from None
+    return configured
+
+
 def cache_root() -> Path:
     """The directory holding one ``kafka-<version>`` folder per resolved version."""
     configured = os.environ.get(CACHE_ENV)
@@ -37,8 +55,9 @@ def cache_root() -> Path:
     return Path.home() / ".cache" / "kafkaev"
 
 
-def libs_dir(version: str = KAFKA_VERSION) -> Path:
-    """Where the jars of ``version`` live once resolved (it may not exist yet)."""
+def libs_dir(version: str | None = None) -> Path:
+    """Where the jars of ``version`` (default: ``kafka_version()``) live once resolved (it may not exist yet)."""
+    version = version or kafka_version()
     return cache_root() / f"kafka-{version}" / "libs"
 
 
@@ -47,8 +66,9 @@ def _pom_digest(version: str) -> str:
     return hashlib.sha256(POM_PATH.read_bytes() + version.encode()).hexdigest()
 
 
-def is_complete(version: str = KAFKA_VERSION) -> bool:
+def is_complete(version: str | None = None) -> bool:
     """True when the cache holds a full copy resolved from the current pom."""
+    version = version or kafka_version()
     marker = libs_dir(version) / MARKER_NAME
     try:
         return marker.read_text().strip() == _pom_digest(version)
@@ -56,11 +76,13 @@ def is_complete(version: str = KAFKA_VERSION) -> bool:
         return False
 
 
-def ensure_jars(version: str = KAFKA_VERSION, *, quiet: bool = True) -> Path:
-    """Return the directory of the Kafka ``version`` jars, resolving them with Maven if needed.
+def ensure_jars(version: str | None = None, *, quiet: bool = True) -> Path:
+    """Return the directory of the Kafka ``version`` jars (default: ``kafka_version()``), resolving
+    them with Maven if needed.
 
     Safe to call from several processes at once: one resolves while the others wait on a lock.
     """
+    version = version or kafka_version()
     if is_complete(version):
         return libs_dir(version)
     target = libs_dir(version)
@@ -115,6 +137,6 @@ def _resolve(version: str, target: Path, *, quiet: bool) -> None:
         print(f"kafkaev: resolved in {time.monotonic() - started:.1f}s", file=sys.stderr)
 
 
-def classpath(version: str = KAFKA_VERSION) -> str:
+def classpath(version: str | None = None) -> str:
     """A JVM classpath with every jar of ``version`` (resolving them first if needed)."""
     return str(ensure_jars(version) / "*")
