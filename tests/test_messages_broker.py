@@ -22,16 +22,14 @@ WHICH = ("oldest", "newest")
 CLIENT_MAX = {K.ADD_PARTITIONS_TO_TXN: 3}
 # Kafka 4.x still advertises Produce v0-2 (old librdkafka needs to see them, KAFKA-18659)
 # but rejects them (KIP-896): v3 is the oldest it accepts, and the first to carry RecordBatch v2.
-# A 3.x broker in KRaft mode advertises OffsetCommit and OffsetFetch v0 but answers them with
-# UNSUPPORTED_VERSION: v0 kept offsets in ZooKeeper (4.0 dropped v0-1 altogether).
-ACCEPTED_MIN = {K.PRODUCE: 3, K.OFFSET_COMMIT: 1, K.OFFSET_FETCH: 1}
-# Fetch v4 is the first to return RecordBatch v2 as it was written; a 3.x broker still takes
-# v0-3 (4.0 dropped them) and converts the records to the legacy message format for them.
-FETCH_V4 = 4
-# ListOffsets v0 (3.x only) answers with a list of offsets instead of one.
-LIST_OFFSETS_V0 = 0
-# OffsetForLeaderEpoch answers with the leader epoch from v1 on (3.x still takes v0).
-OFFSET_FOR_LEADER_EPOCH_V1 = 1
+# (The 4.4 schemas the codecs come from start at those versions already: Produce v3, Fetch v4,
+# ListOffsets v1, OffsetCommit v2, OffsetFetch v1, OffsetForLeaderEpoch v2.)
+ACCEPTED_MIN = {K.PRODUCE: 3}
+# From these versions on, requests and answers name topics by id only (KIP-516, KIP-848, KIP-1319).
+PRODUCE_FIRST_BY_ID = 13
+OFFSET_COMMIT_FIRST_BY_ID = 10
+OFFSET_FETCH_FIRST_BY_ID = 10
+TXN_OFFSET_COMMIT_FIRST_BY_ID = 6
 
 
 class Wire:
@@ -113,9 +111,24 @@ def metadata_of(wire: Wire, name: str, which: str = "newest"):
         time.sleep(0.2)
 
 
+def topic_id_of(wire: Wire, name: str):
+    return metadata_of(wire, name, "newest")[1].topic_id
+
+
+def named(wire: Wire, name: str, by_id: bool) -> dict:
+    """The fields naming a topic in a request: its id from the versions that take ids only."""
+    return {"name": "", "topic_id": topic_id_of(wire, name)} if by_id else {"name": name}
+
+
+def txn_offsets_topic(wire: Wire, name: str, version: int, partitions: list):
+    return P.TxnOffsetCommitRequestTopic(**named(wire, name, version >= TXN_OFFSET_COMMIT_FIRST_BY_ID),
+                                         partitions=partitions)
+
+
 def produce(wire: Wire, version: int, name: str, records: bytes, transactional_id=None):
+    topic = named(wire, name, version >= PRODUCE_FIRST_BY_ID)
     request = P.ProduceRequest(transactional_id=transactional_id, acks=-1, timeout_ms=30000, topic_data=[
-        P.TopicProduceData(name=name, partition_data=[P.PartitionProduceData(index=0, records=records)])])
+        P.TopicProduceData(**topic, partition_data=[P.PartitionProduceData(index=0, records=records)])])
     deadline = time.monotonic() + 30
     while True:
         resp = wire.call(K.PRODUCE, version, request)
@@ -125,7 +138,9 @@ def produce(wire: Wire, version: int, name: str, records: bytes, transactional_i
             break
         assert time.monotonic() < deadline, resp
         time.sleep(0.2)
-    assert (resp.responses[0].name, part.index, part.error_code) == (name, 0, 0), resp
+    answered = resp.responses[0]
+    assert (answered.name, answered.topic_id, part.index, part.error_code) == (
+        topic["name"], topic.get("topic_id", P.ZERO_UUID), 0, 0), resp
     return part
 
 
@@ -207,29 +222,22 @@ def test_topic_lifecycle_produce_fetch_offsets(wire, which):
     fetched = P.read_records(name, 0, data)
     assert [(m.offset, m.key, m.value) for m in fetched.messages] == [
         (0, b"k", b"first"), (1, b"k", b"second"), (2, b"k", b"third"), (3, b"k", b"fourth")]
-    if fetch_version >= FETCH_V4:
-        # The broker stamps the leader epoch (and so a new CRC) into each batch: compare the rest.
-        assert data[:12] == records[:12] and data[21:len(records)] == records[21:]
-        assert b"fourth" in data[len(records):]
+    # The broker stamps the leader epoch (and so a new CRC) into each batch: compare the rest.
+    assert data[:12] == records[:12] and data[21:len(records)] == records[21:]
+    assert b"fourth" in data[len(records):]
 
-    list_version = wire.version(K.LIST_OFFSETS, which)
-    resp = wire.call(K.LIST_OFFSETS, list_version, P.ListOffsetsRequest(
+    resp = wire.call(K.LIST_OFFSETS, wire.version(K.LIST_OFFSETS, which), P.ListOffsetsRequest(
         replica_id=-1, topics=[P.ListOffsetsTopic(name=name, partitions=[
-            P.ListOffsetsPartition(partition_index=0, timestamp=-1, max_num_offsets=1)])]))
+            P.ListOffsetsPartition(partition_index=0, timestamp=-1)])]))
     lpart = resp.topics[0].partitions[0]
-    if list_version == LIST_OFFSETS_V0:
-        assert (lpart.error_code, lpart.old_style_offsets) == (0, [4])
-    else:
-        assert (lpart.error_code, lpart.offset) == (0, 4)
+    assert (lpart.error_code, lpart.offset) == (0, 4)
 
     epoch_version = wire.version(K.OFFSET_FOR_LEADER_EPOCH, which)
     resp = wire.call(K.OFFSET_FOR_LEADER_EPOCH, epoch_version,
                      P.OffsetForLeaderEpochRequest(replica_id=-1, topics=[P.OffsetForLeaderTopic(
                          topic=name, partitions=[P.OffsetForLeaderPartition(partition=0, leader_epoch=0)])]))
     epart = resp.topics[0].partitions[0]
-    assert (epart.error_code, epart.end_offset) == (0, 4)
-    if epoch_version >= OFFSET_FOR_LEADER_EPOCH_V1:
-        assert epart.leader_epoch == 0
+    assert (epart.error_code, epart.leader_epoch, epart.end_offset) == (0, 0, 4)
 
     resp = wire.call(K.DELETE_RECORDS, wire.version(K.DELETE_RECORDS, which), P.DeleteRecordsRequest(
         topics=[P.DeleteRecordsTopic(name=name, partitions=[P.DeleteRecordsPartition(partition_index=0, offset=1)])],
@@ -327,16 +335,21 @@ def test_classic_group_lifecycle(wire, which):
     commit_version = wire.version(K.OFFSET_COMMIT, which)
     resp = wire.call(K.OFFSET_COMMIT, commit_version, P.OffsetCommitRequest(
         group_id=group, generation_id_or_member_epoch=generation, member_id=member_id,
-        topics=[P.OffsetCommitRequestTopic(name=topic, partitions=[
-            P.OffsetCommitRequestPartition(partition_index=0, committed_offset=42, committed_metadata="m")])]))
+        topics=[P.OffsetCommitRequestTopic(**named(wire, topic, commit_version >= OFFSET_COMMIT_FIRST_BY_ID),
+                                           partitions=[P.OffsetCommitRequestPartition(
+                                               partition_index=0, committed_offset=42, committed_metadata="m")])]))
     assert resp.topics[0].partitions[0].error_code == 0, resp
 
     fetch_version = wire.version(K.OFFSET_FETCH, which)
     if fetch_version >= 8:
         resp = wire.call(K.OFFSET_FETCH, fetch_version, P.OffsetFetchRequest(groups=[P.OffsetFetchRequestGroup(
             group_id=group, member_id=member_id if fetch_version >= 9 else None, member_epoch=-1,
-            topics=[P.OffsetFetchRequestTopics(name=topic, partition_indexes=[0])])]))
-        part = resp.groups[0].topics[0].partitions[0]
+            topics=[P.OffsetFetchRequestTopics(**named(wire, topic, fetch_version >= OFFSET_FETCH_FIRST_BY_ID),
+                                               partition_indexes=[0])])]))
+        [answered] = resp.groups[0].topics
+        if fetch_version >= OFFSET_FETCH_FIRST_BY_ID:
+            assert answered.topic_id == topic_id_of(wire, topic)
+        part = answered.partitions[0]
     else:
         resp = wire.call(K.OFFSET_FETCH, fetch_version, P.OffsetFetchRequest(
             group_id=group, topics=[P.OffsetFetchRequestTopic(name=topic, partition_indexes=[0])]))
@@ -424,8 +437,9 @@ def test_idempotent_and_transactional_producer_apis(wire, which):
     assert resp.error_code == 0
     find_coordinator(wire, which, group, 0)
     resp = call_coordinator(wire, K.TXN_OFFSET_COMMIT, wire.version(K.TXN_OFFSET_COMMIT, which), P.TxnOffsetCommitRequest(
-        transactional_id=txn_id, group_id=group, producer_id=pid, producer_epoch=epoch, generation_id=-1,
-        member_id="", group_instance_id=None, topics=[P.TxnOffsetCommitRequestTopic(name=topic, partitions=[
+        transactional_id=txn_id, group_id=group, producer_id=pid, producer_epoch=epoch,
+        generation_id_or_member_epoch=-1, member_id="", group_instance_id=None,
+        topics=[txn_offsets_topic(wire, topic, wire.version(K.TXN_OFFSET_COMMIT, which), [
             P.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=1)])]),
         lambda r: r.topics[0].partitions[0].error_code)
     assert resp.topics[0].partitions[0].error_code == 0, resp
