@@ -12,6 +12,7 @@ import uuid
 from types import SimpleNamespace as NS
 
 import pytest
+from test_backoff import Highest
 
 from kafkaev.config import ClientConfig
 from kafkaev.errors import (
@@ -79,7 +80,8 @@ def env():
     loop = asyncio.new_event_loop()
     cluster = FakeCluster()
     cfg = ClientConfig(brokers="127.0.0.1:9000,127.0.0.1:9001", metadata_min_refresh_ms=0, metadata_refresh_s=0)
-    pool = ConnectionPool(cfg, loop, connection_factory=cluster.factory)
+    # Jitter drawn at the top of its window: a reconnect waits the whole backoff.
+    pool = ConnectionPool(cfg, loop, connection_factory=cluster.factory, rng=Highest())
     md = Metadata(cfg, loop, pool, connection_factory=cluster.factory)
     yield NS(loop=loop, cluster=cluster, md=md, pool=pool, cfg=cfg)
     md.close()
