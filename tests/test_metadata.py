@@ -215,3 +215,23 @@ def test_pool_backoff_and_single_callback(env):
     env.pool.get(1, Role.PRODUCE, lambda c2, e2: same.append(c2))
     assert same == [c] and env.pool.ready(1, Role.PRODUCE) is c
     assert env.pool.ready(1, Role.FETCH) is None
+
+
+def test_after_a_round_no_broker_answered_the_next_asked_for_waits_out_the_backoff(env):
+    """Every lost connection asks for a refresh: after a failed round those asks start the
+    next one only once the failure's backoff (retry_backoff_ms, with jitter above its floor)
+    is over, not at once on every loop turn."""
+    env.cluster.down |= {("127.0.0.1", 9000), ("127.0.0.1", 9001)}
+    got = []
+    env.md.refresh(lambda md, err: got.append(err))
+    env.md.request_refresh()  # asked while the round is in flight
+    run_until(env.loop, lambda: got)
+    assert got[0].code == TRANSPORT and len(env.cluster.connects) == 2
+    for _ in range(5):
+        env.md.request_refresh()
+    floor_s = env.cfg.retry_backoff.floor_ms / 1000
+    env.loop.run_until_complete(asyncio.sleep(floor_s / 2))
+    assert len(env.cluster.connects) == 2, "no round before the backoff's floor"
+    ceiling_s = env.cfg.retry_backoff.ceiling_ms(0) / 1000
+    env.loop.run_until_complete(asyncio.sleep(ceiling_s + 0.05))
+    assert len(env.cluster.connects) == 4, "one round once the backoff was over, for every ask"
