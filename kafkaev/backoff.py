@@ -6,12 +6,15 @@ connects, ``retry_backoff_ms``/``_max_ms`` for requests); ``Backoff`` is one tar
 since its last success. The n-th consecutive failure waits a delay drawn uniformly from
 ``[floor, min(max, base * 2**n)]`` (AWS's "full jitter"): clients that lost the same broker
 at the same moment come back spread over the whole window instead of in lockstep, and the
-window still doubles while the failures go on.
+window still doubles while the failures go on. ``RetryTimer`` brings back an owner of many
+targets (a producer's partitions, a consumer's positions) at the earliest of their retry times.
 """
 
 from __future__ import annotations
 
+import asyncio
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -80,3 +83,34 @@ class Backoff:
 
     def reset(self) -> None:
         self._failures = 0
+
+
+class RetryTimer:
+    """One timer for many targets backing off: ``callback()`` runs at the earliest time asked
+    for. A later ask is covered by that call, which must look at every target and ask again
+    for those still waiting (a timer may also run a little early)."""
+
+    __slots__ = ("_loop", "_callback", "_handle", "_at")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, callback: Callable[[], object]) -> None:
+        self._loop = loop
+        self._callback = callback
+        self._handle: asyncio.TimerHandle | None = None
+        self._at = 0.0  # loop time the armed timer fires at
+
+    def arm_at(self, when: float) -> None:
+        if self._handle is not None:
+            if self._at <= when:
+                return
+            self._handle.cancel()
+        self._at = when
+        self._handle = self._loop.call_at(when, self._fire)
+
+    def cancel(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+    def _fire(self) -> None:
+        self._handle = None
+        self._callback()

@@ -1,6 +1,7 @@
 """The one backoff policy (kafkaev/backoff.py) and the pool's reconnects that use it: bounds,
-growth, cap, reset and floor of the policy; pools losing the same broker at once come back at
-spread-out times, and one pool's failed connects wait exponentially longer up to the cap."""
+growth, cap, reset and floor of the policy, the shared retry timer; pools losing the same broker
+at once come back at spread-out times, and one pool's failed connects wait exponentially longer
+up to the cap."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from types import SimpleNamespace as NS
 
 import pytest
 
-from kafkaev.backoff import FLOOR_FRACTION, MIN_DELAY_MS, Backoff, BackoffPolicy
+from kafkaev.backoff import FLOOR_FRACTION, MIN_DELAY_MS, Backoff, BackoffPolicy, RetryTimer
 from kafkaev.config import ClientConfig
 from kafkaev.errors import TRANSPORT, KafkaError
 from kafkaev.pool import ConnectionPool, Role
@@ -103,6 +104,21 @@ def test_the_config_builds_both_policies_from_its_options():
                           retry_backoff_max_ms=70)
     assert config.reconnect_backoff == BackoffPolicy(30, 900)
     assert config.retry_backoff == BackoffPolicy(7, 70)
+
+
+def test_a_retry_timer_fires_once_at_the_earliest_time_asked_for(loop):
+    fired: list[float] = []
+    timer = RetryTimer(loop, lambda: fired.append(loop.time()))
+    start = loop.time()
+    timer.arm_at(start + 0.05)
+    timer.arm_at(start + 0.02)  # earlier: moves the timer
+    timer.arm_at(start + 0.04)  # later: covered by the earlier call
+    loop.run_until_complete(asyncio.sleep(0.08))
+    assert len(fired) == 1 and 0.015 <= fired[0] - start < 0.04
+    timer.arm_at(loop.time() + 0.01)
+    timer.cancel()
+    loop.run_until_complete(asyncio.sleep(0.03))
+    assert len(fired) == 1, "a cancelled timer does not fire"
 
 
 # --- the pool's reconnects -------------------------------------------------------------------------

@@ -8,11 +8,10 @@ unknown or moved are retried after a metadata refresh until request_timeout_ms.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
-from kafkaev.backoff import Backoff, BackoffPolicy
+from kafkaev.backoff import Backoff, BackoffPolicy, RetryTimer
 from kafkaev.errors import (
     NONE,
     OFFSET_OUT_OF_RANGE,
@@ -203,15 +202,14 @@ def offsets_for_leader_epochs(
 class PositionResolver:
     """Moves partitions from AWAIT_RESET / AWAIT_VALIDATION to FETCHING."""
 
-    __slots__ = ("ctx", "on_ready", "isolation", "_retry_timer", "_retry_timer_at")
+    __slots__ = ("ctx", "on_ready", "isolation", "_retry_timer")
 
     def __init__(self, ctx: ConsumerContext, isolation: int, on_ready: Callable[[], None]) -> None:
         self.ctx = ctx
         self.isolation = isolation
         self.on_ready = on_ready  # the fetcher's kick: new positions can be fetched
-        # One timer, at the earliest time a backed-off partition may be tried again.
-        self._retry_timer: asyncio.TimerHandle | None = None
-        self._retry_timer_at = 0.0
+        # At the earliest time a backed-off partition may be tried again.
+        self._retry_timer = RetryTimer(ctx.loop, self.kick)
 
     def kick(self) -> None:
         resets: dict[TopicPartition, int] = {}
@@ -222,7 +220,7 @@ class PositionResolver:
                 continue
             if state.retry_at > now:
                 # Armed here, not only where it failed: a timer may fire a little early.
-                self._kick_at(state.retry_at)
+                self._retry_timer.arm_at(state.retry_at)
                 continue
             if state.phase is Phase.AWAIT_RESET:
                 resets[state.tp] = (
@@ -236,21 +234,7 @@ class PositionResolver:
             self._validate(validations)
 
     def close(self) -> None:
-        if self._retry_timer is not None:
-            self._retry_timer.cancel()
-            self._retry_timer = None
-
-    def _kick_at(self, when: float) -> None:
-        if self._retry_timer is not None:
-            if self._retry_timer_at <= when:
-                return
-            self._retry_timer.cancel()
-        self._retry_timer_at = when
-        self._retry_timer = self.ctx.loop.call_at(when, self._retry_due)
-
-    def _retry_due(self) -> None:
-        self._retry_timer = None
-        self.kick()
+        self._retry_timer.cancel()
 
     # --- resets ------------------------------------------------------------------------------
     def _reset(self, queries: dict[TopicPartition, int]) -> None:
@@ -316,7 +300,7 @@ class PositionResolver:
         retry_at = self.ctx.loop.time() + delay
         for state in failed:
             state.back_off_until(retry_at)
-        self._kick_at(retry_at)
+        self._retry_timer.arm_at(retry_at)
 
     def _validated(self, state: PartitionState) -> None:
         if state.reset_after_validation:

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any, NamedTuple
 
-from ..backoff import Backoff
+from ..backoff import Backoff, RetryTimer
 from ..config import ClientConfig
 from ..errors import (
     DESTROY,
@@ -110,8 +110,7 @@ class Sender:
         self._earlier_identity: set[ProducerBatch] = set()
         self.in_flight = 0  # batches sent and not yet answered, all partitions
         self._scheduled = False
-        self._retry_timer: asyncio.TimerHandle | None = None
-        self._retry_at = 0.0
+        self._retry_timer = RetryTimer(loop, self.send_ready)  # partitions backing off, InitProducerId
         self._sweep_timer: asyncio.TimerHandle | None = None
         self._sweep_s = min(SWEEP_INTERVAL_MAX_S, config.delivery_timeout_ms / 10000.0)
         self._closed = False
@@ -130,16 +129,7 @@ class Sender:
         self.send_ready()
 
     def _wake_at(self, when: float) -> None:
-        if self._retry_timer is not None:
-            if self._retry_at <= when:
-                return
-            self._retry_timer.cancel()
-        self._retry_at = when
-        self._retry_timer = self._loop.call_at(when, self._retry_due)
-
-    def _retry_due(self) -> None:
-        self._retry_timer = None
-        self.send_ready()
+        self._retry_timer.arm_at(when)
 
     # --- sending -------------------------------------------------------------------------------
     def send_ready(self) -> None:
@@ -520,7 +510,7 @@ class Sender:
 
     def close(self) -> None:
         self._closed = True
-        for timer in (self._retry_timer, self._sweep_timer):
-            if timer is not None:
-                timer.cancel()
-        self._retry_timer = self._sweep_timer = None
+        self._retry_timer.cancel()
+        if self._sweep_timer is not None:
+            self._sweep_timer.cancel()
+            self._sweep_timer = None
