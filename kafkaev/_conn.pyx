@@ -290,7 +290,7 @@ cdef class BaseConnection:
         object _sasl
         object _sasl_auth           # the running SASL exchange
         bint _auto_reconnect
-        object _reconnect_backoff   # a kafkaev.backoff.Backoff: the pool's policy, with jitter
+        object _reconnect_backoff   # kafkaev.backoff.Backoff over reconnect_backoff_ms/_max_ms
         object _reconnect_handle
         Py_ssize_t _high_water
         Py_ssize_t _low_water

@@ -241,7 +241,7 @@ class PositionResolver:
         snapshot = self._mark(queries)
 
         def done(answers: dict[TopicPartition, OffsetAnswer], errors: dict[TopicPartition, KafkaError]) -> None:
-            failed: list[PartitionState] = []
+            refusals: list[tuple[PartitionState, KafkaError]] = []
             for tp, state, generation in snapshot:
                 state.in_flight = False
                 if self.ctx.subscription.get(tp) is not state or state.generation != generation:
@@ -251,14 +251,16 @@ class PositionResolver:
                     err = errors.get(tp) or KafkaError(TIMED_OUT, f"{tp.topic}[{tp.partition}]")
                     if err.code != UNKNOWN_TOPIC_OR_PARTITION:  # the fetcher reports missing topics
                         self.ctx.report(KafkaError(err.code, f"resetting the position of {tp.topic}[{tp.partition}]: {err}"))
-                    failed.append(state)
-                    state.notify(err)  # a seek() waiting for this learns why
+                    refusals.append((state, err))
                 elif answer.offset < 0:
                     # No record at or after the timestamp: continue from the end.
                     state.request_reset(ResetKind.LATEST)
                 else:
                     state.seek(answer.offset, answer.leader_epoch if state.reset_kind is ResetKind.LATEST else UNKNOWN_EPOCH)
-            self._back_off(failed)
+            self._back_off([state for state, _err in refusals])
+            # After the backoff is set: a seek() from a waiter starts over at once.
+            for state, err in refusals:
+                state.notify(err)  # a seek() waiting for this learns why
             self.on_ready()
 
         list_offsets(self.ctx, queries, self.isolation, done)
