@@ -7,7 +7,6 @@ FIFO against the in-flight queue by correlation id. The public API is documented
 """
 
 import asyncio
-import random
 import socket
 import ssl
 import warnings
@@ -60,6 +59,7 @@ from kafkaev._proto cimport (
 
 from kafkaev import _proto
 from kafkaev import errors
+from kafkaev.backoff import Backoff, BackoffPolicy
 from kafkaev.errors import KafkaError, ProtocolError
 from kafkaev.sasl import SASLFailure, authenticator_for
 from kafkaev.security import InsecureCredentialsWarning, SASLConfig, ssl_context
@@ -84,9 +84,6 @@ cdef Py_ssize_t SIZE_PREFIX = 4
 cdef int32_t MAX_CORRELATION_ID = 0x7FFFFFFF
 # The loop may run a timer up to its clock resolution early.
 cdef double TIMER_SLACK = 0.002
-# +-20% around the exponential backoff, as the Java client does, so that many clients
-# losing the same broker do not reconnect in lockstep.
-cdef double RECONNECT_JITTER = 0.2
 CLIENT_SOFTWARE_NAME = "kafkaev"
 
 cdef enum ConnState:
@@ -293,9 +290,7 @@ cdef class BaseConnection:
         object _sasl
         object _sasl_auth           # the running SASL exchange
         bint _auto_reconnect
-        double _backoff_s
-        double _backoff_max_s
-        int _reconnect_attempt
+        object _reconnect_backoff   # kafkaev.backoff.Backoff over reconnect_backoff_ms/_max_ms
         object _reconnect_handle
         Py_ssize_t _high_water
         Py_ssize_t _low_water
@@ -362,9 +357,9 @@ cdef class BaseConnection:
         self._ssl_ctx = ssl_context(tls)
         if sasl is not None and not isinstance(sasl, SASLConfig):
             raise TypeError(f"sasl must be a SASLConfig or None, not {type(sasl).__name__}")
-        self._backoff_s = _check_int("reconnect_backoff_ms", reconnect_backoff_ms, 1, INT32_MAX) / 1000.0
-        self._backoff_max_s = _check_int(
-            "reconnect_backoff_max_ms", reconnect_backoff_max_ms, reconnect_backoff_ms, INT32_MAX) / 1000.0
+        self._reconnect_backoff = Backoff(BackoffPolicy(
+            _check_int("reconnect_backoff_ms", reconnect_backoff_ms, 1, INT32_MAX),
+            _check_int("reconnect_backoff_max_ms", reconnect_backoff_max_ms, reconnect_backoff_ms, INT32_MAX)))
         self._high_water = _check_int("write_high_water", write_high_water, 1, INT64_MAX)
         self._low_water = _check_int("write_low_water", write_low_water, 0, write_high_water)
         self._max_response_size = _check_int("max_response_size", max_response_size, 1024, INT32_MAX)
@@ -481,7 +476,7 @@ cdef class BaseConnection:
         self._connect_timeout = float(timeout)
         self._connect_cb = cb
         self._user_closed = False
-        self._reconnect_attempt = 0
+        self._reconnect_backoff.reset()
         self._start_connect()
 
     cdef void _start_connect(self):
@@ -645,10 +640,9 @@ cdef class BaseConnection:
             self._schedule_reconnect()
 
     cdef void _schedule_reconnect(self):
-        delay = min(self._backoff_max_s, self._backoff_s * (2.0 ** min(self._reconnect_attempt, 30)))
-        delay *= random.uniform(1.0 - RECONNECT_JITTER, 1.0 + RECONNECT_JITTER)
-        self._reconnect_attempt += 1
-        self._reconnect_handle = self._loop.call_later(delay, self._reconnect)
+        # The client's one backoff (kafkaev/backoff.py); a pooled connection never gets here:
+        # the pool turns auto_reconnect off and backs off itself.
+        self._reconnect_handle = self._loop.call_later(self._reconnect_backoff.next_delay_s(), self._reconnect)
 
     def _reconnect(self):
         self._reconnect_handle = None
@@ -1080,7 +1074,7 @@ cdef class BaseConnection:
 
     cdef void _ready(self):
         self._state = ST_READY
-        self._reconnect_attempt = 0
+        self._reconnect_backoff.reset()
         if self._connect_timer is not None:
             self._connect_timer.cancel()
             self._connect_timer = None

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from .backoff import BackoffPolicy
 from .security import SASLConfig, TLSConfig
 from .types import (
     ACKS_ALL,
@@ -209,6 +210,9 @@ class ClientConfig:
     bootstrap: tuple[tuple[str, int], ...] = field(init=False, default=())
     compression_type: int = field(init=False, default=COMPRESSION_NONE)
     isolation: int = field(init=False, default=ISOLATION_READ_UNCOMMITTED)
+    # The backoff shapes every connect and every retried request follow (kafkaev/backoff.py).
+    reconnect_backoff: BackoffPolicy = field(init=False)
+    retry_backoff: BackoffPolicy = field(init=False)
 
     @classmethod
     def from_kwargs(cls, **kwargs: Any) -> ClientConfig:
@@ -239,6 +243,7 @@ class ClientConfig:
         _check_int("reconnect_backoff_ms", self.reconnect_backoff_ms, 0)
         _check_int("reconnect_backoff_max_ms", self.reconnect_backoff_max_ms, self.reconnect_backoff_ms)
         _check_int("metadata_max_age_ms", self.metadata_max_age_ms, 0)
+        put(self, "reconnect_backoff", BackoffPolicy(self.reconnect_backoff_ms, self.reconnect_backoff_max_ms))
         _check_int("metadata_min_refresh_ms", self.metadata_min_refresh_ms, 0)
         if self.tls is True:
             put(self, "tls", TLSConfig())
@@ -293,6 +298,7 @@ class ClientConfig:
             raise _fail("buffer_memory", f"at least batch_size ({self.batch_size})", self.buffer_memory)
         _check_int("retry_backoff_ms", self.retry_backoff_ms, 0)
         _check_int("retry_backoff_max_ms", self.retry_backoff_max_ms, self.retry_backoff_ms)
+        put(self, "retry_backoff", BackoffPolicy(self.retry_backoff_ms, self.retry_backoff_max_ms))
         _check_bool("allow_auto_topic_creation", self.allow_auto_topic_creation)
         _check_int("metadata_wait_ms", self.metadata_wait_ms, 0)
         _check_int("metadata_wait_max_records", self.metadata_wait_max_records, 1)

@@ -5,7 +5,8 @@
 * ``bootstrap(cb)`` tries each bootstrap address in turn until one answers;
 * ``refresh(cb)`` / ``request_refresh()`` re-read the topics of interest, coalescing
   concurrent asks into one round (a caller that asks while a round is in flight gets the
-  next round, whose request includes anything added since);
+  next round, whose request includes anything added since); after a round no broker
+  answered, ``request_refresh()`` starts the next one only once the failure's backoff is over;
 * a periodic refresh every ``metadata_max_age_ms``;
 * ``wait_for_topic(topic, cb)`` waits, bounded in time, for a topic to appear (the
   producer's path for topics not yet known, with auto-creation where the broker allows it);
@@ -25,6 +26,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from .backoff import Backoff, BackoffPolicy
 from .config import ClientConfig
 from .errors import (
     DESTROY,
@@ -45,8 +47,7 @@ NO_LEADER = NO_NODE  # a partition's leader while the metadata names none
 # Topic errors that waiting will not cure: report them to the waiters at once.
 FATAL_TOPIC_ERRORS = frozenset({INVALID_TOPIC_EXCEPTION, TOPIC_AUTHORIZATION_FAILED})
 # While something waits for a topic, metadata is re-read at this pace (ms), growing to the max.
-TOPIC_WAIT_RETRY_MS = 50
-TOPIC_WAIT_RETRY_MAX_MS = 1000
+TOPIC_WAIT_RETRY = BackoffPolicy(base_ms=50, max_ms=1000)
 
 
 class BrokerInfo(NamedTuple):
@@ -169,10 +170,14 @@ class Metadata:
         self._in_flight = False
         self._again = False
         self._last_round = -1e9
+        # Consecutive rounds no broker answered, and the loop time before which
+        # request_refresh() does not start another one.
+        self._round_backoff = Backoff(config.retry_backoff)
+        self._failed_until = 0.0
         self._delayed: asyncio.TimerHandle | None = None
         self._periodic: asyncio.TimerHandle | None = None
         self._round: _Round | None = None
-        self._topic_retry_ms = TOPIC_WAIT_RETRY_MS
+        self._topic_retry = Backoff(TOPIC_WAIT_RETRY)
         self._closed = False
         self.bootstrapped = False
 
@@ -227,14 +232,16 @@ class Metadata:
         self._start_round()
 
     def request_refresh(self) -> None:
-        """Ask for a refresh soon: coalesced, and at most one per ``metadata_min_refresh_ms``
-        (error paths call this freely, e.g. on every NOT_LEADER_OR_FOLLOWER)."""
+        """Ask for a refresh soon: coalesced, at most one per ``metadata_min_refresh_ms``, and
+        after a failed round not before its backoff is over (error paths call this freely, e.g.
+        on every NOT_LEADER_OR_FOLLOWER or lost connection)."""
         if self._closed or self._delayed is not None:
             return
         if self._in_flight:
             self._again = True
             return
-        wait = self._last_round + self._config.metadata_min_refresh_ms / 1000.0 - self._loop.time()
+        not_before = max(self._last_round + self._config.metadata_min_refresh_ms / 1000.0, self._failed_until)
+        wait = not_before - self._loop.time()
         if wait > 0:
             self._delayed = self._loop.call_later(wait, self._delayed_refresh)
         else:
@@ -266,6 +273,11 @@ class Metadata:
         if responses is not None:
             self._apply(responses)
             self.bootstrapped = True
+        if err is None:
+            self._round_backoff.reset()
+            self._failed_until = 0.0
+        else:
+            self._failed_until = self._loop.time() + self._round_backoff.next_delay_s()
         waiters, self._round_waiters = self._round_waiters, []
         for cb in waiters:
             self._call(cb, self.current if err is None else None, err)
@@ -273,9 +285,14 @@ class Metadata:
         self._schedule_periodic()
         if self._closed:
             return
-        if self._again or self._next_waiters:
+        if self._next_waiters or (self._again and err is None):
             self._round_waiters, self._next_waiters = self._next_waiters, []
             self._start_round()
+        elif self._again:
+            # Asked for during a round no broker answered (each lost connection asks): the
+            # next one waits out the failure's backoff instead of starting at once.
+            self._again = False
+            self.request_refresh()
 
     def _apply(self, responses: list[Any]) -> None:
         cur = self.current
@@ -372,7 +389,7 @@ class Metadata:
         waiter = _TopicWaiter(cb)
         waiter.timer = self._loop.call_later(timeout_ms / 1000.0, self._topic_wait_timeout, topic, waiter, timeout_ms)
         self._topic_waiters.setdefault(topic, []).append(waiter)
-        self._topic_retry_ms = TOPIC_WAIT_RETRY_MS
+        self._topic_retry.reset()
         self.add_topics((topic,), auto_create=auto_create)
         self.request_refresh() if self.bootstrapped else self.refresh()
 
@@ -406,8 +423,7 @@ class Metadata:
                 self._call(waiter.cb, *result)
         if self._topic_waiters and not self._closed and self._delayed is None:
             # still waiting (auto-creation or an election in progress): look again soon
-            self._delayed = self._loop.call_later(self._topic_retry_ms / 1000.0, self._delayed_refresh)
-            self._topic_retry_ms = min(self._topic_retry_ms * 2, TOPIC_WAIT_RETRY_MAX_MS)
+            self._delayed = self._loop.call_later(self._topic_retry.next_delay_s(), self._delayed_refresh)
 
     # --- helpers -------------------------------------------------------------------------------
     def _call(self, cb: Callable[..., object], *args: Any) -> None:

@@ -14,18 +14,21 @@ A lane numbers parallel connections of one role to one broker: a broker handles 
 per connection at a time, so the producer can spread partitions over ``produce_connections``
 lanes to have a broker append several partitions' batches at once. Every other role uses lane 0.
 
-Connections are created with ``auto_reconnect=False``: the pool reconnects on the next
-``get()`` after a failure, with exponential backoff, so a dead broker costs nothing until
-someone needs it again.
+Connections are created with ``auto_reconnect=False``: the pool is the one place that backs
+off a connect. It reconnects on the next ``get()`` after a failure, once the slot's backoff
+(kafkaev/backoff.py: exponential, full jitter, so clients that lost the same broker do not
+come back in lockstep) has run out, so a dead broker costs nothing until someone needs it again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import enum
+import random
 from collections.abc import Callable
 from typing import Any
 
+from .backoff import Backoff, RandomSource
 from .config import ClientConfig
 from .errors import DESTROY, STATE, KafkaError
 
@@ -42,15 +45,15 @@ class Role(enum.IntEnum):
 class _Slot:
     """One pooled connection and the callers waiting for it to become ready."""
 
-    __slots__ = ("node_id", "role", "lane", "conn", "waiters", "backoff_ms", "retry_at", "retry_handle")
+    __slots__ = ("node_id", "role", "lane", "conn", "waiters", "backoff", "retry_at", "retry_handle")
 
-    def __init__(self, node_id: int, role: Role, lane: int) -> None:
+    def __init__(self, node_id: int, role: Role, lane: int, backoff: Backoff) -> None:
         self.node_id = node_id
         self.role = role
         self.lane = lane
         self.conn: Any = None  # a Connection that is connecting or ready
         self.waiters: list[ConnectCallback] = []
-        self.backoff_ms = 0  # grows after each failed connect, reset on success
+        self.backoff = backoff  # grows after each failed connect, reset on success
         self.retry_at = 0.0  # loop time before which no new connect is attempted
         self.retry_handle: asyncio.TimerHandle | None = None
 
@@ -73,7 +76,8 @@ class ConnectionPool:
 
     ``brokers`` maps node id -> (host, port); the metadata layer keeps it current through
     ``set_brokers``. ``on_connection_error(node_id, role, err)`` is called when a pooled
-    connection fails to connect or drops (the client uses it to refresh metadata).
+    connection fails to connect or drops (the client uses it to refresh metadata). ``rng`` is
+    where the reconnect jitter comes from (a test may script it).
     """
 
     def __init__(
@@ -84,8 +88,10 @@ class ConnectionPool:
         connection_factory: Callable[[ClientConfig, asyncio.AbstractEventLoop], Any] = default_connection_factory,
         on_connection_error: Callable[[int, Role, KafkaError], object] | None = None,
         on_error: Callable[[BaseException], object] | None = None,
+        rng: RandomSource = random,
     ) -> None:
         self._config = config
+        self._rng = rng
         self._loop = loop
         self._factory = connection_factory
         self._brokers: dict[int, tuple[str, int]] = {}
@@ -133,7 +139,7 @@ class ConnectionPool:
         key = (node_id, role, lane)
         slot = self._slots.get(key)
         if slot is None:
-            slot = self._slots[key] = _Slot(node_id, role, lane)
+            slot = self._slots[key] = _Slot(node_id, role, lane, Backoff(self._config.reconnect_backoff, self._rng))
         conn = slot.conn
         if conn is not None and conn.connected:
             cb(conn, None)
@@ -146,6 +152,17 @@ class ConnectionPool:
             slot.retry_handle = self._loop.call_later(delay, self._connect, slot)
         else:
             self._connect(slot)
+
+    def retry_in_s(self, node_id: int, role: Role, lane: int = 0) -> float:
+        """How long a caller whose ``get`` just failed should wait before asking again: what is
+        left of the slot's backoff (so it does not back off a second time on top of the pool),
+        and at least the backoff's floor (a node with no address fails at once, and asking again
+        at once would spin)."""
+        floor = self._config.reconnect_backoff.floor_ms / 1000.0
+        slot = self._slots.get((node_id, role, lane))
+        if slot is None:
+            return floor
+        return max(floor, slot.retry_at - self._loop.time())
 
     def _connect(self, slot: _Slot) -> None:
         slot.retry_handle = None
@@ -166,15 +183,13 @@ class ConnectionPool:
         if slot.conn is not conn:
             return  # dropped meanwhile; its waiters were already answered
         if err is None:
-            slot.backoff_ms = 0
+            slot.backoff.reset()
             waiters, slot.waiters = slot.waiters, []
             for cb in waiters:
                 self._call(cb, conn, None)
             return
         slot.conn = None
-        config = self._config
-        slot.backoff_ms = min(max(slot.backoff_ms * 2, config.reconnect_backoff_ms), config.reconnect_backoff_max_ms)
-        slot.retry_at = self._loop.time() + slot.backoff_ms / 1000.0
+        slot.retry_at = self._loop.time() + slot.backoff.next_delay_s()
         self._fail_waiters(slot, err)
         self._report(slot, err)
 

@@ -16,7 +16,7 @@ import pytest
 from kafkaev._proto import RecordBatchBuilder, crc32c
 from kafkaev.config import ClientConfig
 from kafkaev.consumer import Consumer
-from kafkaev.errors import OFFSET_OUT_OF_RANGE, PROTOCOL, KafkaError
+from kafkaev.errors import OFFSET_OUT_OF_RANGE, PROTOCOL, REQUEST_TIMED_OUT, KafkaError
 from kafkaev.metadata import Metadata
 from kafkaev.pool import ConnectionPool
 from kafkaev.types import TopicPartition
@@ -73,6 +73,8 @@ class ScriptedBroker:
         self.last_fetched_epochs: list[dict[int, int]] = []  # each request's {partition: LastFetchedEpoch}
         self.diverging: dict[int, Any] = {}  # partition -> EpochEndOffset for its next answer
         self.held: list[tuple[list[tuple[Any, ...]], Any]] = []
+        self.list_offsets_refusals: list[int] = []  # error codes for the next ListOffsets, in turn
+        self.list_offsets_sent: list[tuple[float, list[int]]] = []  # (loop time, partitions) per request
 
     def factory(self, config: ClientConfig, loop: asyncio.AbstractEventLoop) -> FakeConn:
         return FakeConn(self)
@@ -106,6 +108,14 @@ class ScriptedBroker:
         self.loop.call_soon(cb, response, None)
 
 
+    def list_offsets(self, partitions: list[tuple[Any, ...]], cb: Any) -> None:
+        """The earliest offset (0) of each partition, or the next scripted refusal for all."""
+        self.list_offsets_sent.append((self.loop.time(), sorted(row[1] for row in partitions)))
+        code = self.list_offsets_refusals.pop(0) if self.list_offsets_refusals else 0
+        rows = [NS(partition_index=row[1], error_code=code, offset=-1 if code else 0, timestamp=-1, leader_epoch=0)
+                for row in partitions]
+        self.loop.call_soon(cb, NS(topics=[NS(name=TOPIC, partitions=rows)]), None)
+
     def answer_held(self) -> None:
         """Answer the held long polls again, as the log now stands."""
         held, self.held = self.held, []
@@ -133,6 +143,9 @@ class FakeConn:
 
     def fetch_multi(self, partitions: list[tuple[Any, ...]], cb: Any, **_options: Any) -> None:
         self.broker.fetch(partitions, cb)
+
+    def list_offsets(self, partitions: list[tuple[Any, ...]], cb: Any, *, isolation_level: int = 0) -> None:
+        self.broker.list_offsets(partitions, cb)
 
 
 @pytest.fixture
@@ -236,4 +249,27 @@ def test_fetches_carry_the_last_fetched_epoch_and_a_diverging_log_is_rewound(loo
     assert err.code == OFFSET_OUT_OF_RANGE and "truncated below position 6" in str(err)
     assert [f[0] for f in broker.fetches][-2:] == [3, 4] and broker.last_fetched_epochs[-2][0] == 1
     assert broker.last_fetched_epochs[-1][0] == 3
+    consumer.close()
+
+
+def test_a_refused_reset_is_retried_after_a_growing_backoff_with_its_partitions_together(loop):
+    """ListOffsets refused twice: both partitions wait out one backoff and go again in one
+    request (the resolver's own timer brings them back: nothing else kicks while no partition
+    can fetch), each wait at least the floor; then they fetch from the answer."""
+    broker = ScriptedBroker(loop, {0: [batch(0, 2)], 1: [batch(0, 3)]})
+    broker.list_offsets_refusals = [REQUEST_TIMED_OUT, REQUEST_TIMED_OUT]
+    delivered: list[tuple[int, int]] = []
+    consumer, errors = consumer_for(loop, broker, on_message=lambda m: delivered.append((m.partition, m.offset)),
+                                    retry_backoff_ms=20, retry_backoff_max_ms=40)
+    consumer.assign([(TOPIC, 0), (TOPIC, 1)])
+    consumer.start()
+    run_until(loop, lambda: len(delivered) == 5)
+    assert sorted(delivered) == [(0, 0), (0, 1), (1, 0), (1, 1), (1, 2)]
+    assert [partitions for _t, partitions in broker.list_offsets_sent] == [[0, 1]] * 3
+    times = [t for t, _p in broker.list_offsets_sent]
+    floor_s = consumer.config.retry_backoff.floor_ms / 1000
+    assert all(b - a >= floor_s - 0.002 for a, b in zip(times, times[1:], strict=False))
+    assert [e.code for e in errors] == [REQUEST_TIMED_OUT] * 4  # each partition's failure, reported
+    failures = [consumer.ctx.subscription.get(TopicPartition(TOPIC, p)).position_failures for p in (0, 1)]
+    assert failures == [0, 0], "a settled position starts its backoff over"
     consumer.close()

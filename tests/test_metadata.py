@@ -12,6 +12,7 @@ import uuid
 from types import SimpleNamespace as NS
 
 import pytest
+from test_backoff import Highest
 
 from kafkaev.config import ClientConfig
 from kafkaev.errors import (
@@ -79,7 +80,8 @@ def env(new_loop):
     loop = new_loop("asyncio")
     cluster = FakeCluster()
     cfg = ClientConfig(brokers="127.0.0.1:9000,127.0.0.1:9001", metadata_min_refresh_ms=0, metadata_max_age_ms=0)
-    pool = ConnectionPool(cfg, loop, connection_factory=cluster.factory)
+    # Jitter drawn at the top of its window: a reconnect waits the whole backoff.
+    pool = ConnectionPool(cfg, loop, connection_factory=cluster.factory, rng=Highest())
     md = Metadata(cfg, loop, pool, connection_factory=cluster.factory)
     yield NS(loop=loop, cluster=cluster, md=md, pool=pool, cfg=cfg)
     md.close()
@@ -235,3 +237,23 @@ def test_periodic_refresh_every_metadata_max_age_ms(max_age_ms):
         md.close()
         pool.close()
         loop.close()
+
+
+def test_after_a_round_no_broker_answered_the_next_asked_for_waits_out_the_backoff(env):
+    """Every lost connection asks for a refresh: after a failed round those asks start the
+    next one only once the failure's backoff (retry_backoff_ms, with jitter above its floor)
+    is over, not at once on every loop turn."""
+    env.cluster.down |= {("127.0.0.1", 9000), ("127.0.0.1", 9001)}
+    got = []
+    env.md.refresh(lambda md, err: got.append(err))
+    env.md.request_refresh()  # asked while the round is in flight
+    run_until(env.loop, lambda: got)
+    assert got[0].code == TRANSPORT and len(env.cluster.connects) == 2
+    for _ in range(5):
+        env.md.request_refresh()
+    floor_s = env.cfg.retry_backoff.floor_ms / 1000
+    env.loop.run_until_complete(asyncio.sleep(floor_s / 2))
+    assert len(env.cluster.connects) == 2, "no round before the backoff's floor"
+    ceiling_s = env.cfg.retry_backoff.ceiling_ms(0) / 1000
+    env.loop.run_until_complete(asyncio.sleep(ceiling_s + 0.05))
+    assert len(env.cluster.connects) == 4, "one round once the backoff was over, for every ask"

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import pickle
+import random
 import struct
 from types import SimpleNamespace as NS
 
 import pytest
 from exactly_once import Calls, assert_no_second_calls, tracking
+from test_backoff import Lowest
 
 from kafkaev.config import ClientConfig
 from kafkaev.errors import (
@@ -31,7 +33,7 @@ from kafkaev.errors import (
     KafkaError,
 )
 from kafkaev.metadata import Metadata
-from kafkaev.pool import ConnectionPool
+from kafkaev.pool import ConnectionPool, Role
 from kafkaev.producer import BufferFullError, Producer
 from kafkaev.producer.idempotence import next_sequence, restamp_batch
 
@@ -207,7 +209,7 @@ class FakeConn:
         b.loop.call_later(b.answer_delay_s, answer) if b.answer_delay_s else b.loop.call_soon(answer)
 
 
-def make(loop, broker, **options):
+def make(loop, broker, pool_rng=random, **options):
     options.setdefault("linger_ms", 1)
     options.setdefault("metadata_min_refresh_ms", 0)
     cfg = ClientConfig(brokers="127.0.0.1:9001", **options)
@@ -220,7 +222,7 @@ def make(loop, broker, **options):
         if not isinstance(exc, KafkaError):
             loop.call_exception_handler({"message": "producer: exception in a callback", "exception": exc})
 
-    pool = ConnectionPool(cfg, loop, connection_factory=broker.factory)
+    pool = ConnectionPool(cfg, loop, connection_factory=broker.factory, rng=pool_rng)
     md = Metadata(cfg, loop, pool, connection_factory=broker.factory)
     producer = Producer(cfg, loop, md, pool, report, builder_factory=FakeBuilder)
     return NS(cfg=cfg, pool=pool, md=md, producer=producer, errors=errors)
@@ -451,6 +453,34 @@ def test_unreachable_leader_fails_within_delivery_timeout(loop):
     assert len(failed) == 5 and all(e.code == MSG_TIMED_OUT for e in failed)
     assert elapsed < 0.3 + 0.25
     assert env.producer.pending == 0 and env.producer._acc.buffered == 0
+
+
+def test_a_refused_leader_is_asked_again_when_the_pools_backoff_ends(loop):
+    """The pool is the one place a connect backs off: after a refused connect the sender asks
+    again as soon as the pool's backoff (here drawn at its floor) is over, not after a
+    reconnect_backoff_ms wait of its own on top."""
+    broker = FakeBroker(loop, partitions=1)
+    env = make(loop, broker, pool_rng=Lowest(), reconnect_backoff_ms=200, reconnect_backoff_max_ms=200)
+    learn_topic(loop, env)
+    attempts: list[float] = []
+    pool_connect = env.pool._connect
+
+    def connect(slot):
+        if slot.role is Role.PRODUCE:
+            attempts.append(loop.time())
+        pool_connect(slot)
+
+    env.pool._connect = connect
+    broker.down.add(1)
+    results, cb_for = collect()
+    env.producer.produce("t", None, b"v", cb_for(0), partition=0)
+    run_until(loop, lambda: len(attempts) >= 4)
+    broker.down.clear()
+    run_until(loop, lambda: results)
+    assert results[0][1] is None
+    floor_s = env.cfg.reconnect_backoff.floor_ms / 1000
+    gaps = [b - a for a, b in zip(attempts, attempts[1:4], strict=False)]
+    assert all(floor_s - 0.002 <= gap < floor_s + 0.06 for gap in gaps), f"connects {gaps} s apart, floor {floor_s}"
 
 
 def test_buffer_full_raises_and_memory_is_bounded(loop):

@@ -3,8 +3,8 @@
 FindCoordinator goes to any broker; the answer's node is then reached through the
 pool's GROUP connection. Any NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE /
 COORDINATOR_LOAD_IN_PROGRESS answer, or a lost connection, forgets the coordinator
-and the next request looks it up again (with backoff: during a failover the
-group's offsets partition needs a new leader first).
+and the next request looks it up again (with backoff after a failed lookup, counted from
+the failure: during a failover the group's offsets partition needs a new leader first).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+from kafkaev.backoff import Backoff
 from kafkaev.errors import (
     COORDINATOR_LOAD_IN_PROGRESS,
     COORDINATOR_NOT_AVAILABLE,
@@ -34,7 +35,7 @@ ConnCallback = Callable[[Any, KafkaError | None], object]
 
 
 class CoordinatorLink:
-    __slots__ = ("ctx", "group_id", "node_id", "_waiters", "_finding", "_backoff_ms", "closed")
+    __slots__ = ("ctx", "group_id", "node_id", "_waiters", "_finding", "_backoff", "_find_after", "closed")
 
     def __init__(self, ctx: ConsumerContext, group_id: str) -> None:
         self.ctx = ctx
@@ -42,7 +43,8 @@ class CoordinatorLink:
         self.node_id = NO_NODE  # the coordinator, once found
         self._waiters: list[ConnCallback] = []
         self._finding = False
-        self._backoff_ms = 0
+        self._backoff = Backoff(ctx.config.retry_backoff)  # failed lookups in a row
+        self._find_after = 0.0  # loop time before which no lookup starts (after a failed one)
         self.closed = False
 
     def forget(self) -> None:
@@ -69,8 +71,8 @@ class CoordinatorLink:
         self._waiters.append(cb)
         if not self._finding:
             self._finding = True
-            delay = self._backoff_ms / 1000.0
-            if delay:
+            delay = self._find_after - self.ctx.loop.time()
+            if delay > 0:
                 self.ctx.loop.call_later(delay, self._find)
             else:
                 self._find()
@@ -111,7 +113,8 @@ class CoordinatorLink:
             entry = coordinators[0] if coordinators else resp
             if entry.error_code == NONE:
                 self.node_id = entry.node_id
-                self._backoff_ms = 0
+                self._backoff.reset()
+                self._find_after = 0.0
                 # The coordinator may be a broker this client has not seen in metadata yet.
                 if self.ctx.pool.address(entry.node_id) is None:
                     brokers = {n: (b.host, b.port) for n, b in self.ctx.metadata.current.brokers.items()}
@@ -121,8 +124,7 @@ class CoordinatorLink:
                 err = KafkaError(entry.error_code, f"FindCoordinator for group {self.group_id!r}")
         waiters, self._waiters = self._waiters, []
         if err is not None:
-            config = self.ctx.config
-            self._backoff_ms = min(max(self._backoff_ms * 2, config.retry_backoff_ms), config.retry_backoff_max_ms)
+            self._find_after = self.ctx.loop.time() + self._backoff.next_delay_s()
             for cb in waiters:
                 cb(None, err)
             return

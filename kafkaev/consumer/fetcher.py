@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 
 from kafkaev import _proto
 from kafkaev._consumer import deliver_each
+from kafkaev.backoff import Backoff
 from kafkaev.errors import (
     DESTROY,
     FETCH_SESSION_ID_NOT_FOUND,
@@ -74,15 +75,16 @@ class _Delivery(NamedTuple):
 
 
 class LeaderFetcher:
-    __slots__ = ("node_id", "session", "in_flight", "round_waiters", "retry_handle")
+    __slots__ = ("node_id", "session", "in_flight", "round_waiters", "backoff", "retry_handle")
 
-    def __init__(self, node_id: int) -> None:
+    def __init__(self, node_id: int, backoff: Backoff) -> None:
         self.node_id = node_id
         self.session = FetchSession()
         self.in_flight = False
         # poll() callbacks waiting for this leader's answer
         self.round_waiters: list[Callable[[], None]] = []
-        self.retry_handle: Any = None  # backoff after a failed fetch
+        self.backoff = backoff  # failed fetches in a row, reset by an answer
+        self.retry_handle: Any = None  # the wait after a failed fetch
 
 
 class Fetcher:
@@ -115,6 +117,7 @@ class Fetcher:
     def close(self) -> None:
         self.running = False
         self.closed = True
+        self.positions.close()
         if self.poll_timer is not None:
             self.poll_timer.cancel()
             self.poll_timer = None
@@ -204,7 +207,7 @@ class Fetcher:
     def _leader(self, node_id: int) -> LeaderFetcher:
         leader = self.leaders.get(node_id)
         if leader is None:
-            leader = self.leaders[node_id] = LeaderFetcher(node_id)
+            leader = self.leaders[node_id] = LeaderFetcher(node_id, Backoff(self.ctx.config.retry_backoff))
         return leader
 
     def _fetchable_by_leader(self) -> dict[int, list[PartitionState]]:
@@ -278,6 +281,7 @@ class Fetcher:
                 else:
                     self._failed(leader, KafkaError(resp.error_code, f"Fetch from broker {leader.node_id}"))
             else:
+                leader.backoff.reset()
                 leader.session.completed(plan, resp.session_id)
                 deliveries = self._apply(leader, plan, sent, resp)
             # The next Fetch goes out before the records are handed over: the broker reads
@@ -295,8 +299,9 @@ class Fetcher:
         self.ctx.metadata.request_refresh()
         if not err.retriable:
             self.ctx.report(err)
-        # Back off before asking this broker again; the pool has its own connect backoff.
-        delay = self.ctx.config.retry_backoff_ms / 1000.0
+        # Back off before asking this broker again. After a failed connect the pool also holds
+        # the next one until its own backoff is over: the wait is the longer one, not the sum.
+        delay = leader.backoff.next_delay_s()
 
         def retry() -> None:
             leader.retry_handle = None

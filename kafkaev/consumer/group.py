@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kafkaev.backoff import Backoff
 from kafkaev.errors import (
     FENCED_INSTANCE_ID,
     ILLEGAL_GENERATION,
@@ -98,6 +99,11 @@ class GroupMember:
         self._heartbeat_in_flight = False
         self._last_heartbeat_ok = ctx.loop.time()
         self._commit_handle: Any = None
+        # Each kind of request retries on its own backoff, reset when it next succeeds.
+        retry = ctx.config.retry_backoff
+        self._join_backoff = Backoff(retry)  # JoinGroup/SyncGroup, until an assignment lands
+        self._heartbeat_backoff = Backoff(retry)
+        self._committed_backoff = Backoff(retry)  # loading the committed offsets of new partitions
         self._partition_counts: dict[str, int] = {}
         self._joined_topics: frozenset[str] = frozenset()
 
@@ -246,9 +252,12 @@ class GroupMember:
         if self.state in (GroupState.CLOSED, GroupState.FAILED):
             return
         if retriable_group_error(err):
-            self.ctx.loop.call_later(self.ctx.config.retry_backoff_ms / 1000.0, self._join)
+            self._join_later()
         else:
             self._fatal(err)
+
+    def _join_later(self) -> None:
+        self.ctx.loop.call_later(self._join_backoff.next_delay_s(), self._join)
 
     def _on_join(self, resp: Any, err: KafkaError | None) -> None:
         if err is not None:
@@ -282,7 +291,7 @@ class GroupMember:
         elif code == REBALANCE_IN_PROGRESS:
             self._join()
         elif self.link.on_error_code(code):
-            self.ctx.loop.call_later(self.ctx.config.retry_backoff_ms / 1000.0, self._join)
+            self._join_later()
         else:
             self._fatal(KafkaError(code, f"JoinGroup of group {self.group_id!r}"))
 
@@ -369,7 +378,7 @@ class GroupMember:
             elif code == FENCED_INSTANCE_ID:
                 self.membership_lost(code)
             elif self.link.on_error_code(code):
-                self.ctx.loop.call_later(self.ctx.config.retry_backoff_ms / 1000.0, self._join)
+                self._join_later()
             else:
                 self._fatal(KafkaError(code, f"SyncGroup of group {self.group_id!r}"))
             return
@@ -386,6 +395,7 @@ class GroupMember:
         revoked = sorted(old - new)
         added = sorted(new - old)
         self.state = GroupState.STABLE
+        self._join_backoff.reset()
         self._last_heartbeat_ok = self.ctx.loop.time()
         self._partition_counts = self._partition_counts_of(self.options.topics)
         if revoked:
@@ -422,9 +432,10 @@ class GroupMember:
             if err is not None:
                 self.ctx.report(err)
                 if self.state is GroupState.STABLE and self.generation_id == generation:
-                    self.ctx.loop.call_later(self.ctx.config.retry_backoff_max_ms / 1000.0,
+                    self.ctx.loop.call_later(self._committed_backoff.next_delay_s(),
                                              self._load_committed, partitions, generation)
                 return
+            self._committed_backoff.reset()
             for tp, (state, state_generation) in snapshot.items():
                 if self.ctx.subscription.get(tp) is not state or state.generation != state_generation:
                     continue  # the user seeked meanwhile, or it was revoked
@@ -516,22 +527,26 @@ class GroupMember:
         if err is not None:
             self.link.forget()
             # Try again soon: the session keeps running on the coordinator meanwhile.
-            self._arm_heartbeat(self.ctx.config.retry_backoff_ms / 1000.0)
+            self._arm_heartbeat(self._heartbeat_backoff.next_delay_s())
             return
         code = resp.error_code
         if code == NONE:
-            self._last_heartbeat_ok = self.ctx.loop.time()
+            self._heartbeat_ok()
             self._arm_heartbeat()
         elif code == REBALANCE_IN_PROGRESS:
-            self._last_heartbeat_ok = self.ctx.loop.time()
+            self._heartbeat_ok()
             self._start_rebalance()
         elif code in (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID):
             self.membership_lost(code)
         elif self.link.on_error_code(code):
-            self._arm_heartbeat(self.ctx.config.retry_backoff_ms / 1000.0)
+            self._arm_heartbeat(self._heartbeat_backoff.next_delay_s())
         else:
             self.ctx.report(KafkaError(code, f"Heartbeat of group {self.group_id!r}"))
             self._arm_heartbeat()
+
+    def _heartbeat_ok(self) -> None:
+        self._last_heartbeat_ok = self.ctx.loop.time()
+        self._heartbeat_backoff.reset()
 
     # --- auto-commit ---------------------------------------------------------------------------------
     def _arm_auto_commit(self) -> None:

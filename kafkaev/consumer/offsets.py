@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple, Protocol
 
+from kafkaev.backoff import Backoff
 from kafkaev.errors import (
     FENCED_INSTANCE_ID,
     ILLEGAL_GENERATION,
@@ -58,7 +59,8 @@ class Identity(Protocol):
 
 
 class OffsetManager:
-    __slots__ = ("ctx", "link", "member", "require_stable", "last_committed", "_commits_issued", "_newest_commit")
+    __slots__ = ("ctx", "link", "member", "require_stable", "last_committed", "_commits_issued", "_newest_commit",
+                 "_commit_backoff", "_fetch_backoff")
 
     def __init__(self, ctx: ConsumerContext, link: CoordinatorLink, member: Identity, *, require_stable: bool) -> None:
         self.ctx = ctx
@@ -72,6 +74,9 @@ class OffsetManager:
         # commit that carries it. An attempt is retried only where it is still the newest.
         self._commits_issued = 0
         self._newest_commit: dict[TopicPartition, int] = {}
+        # Retries of OffsetCommit and OffsetFetch back off apart, each reset by an answer.
+        self._commit_backoff = Backoff(ctx.config.retry_backoff)
+        self._fetch_backoff = Backoff(ctx.config.retry_backoff)
 
     # --- commit ------------------------------------------------------------------------------------
     def commit(
@@ -114,7 +119,7 @@ class OffsetManager:
             report_replaced = None if user_cb is None else (lambda e: user_cb(e or replaced))
             self._commit_attempt(current, report_replaced, deadline, serial)
 
-        self.ctx.loop.call_later(self.ctx.config.retry_backoff_ms / 1000.0, again)
+        self.ctx.loop.call_later(self._commit_backoff.next_delay_s(), again)
 
     def _commit_attempt(
         self, offsets: dict[TopicPartition, CommitOffset], cb: Callable[[KafkaError | None], object] | None,
@@ -158,6 +163,8 @@ class OffsetManager:
                     if first is None:
                         first = KafkaError(code, f"committing {tp.topic}[{tp.partition}] at {sent.offset} "
                                                  f"for group {member.group_id!r}")
+            if not retry:
+                self._commit_backoff.reset()  # the coordinator answered for every partition
             if retry and first is None:
                 if self.ctx.loop.time() < deadline:
                     moved = KafkaError(NOT_COORDINATOR, f"the coordinator of group {member.group_id!r} moved")
@@ -200,8 +207,7 @@ class OffsetManager:
 
         def retry_or_fail(err: KafkaError) -> None:
             if (retriable_group_error(err) or err.code == UNSTABLE_OFFSET_COMMIT) and self.ctx.loop.time() < deadline:
-                self.ctx.loop.call_later(self.ctx.config.retry_backoff_ms / 1000.0,
-                                         self._fetch_attempt, wanted, cb, deadline)
+                self.ctx.loop.call_later(self._fetch_backoff.next_delay_s(), self._fetch_attempt, wanted, cb, deadline)
             else:
                 self.ctx.call(cb, None, err)
 
@@ -230,6 +236,7 @@ class OffsetManager:
                         self.last_committed[tp] = p.committed_offset
             for tp in wanted:
                 result.setdefault(tp, Committed(NO_OFFSET, NO_LEADER_EPOCH, None))
+            self._fetch_backoff.reset()
             self.ctx.call(cb, result, None)
 
         def on_conn(conn: Any, err: KafkaError | None) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
+from kafkaev.backoff import Backoff, BackoffPolicy, RetryTimer
 from kafkaev.errors import (
     NONE,
     OFFSET_OUT_OF_RANGE,
@@ -26,8 +27,8 @@ from kafkaev.types import NO_LEADER_EPOCH, TopicPartition
 from .context import STALE_METADATA_ERRORS, ConsumerContext
 from .subscription import PartitionState, Phase, ResetKind
 
-# How long a partition waits between attempts while its leader is being found (ms).
-LEADER_RETRY_MS = 100
+# How long a request waits between attempts while its partitions' leaders are being found.
+LEADER_RETRY = BackoffPolicy(base_ms=100, max_ms=1000)
 
 
 class OffsetAnswer(NamedTuple):
@@ -43,7 +44,8 @@ class _LeaderRequest:
     """One logical request over many partitions, split per leader and retried where the
     error says fresh metadata will help. ``done(answers, errors)`` is called once."""
 
-    __slots__ = ("ctx", "pending", "answers", "errors", "deadline", "send", "parse", "done", "outstanding")
+    __slots__ = ("ctx", "pending", "answers", "errors", "deadline", "send", "parse", "done", "outstanding",
+                 "backoff")
 
     def __init__(
         self,
@@ -62,6 +64,7 @@ class _LeaderRequest:
         self.parse = parse
         self.done = done
         self.outstanding = 0
+        self.backoff = Backoff(LEADER_RETRY)
 
     def start(self) -> None:
         if not self.pending:
@@ -144,7 +147,7 @@ class _LeaderRequest:
             self.pending.clear()
             self._finish()
             return
-        self.ctx.loop.call_later(LEADER_RETRY_MS / 1000.0, self.start)
+        self.ctx.loop.call_later(self.backoff.next_delay_s(), self.start)
 
     def _finish(self) -> None:
         self.done(self.answers, self.errors)
@@ -199,19 +202,25 @@ def offsets_for_leader_epochs(
 class PositionResolver:
     """Moves partitions from AWAIT_RESET / AWAIT_VALIDATION to FETCHING."""
 
-    __slots__ = ("ctx", "on_ready", "isolation")
+    __slots__ = ("ctx", "on_ready", "isolation", "_retry_timer")
 
     def __init__(self, ctx: ConsumerContext, isolation: int, on_ready: Callable[[], None]) -> None:
         self.ctx = ctx
         self.isolation = isolation
         self.on_ready = on_ready  # the fetcher's kick: new positions can be fetched
+        # At the earliest time a backed-off partition may be tried again.
+        self._retry_timer = RetryTimer(ctx.loop, self.kick)
 
     def kick(self) -> None:
         resets: dict[TopicPartition, int] = {}
         validations: dict[TopicPartition, int] = {}
         now = self.ctx.loop.time()
         for state in self.ctx.subscription:
-            if state.in_flight or state.retry_at > now:
+            if state.in_flight:
+                continue
+            if state.retry_at > now:
+                # Armed here, not only where it failed: a timer may fire a little early.
+                self._retry_timer.arm_at(state.retry_at)
                 continue
             if state.phase is Phase.AWAIT_RESET:
                 resets[state.tp] = (
@@ -224,12 +233,15 @@ class PositionResolver:
         if validations:
             self._validate(validations)
 
+    def close(self) -> None:
+        self._retry_timer.cancel()
+
     # --- resets ------------------------------------------------------------------------------
     def _reset(self, queries: dict[TopicPartition, int]) -> None:
         snapshot = self._mark(queries)
 
         def done(answers: dict[TopicPartition, OffsetAnswer], errors: dict[TopicPartition, KafkaError]) -> None:
-            retry = False
+            refusals: list[tuple[PartitionState, KafkaError]] = []
             for tp, state, generation in snapshot:
                 state.in_flight = False
                 if self.ctx.subscription.get(tp) is not state or state.generation != generation:
@@ -239,16 +251,16 @@ class PositionResolver:
                     err = errors.get(tp) or KafkaError(TIMED_OUT, f"{tp.topic}[{tp.partition}]")
                     if err.code != UNKNOWN_TOPIC_OR_PARTITION:  # the fetcher reports missing topics
                         self.ctx.report(KafkaError(err.code, f"resetting the position of {tp.topic}[{tp.partition}]: {err}"))
-                    self._back_off(state)
-                    state.notify(err)  # a seek() waiting for this learns why
-                    retry = True
+                    refusals.append((state, err))
                 elif answer.offset < 0:
                     # No record at or after the timestamp: continue from the end.
                     state.request_reset(ResetKind.LATEST)
                 else:
                     state.seek(answer.offset, answer.leader_epoch if state.reset_kind is ResetKind.LATEST else NO_LEADER_EPOCH)
-            if retry:
-                self.ctx.loop.call_later(self.ctx.config.retry_backoff_max_ms / 1000.0, self.kick)
+            self._back_off([state for state, _err in refusals])
+            # After the backoff is set: a seek() from a waiter starts over at once.
+            for state, err in refusals:
+                state.notify(err)  # a seek() waiting for this learns why
             self.on_ready()
 
         list_offsets(self.ctx, queries, self.isolation, done)
@@ -258,6 +270,7 @@ class PositionResolver:
         snapshot = self._mark(queries)
 
         def done(answers: dict[TopicPartition, EpochEnd], errors: dict[TopicPartition, KafkaError]) -> None:
+            failed: list[PartitionState] = []
             for tp, state, generation in snapshot:
                 state.in_flight = False
                 if self.ctx.subscription.get(tp) is not state or state.generation != generation:
@@ -269,19 +282,27 @@ class PositionResolver:
                         self._validated(state)  # nothing to check with: fetch on
                     else:
                         # Try again after a backoff (metadata was refreshed by the request).
-                        self._back_off(state)
-                        self.ctx.loop.call_later(self.ctx.config.retry_backoff_max_ms / 1000.0, self.kick)
+                        failed.append(state)
                     continue
                 if 0 <= answer.end_offset < state.position:
                     self.resume_after_truncation(state, state.position_epoch, answer.end_offset, answer.leader_epoch)
                 else:
                     self._validated(state)
+            self._back_off(failed)
             self.on_ready()
 
         offsets_for_leader_epochs(self.ctx, queries, done)
 
-    def _back_off(self, state: PartitionState) -> None:
-        state.retry_at = self.ctx.loop.time() + self.ctx.config.retry_backoff_max_ms / 1000.0
+    def _back_off(self, failed: list[PartitionState]) -> None:
+        """The partitions that failed in one answer are tried again together, in one request,
+        once the longest backoff any of them has earned is over."""
+        if not failed:
+            return
+        delay = self.ctx.config.retry_backoff.delay_s(max(state.position_failures for state in failed))
+        retry_at = self.ctx.loop.time() + delay
+        for state in failed:
+            state.back_off_until(retry_at)
+        self._retry_timer.arm_at(retry_at)
 
     def _validated(self, state: PartitionState) -> None:
         if state.reset_after_validation:

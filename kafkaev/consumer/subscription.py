@@ -61,8 +61,10 @@ class PartitionState:
     interrupted: bool = False
     # Validation was started by OFFSET_OUT_OF_RANGE: without truncation, reset next.
     reset_after_validation: bool = False
-    # Loop time before which a failed reset/validation is not tried again (backoff).
+    # Loop time before which a failed reset/validation is not tried again (backoff), and
+    # how many failed in a row since the position was last settled.
     retry_at: float = 0.0
+    position_failures: int = 0
     # Called once when the position is next settled (FETCHING), failed, or unassigned.
     waiters: list[Callable[[PartitionState, BaseException | None], object]] = field(default_factory=list)
 
@@ -74,7 +76,13 @@ class PartitionState:
     def resume_fetching(self) -> None:
         """The position checked out (validation): fetch from it."""
         self.phase = Phase.FETCHING
+        self.position_failures = 0
         self.notify()
+
+    def back_off_until(self, retry_at: float) -> None:
+        """A reset or validation failed: not tried again before loop time ``retry_at``."""
+        self.retry_at = retry_at
+        self.position_failures += 1
 
     @property
     def fetchable(self) -> bool:
@@ -87,6 +95,7 @@ class PartitionState:
         self.position_epoch = epoch
         self.fetch_epoch = epoch
         self.retry_at = 0.0
+        self.position_failures = 0
         self.phase = Phase.FETCHING
         self.generation += 1
         self.interrupt()
@@ -106,6 +115,7 @@ class PartitionState:
         self.reset_kind = kind
         self.reset_timestamp = timestamp
         self.retry_at = 0.0
+        self.position_failures = 0
         self.phase = Phase.AWAIT_RESET
         self.generation += 1
         self.interrupt()

@@ -26,8 +26,10 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Callable
+from functools import partial
 from typing import Any, NamedTuple
 
+from ..backoff import Backoff, RetryTimer
 from ..config import ClientConfig
 from ..errors import (
     DESTROY,
@@ -99,6 +101,7 @@ class Sender:
         self._next_lane: dict[int, int] = {}  # per leader: the lane its next new partition takes
         self._request_timeout_ms = config.request_timeout_ms
         self.identity = ProducerIdentity() if config.idempotent else None
+        self._identity_backoff = Backoff(config.retry_backoff)  # InitProducerId waits and retries
         self._bump_needed = False
         # The partitions whose sequence state the broker lost or refused, or that skipped a
         # sequence: restamped from 0 at the next bump.
@@ -108,8 +111,7 @@ class Sender:
         self._earlier_identity: set[ProducerBatch] = set()
         self.in_flight = 0  # batches sent and not yet answered, all partitions
         self._scheduled = False
-        self._retry_timer: asyncio.TimerHandle | None = None
-        self._retry_at = 0.0
+        self._retry_timer = RetryTimer(loop, self.send_ready)  # partitions backing off, InitProducerId
         self._sweep_timer: asyncio.TimerHandle | None = None
         self._sweep_s = min(SWEEP_INTERVAL_MAX_S, config.delivery_timeout_ms / 10000.0)
         self._closed = False
@@ -128,16 +130,7 @@ class Sender:
         self.send_ready()
 
     def _wake_at(self, when: float) -> None:
-        if self._retry_timer is not None:
-            if self._retry_at <= when:
-                return
-            self._retry_timer.cancel()
-        self._retry_at = when
-        self._retry_timer = self._loop.call_at(when, self._retry_due)
-
-    def _retry_due(self) -> None:
-        self._retry_timer = None
-        self.send_ready()
+        self._retry_timer.arm_at(when)
 
     # --- sending -------------------------------------------------------------------------------
     def send_ready(self) -> None:
@@ -180,7 +173,7 @@ class Sender:
         for (leader, lane), parts in by_connection.items():
             conn = self._pool.ready(leader, Role.PRODUCE, lane)
             if conn is None:
-                self._pool.get(leader, Role.PRODUCE, self._on_connection, lane)
+                self._pool.get(leader, Role.PRODUCE, partial(self._on_connection, leader, lane), lane)
                 continue
             if conn.on_writable is None:
                 conn.on_writable = self._on_writable
@@ -203,12 +196,13 @@ class Sender:
         self._lane_of[part] = _Lane(part.leader, lane)
         return lane
 
-    def _on_connection(self, conn: Any, err: KafkaError | None) -> None:
+    def _on_connection(self, node_id: int, lane: int, conn: Any, err: KafkaError | None) -> None:
         if err is None:
             self.wake()
         else:
-            # the pool backs off and reports the failure (metadata refresh); try again later
-            self._wake_at(self._loop.time() + self._config.reconnect_backoff_ms / 1000.0)
+            # The pool backs off (and reports the failure: metadata refresh); ask again when its
+            # backoff is over, not after a wait of our own on top.
+            self._wake_at(self._loop.time() + self._pool.retry_in_s(node_id, Role.PRODUCE, lane))
 
     def _on_writable(self, writable: bool) -> None:
         if writable:
@@ -387,9 +381,9 @@ class Sender:
         if self.identity is not None:
             part.retrying = True
         if not immediate:
-            config = self._config
-            backoff_ms = min(config.retry_backoff_ms * (1 << min(batch.attempts - 1, 10)), config.retry_backoff_max_ms)
-            part.retry_at = max(part.retry_at, self._loop.time() + backoff_ms / 1000.0)
+            # The batch counts its own attempts: its n-th retry waits the policy's n-th delay.
+            delay = self._config.retry_backoff.delay_s(batch.attempts - 1)
+            part.retry_at = max(part.retry_at, self._loop.time() + delay)
         self._acc.requeue(batch)
 
     def _use_current_leader(self, part: PartitionState, answer: Any, endpoints: Any) -> bool:
@@ -433,11 +427,11 @@ class Sender:
         node = self._any_leader()
         if node is None:
             self._md.request_refresh()
-            self._wake_at(self._loop.time() + self._config.retry_backoff_ms / 1000.0)
+            self._wake_at(self._loop.time() + self._identity_backoff.next_delay_s())
             return
         conn = self._pool.ready(node, Role.PRODUCE)
         if conn is None:
-            self._pool.get(node, Role.PRODUCE, self._on_connection)
+            self._pool.get(node, Role.PRODUCE, partial(self._on_connection, node, 0))
             return
         identity.request(conn, self._on_identity, bump=self._bump_needed)
 
@@ -458,8 +452,9 @@ class Sender:
                 identity.producer_epoch = NO_PRODUCER_EPOCH
             if not err.retriable:
                 self._report(err)  # records keep waiting (bounded by delivery_timeout_ms); say why
-            self._wake_at(self._loop.time() + self._config.retry_backoff_ms / 1000.0)
+            self._wake_at(self._loop.time() + self._identity_backoff.next_delay_s())
             return
+        self._identity_backoff.reset()
         if self._bump_needed or any(p.next_seq for t in self._acc.topics.values() for p in t.parts):
             self._resequence()
         self._bump_needed = False
@@ -516,7 +511,7 @@ class Sender:
 
     def close(self) -> None:
         self._closed = True
-        for timer in (self._retry_timer, self._sweep_timer):
-            if timer is not None:
-                timer.cancel()
-        self._retry_timer = self._sweep_timer = None
+        self._retry_timer.cancel()
+        if self._sweep_timer is not None:
+            self._sweep_timer.cancel()
+            self._sweep_timer = None
