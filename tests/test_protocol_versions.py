@@ -23,6 +23,9 @@ NEWEST_PRODUCE = 13
 NEWEST_FETCH = 18
 PRODUCE_LAST_VERSION_WITH_NAMES = 12
 
+# Negotiation is what every broker version of the matrix must get right.
+pytestmark = pytest.mark.compat
+
 
 def run(loop: asyncio.AbstractEventLoop, coro: Any) -> Any:
     return loop.run_until_complete(coro)
@@ -70,11 +73,8 @@ def test_capped_apis_stop_below_the_codecs_newest_version():
         assert lo <= cap < hi, _proto.API_NAMES[api_key]
 
 
+@pytest.mark.requires_kafka("4.4", f"Produce v{NEWEST_PRODUCE} and Fetch v{NEWEST_FETCH}")
 def test_newest_produce_and_fetch_are_used_on_kafka_4_4(kafka, loop):
-    version = kafka.broker_version()
-    if tuple(int(x) for x in version.split(".")[:2]) < (4, 4):
-        pytest.skip(f"Produce v{NEWEST_PRODUCE} and Fetch v{NEWEST_FETCH} need Kafka 4.4+; the broker is {version}")
-
     async def main() -> None:
         conn = Connection(loop)
         assert await connect(conn, kafka.bootstrap) is None
