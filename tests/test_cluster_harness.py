@@ -38,6 +38,7 @@ JAVA_RESULT_PREFIX = "newest-features: "
 UNKNOWN_TOPIC_OR_PARTITION = 3
 FAILOVER_TIMEOUT_S = 45.0
 PROCESS_EXIT_TIMEOUT_S = 15.0
+FIRST_NODE = 1
 
 
 def _plain(cluster: KafkaCluster) -> dict[str, str]:
@@ -343,6 +344,36 @@ def test_start_retries_on_fresh_ports_when_a_port_was_taken(
     finally:
         cluster.stop()
         squatter.close()
+
+
+def test_a_broker_of_another_cluster_on_a_picked_port_is_not_taken_for_this_one(
+    kafka: KafkaCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two harnesses on one machine may pick the same free port; the other one's node 1 then
+    answers this one's readiness probe, until this node's bind failure shows."""
+    from kafkaev.testing import cluster as cluster_module
+
+    if not isinstance(kafka, LocalCluster):
+        pytest.skip("needs a local broker to play the other harness's")
+    real_free_ports = cluster_module._free_ports
+    handed_out: list[list[int]] = []
+
+    def first_plaintext_port_is_the_other_clusters(count: int) -> list[int]:
+        ports = real_free_ports(count)
+        if not handed_out:
+            ports[0] = kafka.nodes[FIRST_NODE].ports.plaintext  # NodePorts order: PLAINTEXT first
+        handed_out.append(ports)
+        return ports
+
+    monkeypatch.setattr(cluster_module, "_free_ports", first_plaintext_port_is_the_other_clusters)
+    cluster = LocalCluster(nodes=1, directory=tmp_path)
+    try:
+        cluster.start()
+        assert len(handed_out) == 2
+        answer = cluster.node_metadata()
+        assert answer.cluster_id == cluster.cluster_id != kafka.cluster_id
+    finally:
+        cluster.stop()
 
 
 def kafka_answers(cluster: LocalCluster) -> bool:

@@ -428,7 +428,8 @@ class LocalCluster(KafkaCluster):
         node.state = NodeState.RUNNING
 
     def _wait_ready(self, nodes: list[BrokerNode], deadline: float) -> None:
-        """Each node answers on PLAINTEXT and its metadata lists every running node as an unfenced broker."""
+        """Each node answers on PLAINTEXT, for this cluster's id, and its metadata lists every running
+        node as an unfenced broker."""
         for node in nodes:
             self._wait_port(node, deadline)
         for node in nodes:
@@ -465,10 +466,10 @@ class LocalCluster(KafkaCluster):
         while True:
             self._check_alive(node)
             try:
-                seen = set(
-                    node_metadata("127.0.0.1", node.ports.plaintext, [], READINESS_PROBE_TIMEOUT_S).brokers
-                )
-                if expected <= seen:
+                view = node_metadata("127.0.0.1", node.ports.plaintext, [], READINESS_PROBE_TIMEOUT_S)
+                # Another harness's broker may hold the port picked for this node (its own node 1
+                # answers too): then this node fails to bind, and _check_alive reports it.
+                if view.cluster_id == self.cluster_id and expected <= set(view.brokers):
                     return
             except (OSError, ProbeError):
                 pass

@@ -187,6 +187,7 @@ class NodeMetadata:
     """One node's own view of the cluster."""
 
     brokers: dict[int, tuple[str, int]]
+    cluster_id: str
     controller_id: int
     topics: dict[str, TopicView]
 
@@ -208,7 +209,7 @@ def decode_metadata_response(frame: bytes) -> NodeMetadata:
         reader.compact_string()  # Rack
         reader.skip_tagged_fields()
         brokers[node_id] = (host, port)
-    reader.compact_string()  # ClusterId
+    cluster_id = reader.compact_string()
     controller_id = reader.unpack(">i")
     topics: dict[str, TopicView] = {}
     for _ in range(reader.uvarint() - 1):
@@ -231,7 +232,7 @@ def decode_metadata_response(frame: bytes) -> NodeMetadata:
         reader.skip_tagged_fields()
         topics[name] = TopicView(topic_error, partitions)
     reader.skip_tagged_fields()
-    return NodeMetadata(brokers, controller_id, topics)
+    return NodeMetadata(brokers, cluster_id, controller_id, topics)
 
 
 def encode_describe_quorum_request() -> bytes:
