@@ -4,11 +4,13 @@ every callback is called exactly once."""
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from exactly_once import Calls, assert_once_each, track
 
+from kafkaev import _proto
 from kafkaev._conn import Connection
 from kafkaev.errors import KafkaError
 
@@ -78,3 +80,16 @@ class Recorder:
     def assert_each_once(self) -> None:
         self.assert_no_second_call()
         assert_once_each(self.calls, (), range(self.expected), "request callback")
+
+
+def run(loop: asyncio.AbstractEventLoop, coro: Any) -> Any:
+    return loop.run_until_complete(coro)
+
+
+def record_batch(*values: bytes) -> bytes:
+    """An uncompressed RecordBatch of keyless records stamped now."""
+    builder = _proto.RecordBatchBuilder()
+    now = int(time.time() * 1000)
+    for value in values:
+        builder.append(now, None, value)
+    return builder.build()

@@ -7,7 +7,7 @@ import asyncio
 import time
 
 import pytest
-from conn_support import Recorder, call, connect
+from conn_support import Recorder, call, connect, record_batch, run
 
 from kafkaev import _proto, errors
 from kafkaev._conn import Connection
@@ -17,17 +17,6 @@ API_METADATA = 3
 API_FETCH = 1
 PIPELINED_REQUESTS = 100_000
 
-
-def run(loop: asyncio.AbstractEventLoop, coro):
-    return loop.run_until_complete(coro)
-
-
-def record_batch(*values: bytes) -> bytes:
-    builder = _proto.RecordBatchBuilder()
-    now = int(time.time() * 1000)
-    for value in values:
-        builder.append(now, None, value)
-    return builder.build()
 
 
 async def wait_until_fetchable(conn: Connection, topic: str, partition: int = 0) -> None:

@@ -9,7 +9,7 @@ import uuid
 from typing import Any
 
 import pytest
-from conn_support import call, connect
+from conn_support import call, connect, record_batch, run
 from producer_helpers import Delivery, close, wait_for
 
 import kafkaev
@@ -26,17 +26,6 @@ PRODUCE_LAST_VERSION_WITH_NAMES = 12
 # Negotiation is what every broker version of the matrix must get right.
 pytestmark = pytest.mark.compat
 
-
-def run(loop: asyncio.AbstractEventLoop, coro: Any) -> Any:
-    return loop.run_until_complete(coro)
-
-
-def record_batch(*values: bytes) -> bytes:
-    builder = _proto.RecordBatchBuilder()
-    now = int(time.time() * 1000)
-    for value in values:
-        builder.append(now, None, value)
-    return builder.build()
 
 
 def client_max(api_key: int) -> int:
