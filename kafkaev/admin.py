@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from .backoff import Backoff
 from .config import ClientConfig
 from .errors import (
     COORDINATOR_LOAD_IN_PROGRESS,
@@ -291,6 +292,7 @@ class Admin:
         it asks again until ``request_timeout_ms`` has passed."""
         done = self._once(cb)
         deadline = self.loop.time() + self.config.request_timeout_ms / 1000.0
+        backoff = Backoff(self.config.retry_backoff)
 
         def ask() -> None:
             self._on_any(done, lambda conn: conn.find_coordinator(group_id, on_response, key_type=COORDINATOR_GROUP))
@@ -305,7 +307,7 @@ class Admin:
             else:
                 code, node, message = resp.error_code, resp.node_id, resp.error_message
             if code in COORDINATOR_NOT_READY and self.loop.time() < deadline and not self._closed:
-                self.loop.call_later(self.config.retry_backoff_ms / 1000.0, ask)
+                self.loop.call_later(backoff.next_delay_s(), ask)
                 return
             failure = _error_or_none(code, message)
             done(None if failure else node, failure)
@@ -337,13 +339,11 @@ class Admin:
             done(None if parts is None else {d.group_id: d for part in parts for d in part}, err)
 
         gather = _Gather(len(wanted), merge)
+        deadline = self.loop.time() + self.config.request_timeout_ms / 1000.0
         for group_id in wanted:
-            self._describe_one(group_id, gather)
+            self._describe_one(group_id, gather, Backoff(self.config.retry_backoff), deadline)
 
-    def _describe_one(self, group_id: str, gather: _Gather, deadline: float | None = None) -> None:
-        if deadline is None:
-            deadline = self.loop.time() + self.config.request_timeout_ms / 1000.0
-
+    def _describe_one(self, group_id: str, gather: _Gather, backoff: Backoff, deadline: float) -> None:
         def send(conn: Any, node_id: int) -> None:
             def on_response(resp: Any, err: KafkaError | None) -> None:
                 if err is not None:
@@ -351,8 +351,8 @@ class Admin:
                     return
                 moved = any(g.error_code in COORDINATOR_NOT_READY for g in resp.groups)
                 if moved and self.loop.time() < deadline and not self._closed:
-                    self.loop.call_later(self.config.retry_backoff_ms / 1000.0, self._describe_one, group_id,
-                                         gather, deadline)
+                    self.loop.call_later(backoff.next_delay_s(), self._describe_one, group_id, gather, backoff,
+                                         deadline)
                     return
                 gather.add([_description(g, node_id) for g in resp.groups])
 
