@@ -28,9 +28,9 @@ directives = {
     "embedsignature": True,
 }
 
-# All extensions by default; KAFKAEV_EXTENSIONS=kafkaev._proto builds a subset
+# All extensions by default; KAFKAEV_EXTENSIONS=kafkaev.protocol.codec builds a subset
 # while another module is mid-change.
-names = os.environ.get("KAFKAEV_EXTENSIONS", "kafkaev._proto,kafkaev._conn,kafkaev._producer,kafkaev._consumer").split(",")
+names = os.environ.get("KAFKAEV_EXTENSIONS", "kafkaev.protocol.codec,kafkaev.protocol.connection,kafkaev.producer.core,kafkaev.consumer.delivery").split(",")
 
 extensions = [
     Extension(
@@ -46,6 +46,6 @@ setup(
     ext_modules=cythonize(
         extensions,
         compiler_directives=directives,
-        include_path=["kafkaev"],
+        include_path=["."],
     ),
 )

@@ -23,8 +23,8 @@ import time
 import uvloop
 
 from bench.measure import summarize_latencies
-from kafkaev import _proto
-from kafkaev._conn import Connection
+from kafkaev.protocol import codec
+from kafkaev.protocol.connection import Connection
 
 API_METADATA = 3
 API_API_VERSIONS = 18
@@ -131,16 +131,16 @@ def requests_under_test(topic: str | None):
         conn.metadata(topics, cb, allow_auto_topic_creation=False)
 
     def metadata_frame(version: int) -> bytes:
-        body = _proto.MetadataRequest(
-            topics=[_proto.MetadataRequestTopic(name=t) for t in topics], allow_auto_topic_creation=False)
-        return _proto.encode_request_frame(API_METADATA, version, 1, CLIENT_ID, body)
+        body = codec.MetadataRequest(
+            topics=[codec.MetadataRequestTopic(name=t) for t in topics], allow_auto_topic_creation=False)
+        return codec.encode_request_frame(API_METADATA, version, 1, CLIENT_ID, body)
 
     def issue_api_versions(conn: Connection, cb) -> None:
         conn.api_versions_request(cb)
 
     def api_versions_frame(version: int) -> bytes:
-        body = _proto.ApiVersionsRequest(client_software_name="kafkaev", client_software_version="0")
-        return _proto.encode_request_frame(API_API_VERSIONS, version, 1, CLIENT_ID, body)
+        body = codec.ApiVersionsRequest(client_software_name="kafkaev", client_software_version="0")
+        return codec.encode_request_frame(API_API_VERSIONS, version, 1, CLIENT_ID, body)
 
     return [("Metadata", API_METADATA, issue_metadata, metadata_frame),
             ("ApiVersions", API_API_VERSIONS, issue_api_versions, api_versions_frame)]

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
 from aiokafka.record.memory_records import MemoryRecords
 
-from kafkaev._proto import RecordBatchBuilder, read_records
+from kafkaev.protocol.codec import RecordBatchBuilder, read_records
 
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 VALUE_SIZE = 100

@@ -21,7 +21,7 @@ from aiokafka.protocol.produce import ProduceRequest_v7
 from kafka.protocol.consumer.fetch import FetchResponse as KpFetchResponse
 from kafka.protocol.producer.produce import ProduceRequest as KpProduceRequest
 
-from kafkaev import _proto as P
+from kafkaev.protocol import codec as P
 
 RECORDS = bytes(range(256)) * 4  # 1 KiB stands in for a record batch: codecs do not parse it here
 TOPIC = "bench-topic"

@@ -23,7 +23,7 @@ _CLIENT_NAMES = {
     "BufferFullError": "kafkaev.producer",
     "run": "kafkaev.runner",
     "stop": "kafkaev.runner",
-    "Connection": "kafkaev._conn",
+    "Connection": "kafkaev.protocol.connection",
     "Admin": "kafkaev.admin",
     "NewTopic": "kafkaev.admin",
     # Partition assignors, for subscribe(assignors=...) and custom assignors.
@@ -42,9 +42,9 @@ _PROTO_NAMES = frozenset({"Message", "crc32c", "murmur2"})
 
 def __getattr__(name: str) -> Any:
     if name in _PROTO_NAMES:
-        from kafkaev import _proto
+        from kafkaev.protocol import codec
 
-        value = getattr(_proto, name)
+        value = getattr(codec, name)
         globals()[name] = value
         return value
     if name in _CLIENT_NAMES:

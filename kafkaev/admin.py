@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from .backoff import Backoff
+from .cluster.metadata import ClusterMetadata, Metadata, TopicInfo, topic_from_response
+from .cluster.pool import ConnectionPool, Role
 from .config import ClientConfig
 from .errors import (
     COORDINATOR_LOAD_IN_PROGRESS,
@@ -33,8 +35,6 @@ from .errors import (
     KafkaError,
     error_name,
 )
-from .metadata import ClusterMetadata, Metadata, TopicInfo, topic_from_response
-from .pool import ConnectionPool, Role
 from .types import NO_LEADER_EPOCH, NO_OFFSET, OFFSET_END, TopicPartition
 
 logger = logging.getLogger("kafkaev")
@@ -514,7 +514,7 @@ def _names(name: str, values: Iterable[str]) -> list[str]:
 
 
 def _description(g: Any, node_id: int) -> GroupDescription:
-    from ._proto import decode_consumer_protocol_assignment
+    from .protocol.codec import decode_consumer_protocol_assignment
 
     members = []
     for m in g.members:

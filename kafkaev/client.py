@@ -11,11 +11,11 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from .cluster.metadata import ClusterMetadata, Metadata
+from .cluster.pool import ConnectionPool, Role
 from .config import ClientConfig
 from .consumer import Consumer
 from .errors import KafkaError
-from .metadata import ClusterMetadata, Metadata
-from .pool import ConnectionPool, Role
 from .producer import Producer
 from .runner import default_loop
 from .types import TopicPartition

@@ -10,9 +10,9 @@ from typing import Any
 
 from exactly_once import Calls, assert_once_each, track
 
-from kafkaev import _proto
-from kafkaev._conn import Connection
 from kafkaev.errors import KafkaError
+from kafkaev.protocol import codec
+from kafkaev.protocol.connection import Connection
 
 
 def split_bootstrap(bootstrap: str) -> tuple[str, int]:
@@ -88,7 +88,7 @@ def run(loop: asyncio.AbstractEventLoop, coro: Any) -> Any:
 
 def record_batch(*values: bytes) -> bytes:
     """An uncompressed RecordBatch of keyless records stamped now."""
-    builder = _proto.RecordBatchBuilder()
+    builder = codec.RecordBatchBuilder()
     now = int(time.time() * 1000)
     for value in values:
         builder.append(now, None, value)

@@ -13,7 +13,7 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from kafkaev import _proto
+from kafkaev.protocol import codec
 
 API_METADATA = 3
 API_API_VERSIONS = 18
@@ -45,11 +45,11 @@ Responder = Callable[[FakeRequest], Reply]
 
 def api_versions_body(max_api_versions: int | None = None) -> object:
     keys = []
-    for api_key, (low, high) in sorted(_proto.SUPPORTED_VERSIONS.items()):
+    for api_key, (low, high) in sorted(codec.SUPPORTED_VERSIONS.items()):
         if api_key == API_API_VERSIONS and max_api_versions is not None:
             high = max_api_versions
-        keys.append(_proto.ApiVersion(api_key=api_key, min_version=low, max_version=high))
-    return _proto.ApiVersionsResponse(error_code=0, api_keys=keys, throttle_time_ms=0)
+        keys.append(codec.ApiVersion(api_key=api_key, min_version=low, max_version=high))
+    return codec.ApiVersionsResponse(error_code=0, api_keys=keys, throttle_time_ms=0)
 
 
 def normal_reply(req: FakeRequest) -> Reply:
@@ -57,11 +57,11 @@ def normal_reply(req: FakeRequest) -> Reply:
     if req.api_key == API_API_VERSIONS:
         body = api_versions_body()
     elif req.api_key == API_METADATA:
-        body = _proto.MetadataResponse(throttle_time_ms=0, brokers=[], cluster_id="fake", controller_id=-1,
+        body = codec.MetadataResponse(throttle_time_ms=0, brokers=[], cluster_id="fake", controller_id=-1,
                                        topics=[])
     else:
         raise AssertionError(f"fake broker: no normal reply for api key {req.api_key}")
-    return Reply(_proto.encode_response_frame(req.api_key, req.version, req.correlation_id, body))
+    return Reply(codec.encode_response_frame(req.api_key, req.version, req.correlation_id, body))
 
 
 @dataclass
@@ -108,7 +108,7 @@ class FakeBroker:
             while True:
                 (size,) = SIZE_PREFIX.unpack(await reader.readexactly(SIZE_PREFIX.size))
                 payload = await reader.readexactly(size)
-                req = FakeRequest(*_proto.decode_request_frame(payload))
+                req = FakeRequest(*codec.decode_request_frame(payload))
                 self.requests.append(req)
                 reply = self.responder(req)
                 if reply.data:
@@ -130,13 +130,13 @@ class FakeBroker:
 
 def reply_frame(req: FakeRequest, body: object, *, correlation_id: int | None = None) -> bytes:
     cid = req.correlation_id if correlation_id is None else correlation_id
-    return _proto.encode_response_frame(req.api_key, req.version, cid, body)
+    return codec.encode_response_frame(req.api_key, req.version, cid, body)
 
 
 def unsupported_api_versions_v0(req: FakeRequest, max_version: int) -> bytes:
     """An ApiVersions UNSUPPORTED_VERSION answer in the v0 layout (what a broker sends when it does not
     know the request's version), listing only ApiVersions 0..max_version."""
-    body = _proto.ApiVersionsResponse(
+    body = codec.ApiVersionsResponse(
         error_code=UNSUPPORTED_VERSION,
-        api_keys=[_proto.ApiVersion(api_key=API_API_VERSIONS, min_version=0, max_version=max_version)])
-    return _proto.encode_response_frame(API_API_VERSIONS, 0, req.correlation_id, body)
+        api_keys=[codec.ApiVersion(api_key=API_API_VERSIONS, min_version=0, max_version=max_version)])
+    return codec.encode_response_frame(API_API_VERSIONS, 0, req.correlation_id, body)

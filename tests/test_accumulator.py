@@ -7,7 +7,6 @@ import asyncio
 import pytest
 from test_producer_logic import FakeBuilder
 
-from kafkaev._proto import RecordBatchBuilder, read_records
 from kafkaev.config import ClientConfig
 from kafkaev.producer.accumulator import (
     LOW_LATENCY_PIPELINE_DEPTH,
@@ -16,6 +15,7 @@ from kafkaev.producer.accumulator import (
     BufferFullError,
     TopicState,
 )
+from kafkaev.protocol.codec import RecordBatchBuilder, read_records
 
 
 @pytest.fixture

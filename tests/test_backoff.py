@@ -14,9 +14,9 @@ from types import SimpleNamespace as NS
 import pytest
 
 from kafkaev.backoff import FLOOR_FRACTION, MIN_DELAY_MS, Backoff, BackoffPolicy, RetryTimer
+from kafkaev.cluster.pool import ConnectionPool, Role
 from kafkaev.config import ClientConfig
 from kafkaev.errors import TRANSPORT, KafkaError
-from kafkaev.pool import ConnectionPool, Role
 
 
 class Highest:
@@ -137,7 +137,7 @@ class Broker:
 
 
 class FakeConn:
-    """The part of kafkaev._conn.Connection the pool uses."""
+    """The part of kafkaev.protocol.connection.Connection the pool uses."""
 
     def __init__(self, broker: Broker, pool_index: int, loop: asyncio.AbstractEventLoop) -> None:
         self.broker, self.pool_index, self.loop = broker, pool_index, loop

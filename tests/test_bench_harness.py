@@ -126,7 +126,7 @@ def test_produce_floor_sends_the_batch_kafkaev_would_build():
     from bench.floors.pipelined_produce import BATCH_SIZE as FLOOR_BATCH_SIZE
     from bench.floors.wire import full_record_batch
     from bench.measure import make_value
-    from kafkaev._proto import RecordBatchBuilder
+    from kafkaev.protocol.codec import RecordBatchBuilder
 
     assert FLOOR_BATCH_SIZE == BATCH_SIZE
     timestamp_ms = 1_764_500_000_000

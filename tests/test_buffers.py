@@ -11,8 +11,8 @@ from aiokafka.record.util import encode_varint as aiokafka_encode_varint
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafkaev._proto import ReadBuffer, WriteBuffer
 from kafkaev.errors import PROTOCOL, ProtocolError
+from kafkaev.protocol.codec import ReadBuffer, WriteBuffer
 
 INT32 = st.integers(-(2**31), 2**31 - 1)
 INT64 = st.integers(-(2**63), 2**63 - 1)

@@ -13,8 +13,8 @@ import snappy
 import zstandard
 from aiokafka import codec as aiokafka_codec
 
-from kafkaev._proto import compress, decompress, xxh32
 from kafkaev.errors import PROTOCOL, ProtocolError
+from kafkaev.protocol.codec import compress, decompress, xxh32
 
 GZIP, SNAPPY, LZ4, ZSTD = 1, 2, 3, 4
 CODECS = {"gzip": GZIP, "snappy": SNAPPY, "lz4": LZ4, "zstd": ZSTD}

@@ -9,9 +9,10 @@ import time
 import pytest
 from conn_support import Recorder, call, connect, record_batch, run
 
-from kafkaev import _proto, errors
-from kafkaev._conn import Connection
+from kafkaev import errors
 from kafkaev.errors import KafkaError
+from kafkaev.protocol import codec
+from kafkaev.protocol.connection import Connection
 
 API_METADATA = 3
 API_FETCH = 1
@@ -39,10 +40,10 @@ def test_handshake_negotiates_versions(kafka, loop):
         assert await connect(conn, kafka.bootstrap) is None
         assert conn.state == "ready" and conn.connected
         broker = conn.api_versions
-        codec = _proto.SUPPORTED_VERSIONS
+        ours = codec.SUPPORTED_VERSIONS
         assert broker[API_METADATA][1] >= 12
-        assert conn.version_for(API_METADATA) == min(broker[API_METADATA][1], codec[API_METADATA][1])
-        assert conn.version_for(API_FETCH) == min(broker[API_FETCH][1], codec[API_FETCH][1])
+        assert conn.version_for(API_METADATA) == min(broker[API_METADATA][1], ours[API_METADATA][1])
+        assert conn.version_for(API_FETCH) == min(broker[API_FETCH][1], ours[API_FETCH][1])
         with pytest.raises(KafkaError) as info:
             conn.version_for(99)  # no such API anywhere
         assert info.value.code == errors.UNSUPPORTED_VERSION
@@ -112,14 +113,14 @@ def test_produce_fetch_and_acks0(kafka, make_topic, loop):
             assert err is None
             data = response.responses[0].partitions[0]
             assert data.error_code == errors.NONE
-            fetched = _proto.read_records(topic, 0, data.records, offset)
+            fetched = codec.read_records(topic, 0, data.records, offset)
             values += [bytes(m.value) for m in fetched.messages]
             offset = fetched.next_offset
         assert values == [b"a", b"b", b"c", b"d"]
         response, err = await call(conn.fetch_multi, [(topic, 1, 0, 1 << 20, -1)], max_wait_ms=100)
         assert err is None
         data = response.responses[0].partitions[0]
-        assert [bytes(m.value) for m in _proto.read_records(topic, 1, data.records, 0).messages] == [b"e"]
+        assert [bytes(m.value) for m in codec.read_records(topic, 1, data.records, 0).messages] == [b"e"]
         conn.disconnect()
 
     run(loop, main())
@@ -153,7 +154,7 @@ def test_large_batches_go_out_uncopied_and_intact(kafka, make_topic, loop):
             while len(got) < len(expected):
                 response, err = await call(conn.fetch, topic, partition, offset, max_wait_ms=200)
                 assert err is None
-                fetched = _proto.read_records(topic, partition, response.responses[0].partitions[0].records, offset)
+                fetched = codec.read_records(topic, partition, response.responses[0].partitions[0].records, offset)
                 got += [bytes(m.value) for m in fetched.messages]
                 offset = fetched.next_offset
             assert got == expected
@@ -166,14 +167,14 @@ def test_generic_request_and_version_checks(kafka, topic, loop):
     async def main():
         conn = Connection(loop)
         assert await connect(conn, kafka.bootstrap) is None
-        body = _proto.MetadataRequest(topics=[_proto.MetadataRequestTopic(name=topic)],
+        body = codec.MetadataRequest(topics=[codec.MetadataRequestTopic(name=topic)],
                                       allow_auto_topic_creation=False)
         response, err = await call(conn.request, API_METADATA, body, version=9)
         assert err is None and response.topics[0].name == topic
         response, err = await call(conn.request, API_METADATA, body, version=99)
         assert response is None and err.code == errors.UNSUPPORTED_VERSION
         with pytest.raises(TypeError, match="MetadataRequest"):
-            conn.request(API_METADATA, _proto.ApiVersionsRequest(), lambda r, e: None)
+            conn.request(API_METADATA, codec.ApiVersionsRequest(), lambda r, e: None)
         # The failed encode left nothing behind: the next request still works.
         response, err = await call(conn.api_versions_request)
         assert err is None and response.error_code == 0

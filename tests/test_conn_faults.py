@@ -25,8 +25,9 @@ from fake_broker import (
     unsupported_api_versions_v0,
 )
 
-from kafkaev import _proto, errors
-from kafkaev._conn import Connection
+from kafkaev import errors
+from kafkaev.protocol import codec
+from kafkaev.protocol.connection import Connection
 
 PENDING = 20
 API_FETCH = 1
@@ -40,7 +41,7 @@ def run(loop, coro):
 
 
 def metadata_body() -> object:
-    return _proto.MetadataResponse(throttle_time_ms=0, brokers=[], cluster_id="fake", controller_id=-1, topics=[])
+    return codec.MetadataResponse(throttle_time_ms=0, brokers=[], cluster_id="fake", controller_id=-1, topics=[])
 
 
 def on_nth_metadata(n: int, fault):
@@ -191,7 +192,7 @@ def test_api_versions_fallback_on_unsupported_version(loop):
         try:
             conn = Connection(loop)
             assert await connect(conn, f"127.0.0.1:{broker.port}") is None
-            assert asked == [_proto.SUPPORTED_VERSIONS[API_API_VERSIONS][1], 2]
+            assert asked == [codec.SUPPORTED_VERSIONS[API_API_VERSIONS][1], 2]
             assert conn.version_for(API_API_VERSIONS) == 2
             _, err = await call(conn.metadata, None)
             assert err is None
@@ -208,10 +209,10 @@ def test_api_versions_fallback_on_unsupported_version(loop):
 def test_large_response_is_framed_in_pieces(loop, topic_count):
     """A response larger than the receive buffer arrives over many reads into its own buffer."""
     topics = [
-        _proto.MetadataResponseTopic(error_code=0, name=f"topic-{i:06d}-" + "x" * 200, partitions=[])
+        codec.MetadataResponseTopic(error_code=0, name=f"topic-{i:06d}-" + "x" * 200, partitions=[])
         for i in range(topic_count)
     ]
-    big = _proto.MetadataResponse(throttle_time_ms=0, brokers=[], cluster_id="fake", controller_id=-1,
+    big = codec.MetadataResponse(throttle_time_ms=0, brokers=[], cluster_id="fake", controller_id=-1,
                                   topics=topics)
 
     def respond(req: FakeRequest) -> Reply:
@@ -243,7 +244,7 @@ def test_large_response_is_framed_in_pieces(loop, topic_count):
 def test_response_larger_than_max_response_size_is_refused(loop):
     def respond(req: FakeRequest) -> Reply:
         if req.api_key == API_METADATA:
-            return Reply(reply_frame(req, _proto.MetadataResponse(
+            return Reply(reply_frame(req, codec.MetadataResponse(
                 throttle_time_ms=0, brokers=[], cluster_id="x" * 5000, controller_id=-1, topics=[])))
         return normal_reply(req)
 

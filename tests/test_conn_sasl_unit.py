@@ -2,7 +2,7 @@
 
 import pytest
 
-from kafkaev.sasl import PlainAuthenticator, SASLFailure, ScramAuthenticator, escape_saslname
+from kafkaev.protocol.sasl import PlainAuthenticator, SASLFailure, ScramAuthenticator, escape_saslname
 
 # RFC 7677 section 3.
 RFC7677_NONCE = "rOprNGfwEbeRWgbNEkqO"

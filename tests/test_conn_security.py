@@ -11,8 +11,9 @@ from conn_support import call, connect, split_bootstrap
 from exactly_once import Calls
 from fake_broker import FakeBroker, FakeRequest, Reply, normal_reply, reply_frame
 
-from kafkaev import _proto, errors
-from kafkaev._conn import Connection
+from kafkaev import errors
+from kafkaev.protocol import codec
+from kafkaev.protocol.connection import Connection
 from kafkaev.security import InsecureCredentialsWarning, SASLConfig, TLSConfig
 from kafkaev.testing.certs import make_tls_files
 from kafkaev.testing.config import SASL_MECHANISMS
@@ -131,8 +132,8 @@ def test_the_broker_refuses_a_sasl_mechanism_it_does_not_enable(secure_kafka, lo
         disconnects = Calls("on_disconnect")
         conn.on_disconnect = disconnects.cb("lost")
         assert await connect(conn, secure_kafka.sasl_bootstrap) is None
-        response, err = await call(conn.request, _proto.ApiKey.SASL_HANDSHAKE,
-                                   _proto.SaslHandshakeRequest(mechanism="GSSAPI"), version=1)
+        response, err = await call(conn.request, codec.ApiKey.SASL_HANDSHAKE,
+                                   codec.SaslHandshakeRequest(mechanism="GSSAPI"), version=1)
         assert err is None
         assert response.error_code == errors.UNSUPPORTED_SASL_MECHANISM == 33
         assert sorted(response.mechanisms) == sorted(SASL_MECHANISMS)
@@ -150,9 +151,9 @@ def test_sasl_mechanism_not_enabled_fails_with_the_brokers_list(loop):
     enabled = ["SCRAM-SHA-256", "SCRAM-SHA-512"]
 
     def respond(req: FakeRequest) -> Reply:
-        if req.api_key != _proto.ApiKey.SASL_HANDSHAKE:
+        if req.api_key != codec.ApiKey.SASL_HANDSHAKE:
             return normal_reply(req)
-        answer = _proto.SaslHandshakeResponse(error_code=errors.UNSUPPORTED_SASL_MECHANISM,
+        answer = codec.SaslHandshakeResponse(error_code=errors.UNSUPPORTED_SASL_MECHANISM,
                                               mechanisms=enabled)
         return Reply(reply_frame(req, answer), close=True)
 
@@ -167,7 +168,7 @@ def test_sasl_mechanism_not_enabled_fails_with_the_brokers_list(loop):
             assert err.message == (f"127.0.0.1:{broker.port} does not enable SASL mechanism PLAIN "
                                    "(enabled: SCRAM-SHA-256, SCRAM-SHA-512; UNSUPPORTED_SASL_MECHANISM)")
             handshakes = [(r.api_key, r.body.mechanism) for r in broker.requests[1:]]
-            assert handshakes == [(_proto.ApiKey.SASL_HANDSHAKE, "PLAIN")]
+            assert handshakes == [(codec.ApiKey.SASL_HANDSHAKE, "PLAIN")]
             assert conn.state == "disconnected"
         finally:
             await broker.stop()

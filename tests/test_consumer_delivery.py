@@ -1,4 +1,4 @@
-"""kafkaev._consumer.deliver_each: the C loop that hands fetched records to ``on_message``.
+"""kafkaev.consumer.delivery.deliver_each: the C loop that hands fetched records to ``on_message``.
 It stops after the record whose callback interrupted the partition being delivered, and only
 then; a raising callback is reported and delivery goes on. Real-broker tests of pause and seek
 from a callback: test_consumer_fetch.py."""
@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafkaev._consumer import deliver_each
-from kafkaev._proto import Message
+from kafkaev.consumer.delivery import deliver_each
 from kafkaev.consumer.subscription import PartitionState
+from kafkaev.protocol.codec import Message
 from kafkaev.types import TopicPartition
 
 

@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from kafkaev._proto import RecordBatchBuilder, crc32c
+from kafkaev.cluster.metadata import Metadata
+from kafkaev.cluster.pool import ConnectionPool
 from kafkaev.config import ClientConfig
 from kafkaev.consumer import Consumer
 from kafkaev.errors import OFFSET_OUT_OF_RANGE, PROTOCOL, REQUEST_TIMED_OUT, KafkaError
-from kafkaev.metadata import Metadata
-from kafkaev.pool import ConnectionPool
+from kafkaev.protocol.codec import RecordBatchBuilder, crc32c
 from kafkaev.types import TopicPartition
 
 TOPIC = "t"

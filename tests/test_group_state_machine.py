@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from kafkaev.cluster.metadata import ClusterMetadata, PartitionInfo, TopicInfo
 from kafkaev.config import ClientConfig
 from kafkaev.consumer.assignors import CooperativeStickyAssignor
 from kafkaev.consumer.context import ConsumerContext
@@ -31,7 +32,6 @@ from kafkaev.errors import (
     REBALANCE_IN_PROGRESS,
     UNKNOWN_MEMBER_ID,
 )
-from kafkaev.metadata import ClusterMetadata, PartitionInfo, TopicInfo
 from kafkaev.types import TopicPartition as TP
 
 TOPIC = "t"

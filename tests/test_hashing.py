@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafkaev._proto import _crc32c_combine, _crc32c_implementation, _crc32c_table, crc32c, murmur2
+from kafkaev.protocol.codec import _crc32c_combine, _crc32c_implementation, _crc32c_table, crc32c, murmur2
 from kafkaev.testing import jars
 
 

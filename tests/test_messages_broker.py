@@ -10,8 +10,8 @@ import uuid
 
 import pytest
 
-from kafkaev import _proto as P
 from kafkaev import errors
+from kafkaev.protocol import codec as P
 
 # Each broker version accepts its own range of request versions: all of them run in the matrix.
 pytestmark = pytest.mark.compat

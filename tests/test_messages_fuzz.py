@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_messages_roundtrip import build
 
-from kafkaev import _proto as P
 from kafkaev.errors import ProtocolError
+from kafkaev.protocol import codec as P
 
 EXAMPLES = int(os.environ.get("KAFKAEV_FUZZ_EXAMPLES", "150"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize="KAFKAEV_FUZZ_EXAMPLES" not in os.environ,

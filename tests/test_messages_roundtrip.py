@@ -9,8 +9,8 @@ import uuid
 
 import pytest
 
-from kafkaev import _proto as P
 from kafkaev.errors import ProtocolError
+from kafkaev.protocol import codec as P
 
 INT_RANGES = {
     "int8": (-(1 << 7), (1 << 7) - 1),

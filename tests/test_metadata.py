@@ -14,6 +14,8 @@ from types import SimpleNamespace as NS
 import pytest
 from test_backoff import Highest
 
+from kafkaev.cluster.metadata import BrokerInfo, Metadata, topic_from_response
+from kafkaev.cluster.pool import ConnectionPool, Role
 from kafkaev.config import ClientConfig
 from kafkaev.errors import (
     DESTROY,
@@ -22,8 +24,6 @@ from kafkaev.errors import (
     UNKNOWN_TOPIC_WAIT_TIMEOUT,
     KafkaError,
 )
-from kafkaev.metadata import BrokerInfo, Metadata, topic_from_response
-from kafkaev.pool import ConnectionPool, Role
 
 
 def part(i, leader, epoch=0):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kafkaev._proto import murmur2
 from kafkaev.producer.partitioner import NO_PARTITION, StickyPartition, custom_partition, keyed_partition
+from kafkaev.protocol.codec import murmur2
 
 
 def test_keyed_partition_is_murmur2_modulo():

@@ -14,13 +14,13 @@ from producer_helpers import Delivery, close, flush, produce_all, read_back, wai
 
 import kafkaev
 import kafkaev.runner
-from kafkaev._conn import Connection
-from kafkaev._proto import decode_record_batches, murmur2
 from kafkaev.client import Client
+from kafkaev.cluster.pool import Role
 from kafkaev.config import COMPRESSION_CODECS
 from kafkaev.errors import MESSAGE_TOO_LARGE, MSG_TIMED_OUT, TRANSPORT, UNKNOWN_TOPIC_WAIT_TIMEOUT
-from kafkaev.pool import Role
 from kafkaev.producer import BufferFullError
+from kafkaev.protocol.codec import decode_record_batches, murmur2
+from kafkaev.protocol.connection import Connection
 
 MILLION = int(os.environ.get("KAFKAEV_PRODUCER_RECORDS", "1000000"))
 

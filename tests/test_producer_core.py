@@ -1,4 +1,4 @@
-"""kafkaev._producer: produce() in C with the real RecordBatchBuilder, and each batch's
+"""kafkaev.producer.core: produce() in C with the real RecordBatchBuilder, and each batch's
 delivery callbacks (no broker: the built batches are decoded back)."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ from functools import partial
 
 import pytest
 
-from kafkaev._producer import Deliveries, ProducerCore
-from kafkaev._proto import RecordBatchBuilder, decode_record_batches, murmur2
 from kafkaev.config import ClientConfig
 from kafkaev.errors import DESTROY, MESSAGE_TOO_LARGE, KafkaError
 from kafkaev.producer.accumulator import Accumulator, TopicState
+from kafkaev.producer.core import Deliveries, ProducerCore
 from kafkaev.producer.partitioner import custom_partition
+from kafkaev.protocol.codec import RecordBatchBuilder, decode_record_batches, murmur2
 from kafkaev.types import RecordMetadata
 
 PARTITIONS = 4

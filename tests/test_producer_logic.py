@@ -18,6 +18,8 @@ import pytest
 from exactly_once import Calls, assert_no_second_calls, tracking
 from test_backoff import Lowest
 
+from kafkaev.cluster.metadata import Metadata
+from kafkaev.cluster.pool import ConnectionPool, Role
 from kafkaev.config import ClientConfig
 from kafkaev.errors import (
     DESTROY,
@@ -32,8 +34,6 @@ from kafkaev.errors import (
     UNKNOWN_TOPIC_WAIT_TIMEOUT,
     KafkaError,
 )
-from kafkaev.metadata import Metadata
-from kafkaev.pool import ConnectionPool, Role
 from kafkaev.producer import BufferFullError, Producer
 from kafkaev.producer.idempotence import next_sequence, restamp_batch
 
@@ -41,7 +41,7 @@ HEADER = struct.Struct(">qiiBIhiqqqhii")  # RecordBatch v2 header, 61 bytes
 
 
 class FakeBuilder:
-    """Stands in for _proto.RecordBatchBuilder: same append/count/build/finish contract."""
+    """Stands in for codec.RecordBatchBuilder: same append/count/build/finish contract."""
 
     def __init__(self, compression, capacity):
         self.capacity = capacity
@@ -277,7 +277,7 @@ def test_a_record_called_back_twice_fails_the_check(loop):
 
 
 def test_offsets_partitions_and_one_request_per_leader(loop):
-    from kafkaev._proto import murmur2
+    from kafkaev.protocol.codec import murmur2
 
     broker = FakeBroker(loop, partitions=4, nodes=(1, 2))
     env = make(loop, broker, linger_ms=20)

@@ -13,11 +13,12 @@ from conn_support import call, connect, record_batch, run
 from producer_helpers import Delivery, close, wait_for
 
 import kafkaev
-from kafkaev import _conn, _proto, errors
-from kafkaev._conn import Connection
+from kafkaev import errors
+from kafkaev.protocol import codec, connection
+from kafkaev.protocol.connection import Connection
 
-PRODUCE = _proto.ApiKey.PRODUCE
-FETCH = _proto.ApiKey.FETCH
+PRODUCE = codec.ApiKey.PRODUCE
+FETCH = codec.ApiKey.FETCH
 # The newest Produce and Fetch versions of the 4.4.0 schemas, which a 4.4 broker offers.
 NEWEST_PRODUCE = 13
 NEWEST_FETCH = 18
@@ -29,8 +30,8 @@ pytestmark = pytest.mark.compat
 
 
 def client_max(api_key: int) -> int:
-    codec_max = _proto.SUPPORTED_VERSIONS[api_key][1]
-    return min(codec_max, _conn.CLIENT_VERSION_CAPS.get(api_key, codec_max))
+    codec_max = codec.SUPPORTED_VERSIONS[api_key][1]
+    return min(codec_max, connection.CLIENT_VERSION_CAPS.get(api_key, codec_max))
 
 
 def test_every_api_negotiates_the_newest_version_both_sides_speak(kafka, loop):
@@ -39,17 +40,17 @@ def test_every_api_negotiates_the_newest_version_both_sides_speak(kafka, loop):
         assert await connect(conn, kafka.bootstrap) is None
         negotiated = 0
         for api_key, (broker_min, broker_max) in conn.api_versions.items():
-            if api_key not in _proto.SUPPORTED_VERSIONS:
+            if api_key not in codec.SUPPORTED_VERSIONS:
                 continue
-            codec_min = _proto.SUPPORTED_VERSIONS[api_key][0]
+            codec_min = codec.SUPPORTED_VERSIONS[api_key][0]
             best = min(broker_max, client_max(api_key))
             if best < max(broker_min, codec_min):
                 with pytest.raises(kafkaev.KafkaError):
                     conn.version_for(api_key)
                 continue
-            assert conn.version_for(api_key) == best, _proto.API_NAMES[api_key]
+            assert conn.version_for(api_key) == best, codec.API_NAMES[api_key]
             negotiated += 1
-        assert negotiated >= len(_proto.SUPPORTED_VERSIONS) // 2
+        assert negotiated >= len(codec.SUPPORTED_VERSIONS) // 2
         conn.disconnect()
 
     run(loop, main())
@@ -57,9 +58,9 @@ def test_every_api_negotiates_the_newest_version_both_sides_speak(kafka, loop):
 
 def test_capped_apis_stop_below_the_codecs_newest_version():
     # Each cap stands for a version whose semantics the cluster client does not implement yet.
-    for api_key, cap in _conn.CLIENT_VERSION_CAPS.items():
-        lo, hi = _proto.SUPPORTED_VERSIONS[api_key]
-        assert lo <= cap < hi, _proto.API_NAMES[api_key]
+    for api_key, cap in connection.CLIENT_VERSION_CAPS.items():
+        lo, hi = codec.SUPPORTED_VERSIONS[api_key]
+        assert lo <= cap < hi, codec.API_NAMES[api_key]
 
 
 @pytest.mark.requires_kafka("4.4", f"Produce v{NEWEST_PRODUCE} and Fetch v{NEWEST_FETCH}")
@@ -110,7 +111,7 @@ def test_produce_names_the_topic_by_id_when_given_one(kafka, topic, loop):
 
         fetched, err = await call(conn.fetch, topic, 0, 0, max_wait_ms=0)
         assert err is None
-        records = _proto.read_records(topic, 0, fetched.responses[0].partitions[0].records).messages
+        records = codec.read_records(topic, 0, fetched.responses[0].partitions[0].records).messages
         assert [m.value for m in records] == [b"by-id", b"by-name"]
         conn.disconnect()
 
@@ -149,7 +150,7 @@ class _ProduceAnswers(Connection):
 def test_client_produces_by_topic_id_and_maps_answers_back(kafka, make_topic, loop, monkeypatch):
     topic = make_topic(partitions=3)
     _ProduceAnswers.answers = []
-    monkeypatch.setattr(_conn, "Connection", _ProduceAnswers)
+    monkeypatch.setattr(connection, "Connection", _ProduceAnswers)
     client = kafkaev.Client(kafka.bootstrap, loop=loop, linger_ms=1, idempotent=True)
     count = 300
     delivery = Delivery(count)

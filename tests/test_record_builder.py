@@ -12,8 +12,8 @@ from aiokafka.record.default_records import DefaultRecordBatch, DefaultRecordBat
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafkaev._proto import ChunkedBatch, RecordBatchBuilder, WriteBuffer, crc32c
 from kafkaev.producer.idempotence import restamp_batch
+from kafkaev.protocol.codec import ChunkedBatch, RecordBatchBuilder, WriteBuffer, crc32c
 
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 HEADER = struct.Struct(">qiibIhiqqqhii")  # the 61-byte RecordBatch v2 header
@@ -214,7 +214,7 @@ def test_a_lent_buffer_is_taken_back_only_once_no_view_of_it_is_left():
     assert [r.value for r in DefaultRecordBatch(fourth.tobytes())] == [b"d" * 2_000] * 200
 
 
-VALUE_REFERENCE_MIN_SIZE = 4096  # _codecs/record_builder.pxi
+VALUE_REFERENCE_MIN_SIZE = 4096  # codec_record_builder.pxi
 
 
 def test_large_bytes_values_are_referenced_and_the_batch_is_unchanged():
@@ -379,7 +379,7 @@ def produce_raw(bootstrap: str, topic: str, batch: bytes) -> tuple[int, int]:
     with kafkaev's WriteBuffer and parsed with its ReadBuffer. Returns (error_code, base_offset)."""
     import socket
 
-    from kafkaev._proto import ReadBuffer, WriteBuffer
+    from kafkaev.protocol.codec import ReadBuffer, WriteBuffer
 
     host, port = bootstrap.split(",")[0].rsplit(":", 1)
     request = WriteBuffer()

@@ -16,7 +16,8 @@ import pytest
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
 from aiokafka.record.legacy_records import LegacyRecordBatchBuilder
 
-from kafkaev._proto import (
+from kafkaev.errors import ProtocolError
+from kafkaev.protocol.codec import (
     CONTROL_ABORT,
     CONTROL_COMMIT,
     TIMESTAMP_CREATE_TIME,
@@ -32,7 +33,6 @@ from kafkaev._proto import (
     read_records,
     xxh32,
 )
-from kafkaev.errors import ProtocolError
 
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 LEGACY_CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3}
@@ -125,7 +125,7 @@ def test_aiokafka_batches_decode_field_by_field(codec: str) -> None:
 
 @pytest.mark.parametrize("codec", CODECS)
 def test_kafkaev_builder_round_trip(codec: str) -> None:
-    from kafkaev._proto import RecordBatchBuilder
+    from kafkaev.protocol.codec import RecordBatchBuilder
 
     builder = RecordBatchBuilder(CODECS[codec])
     for ts, key, value, headers in RECORDS:

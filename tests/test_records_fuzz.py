@@ -19,8 +19,8 @@ from aiokafka.record.legacy_records import LegacyRecordBatchBuilder
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafkaev._proto import compress, decode_record_batches, decompress, read_records
 from kafkaev.errors import ProtocolError
+from kafkaev.protocol.codec import compress, decode_record_batches, decompress, read_records
 
 EXAMPLES = int(os.environ.get("KAFKAEV_FUZZ_EXAMPLES", "150"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -17,10 +17,10 @@ import asyncio
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from kafkaev.cluster.metadata import Metadata
+from kafkaev.cluster.pool import ConnectionPool
 from kafkaev.config import ClientConfig
 from kafkaev.errors import STATE, KafkaError
-from kafkaev.metadata import Metadata
-from kafkaev.pool import ConnectionPool
 from kafkaev.types import (
     ISOLATION_READ_COMMITTED,
     NO_LEADER_EPOCH,

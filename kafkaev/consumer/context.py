@@ -7,6 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from kafkaev.cluster.metadata import NO_LEADER, Metadata
+from kafkaev.cluster.pool import ConnectionPool
 from kafkaev.config import ClientConfig
 from kafkaev.errors import (
     FENCED_LEADER_EPOCH,
@@ -21,8 +23,6 @@ from kafkaev.errors import (
     UNKNOWN_TOPIC_ID,
     UNKNOWN_TOPIC_OR_PARTITION,
 )
-from kafkaev.metadata import NO_LEADER, Metadata
-from kafkaev.pool import ConnectionPool
 from kafkaev.types import NO_LEADER_EPOCH
 
 from .subscription import SubscriptionState

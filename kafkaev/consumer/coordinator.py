@@ -14,6 +14,8 @@ from collections.abc import Callable
 from typing import Any
 
 from kafkaev.backoff import Backoff
+from kafkaev.cluster.metadata import NO_NODE
+from kafkaev.cluster.pool import Role
 from kafkaev.errors import (
     COORDINATOR_LOAD_IN_PROGRESS,
     COORDINATOR_NOT_AVAILABLE,
@@ -23,8 +25,6 @@ from kafkaev.errors import (
     TRANSPORT,
     KafkaError,
 )
-from kafkaev.metadata import NO_NODE
-from kafkaev.pool import Role
 
 from .context import ConsumerContext
 

@@ -4,11 +4,11 @@ to the callbacks (the broker reads its log while they run). No poll timer.
 
 Each leader has a ``LeaderFetcher`` with its own incremental fetch session
 (KIP-227). A response is applied in two passes. First every partition's errors,
-watermarks and next fetch offset (``kafkaev._proto.next_fetch_offset``: one past the
+watermarks and next fetch offset (``kafkaev.protocol.codec.next_fetch_offset``: one past the
 last complete batch, read from the batch headers alone, so compacted gaps and control
 batches are stepped over) are applied and the next Fetch goes out. Then partition by
 partition the records at or above the fetch offset are decoded by
-``kafkaev._proto.read_records`` (the C loop) and delivered through ``on_message`` (one
+``kafkaev.protocol.codec.read_records`` (the C loop) and delivered through ``on_message`` (one
 call per record) or ``on_batch`` (one call per partition), and the position moves on.
 Decoding a partition just before its delivery keeps one partition's records alive at a
 time instead of the whole response's: they stay in the CPU cache and in the allocator's
@@ -26,9 +26,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from kafkaev import _proto
-from kafkaev._consumer import deliver_each
 from kafkaev.backoff import Backoff
+from kafkaev.cluster.metadata import NO_LEADER, BrokerInfo
+from kafkaev.cluster.pool import Role
+from kafkaev.consumer.delivery import deliver_each
 from kafkaev.errors import (
     DESTROY,
     FETCH_SESSION_ID_NOT_FOUND,
@@ -39,8 +40,7 @@ from kafkaev.errors import (
     UNKNOWN_TOPIC_OR_PARTITION,
     KafkaError,
 )
-from kafkaev.metadata import NO_LEADER, BrokerInfo
-from kafkaev.pool import Role
+from kafkaev.protocol import codec
 from kafkaev.types import ISOLATION_READ_COMMITTED, NO_LEADER_EPOCH, TopicPartition
 
 from .context import STALE_METADATA_ERRORS, ConsumerContext
@@ -380,7 +380,7 @@ class Fetcher:
             return None
         offset = state.fetch_offset
         # From the batch headers only: the next Fetch goes out before any record is decoded.
-        next_offset, state.fetch_epoch = _proto.next_fetch_position(records, offset, state.fetch_epoch)
+        next_offset, state.fetch_epoch = codec.next_fetch_position(records, offset, state.fetch_epoch)
         state.fetch_offset = next_offset
         aborted = p.aborted_transactions if self.read_committed else None
         return _Delivery(state, records, aborted, state.generation, offset, next_offset)
@@ -389,7 +389,7 @@ class Fetcher:
         """The delivery's records as a FetchedRecords: up to the first corrupt entry, whose
         error is in ``error``."""
         state = delivery.state
-        return _proto.read_records(
+        return codec.read_records(
             state.topic, state.partition, delivery.records, delivery.fetch_offset,
             check_crcs=self.check_crcs, read_committed=self.read_committed,
             aborted_transactions=delivery.aborted_transactions, stop_at_corrupt=True,

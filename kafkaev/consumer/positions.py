@@ -12,6 +12,8 @@ from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 from kafkaev.backoff import Backoff, BackoffPolicy, RetryTimer
+from kafkaev.cluster.metadata import NO_LEADER
+from kafkaev.cluster.pool import Role
 from kafkaev.errors import (
     NONE,
     OFFSET_OUT_OF_RANGE,
@@ -20,8 +22,6 @@ from kafkaev.errors import (
     UNSUPPORTED_VERSION,
     KafkaError,
 )
-from kafkaev.metadata import NO_LEADER
-from kafkaev.pool import Role
 from kafkaev.types import NO_LEADER_EPOCH, TopicPartition
 
 from .context import STALE_METADATA_ERRORS, ConsumerContext

@@ -1,7 +1,7 @@
 """The "consumer" protocol type's JoinGroup metadata and SyncGroup assignment payloads.
 
 The byte layouts are the generated ConsumerProtocolSubscription / ConsumerProtocolAssignment
-codecs of ``kafkaev._proto`` (Int16 version, then the fields), which Java and librdkafka
+codecs of ``kafkaev.protocol.codec`` (Int16 version, then the fields), which Java and librdkafka
 members read and write too. kafkaev sends subscription v3 (owned partitions, generation,
 rack) and assignment v3; it reads any version, newer ones parsed as the newest it knows,
 as the schema prescribes.
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from kafkaev import _proto
 from kafkaev.errors import PROTOCOL, KafkaError
+from kafkaev.protocol import codec
 from kafkaev.types import TopicPartition
 
 from .assignors import MemberSubscription
@@ -38,22 +38,22 @@ def encode_subscription(
     user_data: bytes | None,
     rack: str | None = None,
 ) -> bytes:
-    sub = _proto.ConsumerProtocolSubscription(
+    sub = codec.ConsumerProtocolSubscription(
         topics=sorted(topics),
         user_data=user_data,
         owned_partitions=[
-            _proto.ConsumerProtocolSubscriptionTopicPartition(topic=t, partitions=p)
+            codec.ConsumerProtocolSubscriptionTopicPartition(topic=t, partitions=p)
             for t, p in _by_topic(owned).items()
         ],
         generation_id=generation,
         rack_id=rack,
     )
-    return _proto.encode_consumer_protocol_subscription(sub, SUBSCRIPTION_VERSION)
+    return codec.encode_consumer_protocol_subscription(sub, SUBSCRIPTION_VERSION)
 
 
 def decode_subscription(member_id: str, group_instance_id: str | None, data: bytes) -> MemberSubscription:
     try:
-        sub = _proto.decode_consumer_protocol_subscription(data)
+        sub = codec.decode_consumer_protocol_subscription(data)
     except KafkaError as exc:
         raise KafkaError(PROTOCOL, f"JoinGroup metadata of member {member_id!r}: {exc}") from None
     owned = tuple(
@@ -71,14 +71,14 @@ def decode_subscription(member_id: str, group_instance_id: str | None, data: byt
 
 
 def encode_assignment(partitions: Iterable[TopicPartition], user_data: bytes | None = None) -> bytes:
-    assignment = _proto.ConsumerProtocolAssignment(
+    assignment = codec.ConsumerProtocolAssignment(
         assigned_partitions=[
-            _proto.ConsumerProtocolAssignmentTopicPartition(topic=t, partitions=p)
+            codec.ConsumerProtocolAssignmentTopicPartition(topic=t, partitions=p)
             for t, p in _by_topic(partitions).items()
         ],
         user_data=user_data,
     )
-    return _proto.encode_consumer_protocol_assignment(assignment, ASSIGNMENT_VERSION)
+    return codec.encode_consumer_protocol_assignment(assignment, ASSIGNMENT_VERSION)
 
 
 def decode_assignment(data: bytes) -> list[TopicPartition]:
@@ -87,7 +87,7 @@ def decode_assignment(data: bytes) -> list[TopicPartition]:
     if not data:
         return []
     try:
-        assignment = _proto.decode_consumer_protocol_assignment(data)
+        assignment = codec.decode_consumer_protocol_assignment(data)
     except KafkaError as exc:
         raise KafkaError(PROTOCOL, f"SyncGroup assignment: {exc}") from None
     return [

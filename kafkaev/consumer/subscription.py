@@ -13,7 +13,7 @@ import enum
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from kafkaev._consumer import note_interruption
+from kafkaev.consumer.delivery import note_interruption
 from kafkaev.types import NO_LEADER_EPOCH, NO_OFFSET, OFFSET_BEGINNING, OFFSET_END, TopicPartition
 
 

@@ -2,7 +2,7 @@
 
 ``Producer.produce`` is the per-record hot path, one C call: type checks, partition choice,
 the append into the partition's open batch and the callback's registration all run in
-``kafkaev._producer.ProducerCore``. Everything else (opening batches, buffer memory, waiting
+``kafkaev.producer.core.ProducerCore``. Everything else (opening batches, buffer memory, waiting
 for unknown topics) is on slower paths in Python, reached only when needed.
 
 Files: ``partitioner`` (partition choice), ``accumulator`` (batches, linger, memory),
@@ -16,12 +16,12 @@ from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from typing import Any
 
-from .._producer import RECORD_OVERHEAD, ProducerCore, coerce_bytes
+from ..cluster.metadata import ClusterMetadata, Metadata, TopicInfo
+from ..cluster.pool import ConnectionPool
 from ..config import ClientConfig
 from ..errors import DESTROY, MESSAGE_TOO_LARGE, STATE, UNKNOWN_TOPIC_OR_PARTITION, KafkaError
-from ..metadata import ClusterMetadata, Metadata, TopicInfo
-from ..pool import ConnectionPool
 from .accumulator import Accumulator, BufferFullError, TopicState
+from .core import RECORD_OVERHEAD, ProducerCore, coerce_bytes
 from .partitioner import custom_partition
 from .sender import Sender
 
@@ -41,7 +41,7 @@ class _Waiting:
 
 
 class Producer(ProducerCore):
-    """``produce()`` (the per-record path) is inherited from ``kafkaev._producer.ProducerCore``;
+    """``produce()`` (the per-record path) is inherited from ``kafkaev.producer.core.ProducerCore``;
     this class supplies the slower paths: topics not known yet, metadata, flush, close."""
 
     def __init__(

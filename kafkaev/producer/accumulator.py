@@ -15,7 +15,7 @@ the partition becomes *ready* for the sender.
   allocating a new one at its next record; above, lent as a view and taken back once the
   batch is done with it, so a large buffer is reused rather than allocated again.
 * The state a record touches on its way in (``TopicState``, ``PartitionState``,
-  ``ProducerBatch`` with its ``Deliveries``) is defined in C, in ``kafkaev._producer``, so
+  ``ProducerBatch`` with its ``Deliveries``) is defined in C, in ``kafkaev.producer.core``, so
   that ``produce()`` reads it as struct fields; this module decides when batches open and close.
 """
 
@@ -27,10 +27,10 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from .._producer import PartitionState, ProducerBatch, TopicState
-from .._proto import ChunkedBatch, read_records
 from ..config import ClientConfig
 from ..errors import QUEUE_FULL, KafkaError
+from ..protocol.codec import ChunkedBatch, read_records
+from .core import PartitionState, ProducerBatch, TopicState
 
 __all__ = ["Accumulator", "BufferFullError", "PartitionState", "ProducerBatch", "TopicState"]
 
@@ -50,7 +50,7 @@ LOW_LATENCY_PIPELINE_DEPTH = 2
 
 def default_builder_factory(compression_type: int, capacity: int) -> Any:
     """A RecordBatchBuilder from the codec module for one batch of at most ``capacity`` bytes."""
-    from .._proto import RecordBatchBuilder
+    from ..protocol.codec import RecordBatchBuilder
 
     return RecordBatchBuilder(compression_type, capacity)
 

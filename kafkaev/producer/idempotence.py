@@ -17,8 +17,8 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from .._proto import ChunkedBatch, crc32c
 from ..errors import NONE, KafkaError
+from ..protocol.codec import ChunkedBatch, crc32c
 
 SEQUENCE_MODULUS = 1 << 31
 NO_PRODUCER_ID = -1

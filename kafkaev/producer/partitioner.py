@@ -8,7 +8,7 @@
   among partitions with a leader. Batches fill up instead of trickling one record into each;
 * a custom ``partitioner(topic, key, num_partitions) -> int`` replaces both rules.
 
-The rules run in C on the producer's hot path (``kafkaev._producer``, which also defines the
+The rules run in C on the producer's hot path (``kafkaev.producer.core``, which also defines the
 per-topic ``StickyPartition``); this module holds the user partitioner's check and the
 Python-level entry points.
 """
@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .._producer import NO_PARTITION, StickyPartition
-from .._proto import murmur2
+from ..protocol.codec import murmur2
+from .core import NO_PARTITION, StickyPartition
 
 __all__ = ["NO_PARTITION", "StickyPartition", "custom_partition", "keyed_partition", "murmur2"]
 

@@ -30,6 +30,8 @@ from functools import partial
 from typing import Any, NamedTuple
 
 from ..backoff import Backoff, RetryTimer
+from ..cluster.metadata import BrokerInfo, Metadata
+from ..cluster.pool import ConnectionPool, Role
 from ..config import ClientConfig
 from ..errors import (
     DESTROY,
@@ -49,8 +51,6 @@ from ..errors import (
     UNKNOWN_TOPIC_OR_PARTITION,
     KafkaError,
 )
-from ..metadata import BrokerInfo, Metadata
-from ..pool import ConnectionPool, Role
 from ..types import NO_OFFSET, NO_TIMESTAMP
 from .accumulator import Accumulator, PartitionState, ProducerBatch
 from .idempotence import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, ProducerIdentity, next_sequence, restamp_batch

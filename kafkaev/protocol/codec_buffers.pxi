@@ -29,7 +29,7 @@ cdef enum:
     MAX_VARINT32_BYTES = 5
     MAX_VARINT64_BYTES = 10
     UUID_SIZE = 16
-    INLINE_BUFFER_SIZE = 512     # must match WriteBuffer._small in _proto.pxd
+    INLINE_BUFFER_SIZE = 512     # must match WriteBuffer._small in codec.pxd
     # A bytes value (or a read-only view of one: a large batch lent by its builder) at least
     # this large, a record batch typically, is referenced by the buffer instead of copied
     # into it, and goes to the socket as its own write chunk; below it one memcpy is cheaper

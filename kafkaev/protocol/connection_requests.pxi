@@ -1,11 +1,11 @@
 # Connection: BaseConnection plus one typed helper per Kafka request the cluster client needs.
 # Each helper checks its arguments (TypeError/ValueError at once, naming the argument), builds
 # the generated request object and sends it at the negotiated version; cb(response, err).
-# Included from _conn.pyx.
+# Included from connection.pyx.
 
 
 cdef class Connection(BaseConnection):
-    """One pipelined connection to one Kafka broker; see kafkaev/_conn.pyi for the contract."""
+    """One pipelined connection to one Kafka broker; see kafkaev/connection.pyi for the contract."""
 
     # --- cluster metadata -------------------------------------------------------------------
 
@@ -13,7 +13,7 @@ cdef class Connection(BaseConnection):
         _check_cb(cb)
         cdef int v = self._version_or_fail(API_API_VERSIONS, cb)
         if v >= 0:
-            body = _proto.ApiVersionsRequest(client_software_name=CLIENT_SOFTWARE_NAME,
+            body = codec.ApiVersionsRequest(client_software_name=CLIENT_SOFTWARE_NAME,
                                         client_software_version=_proto_version())
             self._send(API_API_VERSIONS, v, body, cb, self._request_timeout, True)
 
@@ -26,18 +26,18 @@ cdef class Connection(BaseConnection):
             entries = []
             for name in topics:
                 _check_str("topics entry", name)
-                entries.append(_proto.MetadataRequestTopic(name=name))
+                entries.append(codec.MetadataRequestTopic(name=name))
         cdef int v = self._version_or_fail(API_METADATA, cb)
         if v < 0:
             return
-        req = _proto.MetadataRequest(topics=entries, allow_auto_topic_creation=bool(allow_auto_topic_creation))
+        req = codec.MetadataRequest(topics=entries, allow_auto_topic_creation=bool(allow_auto_topic_creation))
         self._send(API_METADATA, v, req, cb, self._request_timeout, True)
 
     def describe_cluster(self, cb):
         _check_cb(cb)
         cdef int v = self._version_or_fail(API_DESCRIBE_CLUSTER, cb)
         if v >= 0:
-            body = _proto.DescribeClusterRequest(include_cluster_authorized_operations=False,
+            body = codec.DescribeClusterRequest(include_cluster_authorized_operations=False,
                                             endpoint_type=ENDPOINT_TYPE_BROKERS)
             self._send(API_DESCRIBE_CLUSTER, v, body, cb, self._request_timeout, True)
 
@@ -83,10 +83,10 @@ cdef class Connection(BaseConnection):
             seen.add(key)
             topic_data = by_topic.get(topic)
             if topic_data is None:
-                topic_data = _proto.TopicProduceData(
+                topic_data = codec.TopicProduceData(
                     name=topic, topic_id=topic_id if topic_id is not None else ZERO_UUID, partition_data=[])
                 by_topic[topic] = topic_data
-            topic_data.partition_data.append(_proto.PartitionProduceData(index=batch[1], records=batch[2]))
+            topic_data.partition_data.append(codec.PartitionProduceData(index=batch[1], records=batch[2]))
         if not by_topic:
             raise ValueError("batches must not be empty")
         cdef int v = self._version_or_fail(API_PRODUCE, cb)
@@ -98,7 +98,7 @@ cdef class Connection(BaseConnection):
                 self._loop.call_soon(self._invoke_soon, cb, KafkaError(errors.UNSUPPORTED_VERSION, (
                     f"Produce: {self._host}:{self._port} requires topic ids (v13+); pass topic_id")))
                 return 0
-        req = _proto.ProduceRequest(transactional_id=transactional_id, acks=ack, timeout_ms=timeout,
+        req = codec.ProduceRequest(transactional_id=transactional_id, acks=ack, timeout_ms=timeout,
                                     topic_data=list(by_topic.values()))
         # The broker may hold the response for up to timeout_ms waiting for replicas.
         self._send(API_PRODUCE, v, req, cb, self._request_timeout + timeout / 1000.0, ack != 0)
@@ -135,10 +135,10 @@ cdef class Connection(BaseConnection):
                 all_ids = False
             fetch_topic = by_topic.get(topic)
             if fetch_topic is None:
-                fetch_topic = _proto.FetchTopic(
+                fetch_topic = codec.FetchTopic(
                     topic=topic, topic_id=topic_id if topic_id is not None else ZERO_UUID, partitions=[])
                 by_topic[topic] = fetch_topic
-            fetch_topic.partitions.append(_proto.FetchPartition(
+            fetch_topic.partitions.append(codec.FetchPartition(
                 partition=_partition("partitions partition", item[1]),
                 fetch_offset=_int64("partitions offset", item[2]),
                 partition_max_bytes=_int32("partitions partition_max_bytes", item[3]),
@@ -152,7 +152,7 @@ cdef class Connection(BaseConnection):
             topic_id = item[2] if len(item) == 3 else None
             if topic_id is None:
                 all_ids = False
-            forgotten_list.append(_proto.ForgottenTopic(
+            forgotten_list.append(codec.ForgottenTopic(
                 topic=item[0], topic_id=topic_id if topic_id is not None else ZERO_UUID,
                 partitions=[_partition("forgotten partition", p) for p in item[1]]))
         cdef int v = self._version_or_fail(API_FETCH, cb)
@@ -164,7 +164,7 @@ cdef class Connection(BaseConnection):
                 self._loop.call_soon(self._invoke_soon, cb, KafkaError(errors.UNSUPPORTED_VERSION, (
                     f"Fetch: {self._host}:{self._port} requires topic ids (v13+); pass topic_id")))
                 return
-        req = _proto.FetchRequest(
+        req = codec.FetchRequest(
             replica_id=CLIENT_REPLICA_ID, max_wait_ms=wait_ms, min_bytes=min_b, max_bytes=max_b,
             isolation_level=isolation, session_id=sess_id, session_epoch=sess_epoch,
             topics=list(by_topic.values()), forgotten_topics_data=forgotten_list, rack_id="")
@@ -184,14 +184,14 @@ cdef class Connection(BaseConnection):
             for item in items:
                 if len(item) != 4:
                     raise TypeError("partitions entries must be (topic, partition, timestamp, current_leader_epoch)")
-                parts.append(_proto.ListOffsetsPartition(
+                parts.append(codec.ListOffsetsPartition(
                     partition_index=_partition("partitions partition", item[1]),
                     timestamp=_int64("partitions timestamp", item[2]),
                     current_leader_epoch=_int32("partitions current_leader_epoch", item[3])))
-            topics.append(_proto.ListOffsetsTopic(name=topic, partitions=parts))
+            topics.append(codec.ListOffsetsTopic(name=topic, partitions=parts))
         cdef int v = self._version_or_fail(API_LIST_OFFSETS, cb)
         if v >= 0:
-            body = _proto.ListOffsetsRequest(replica_id=CLIENT_REPLICA_ID, isolation_level=isolation, topics=topics,
+            body = codec.ListOffsetsRequest(replica_id=CLIENT_REPLICA_ID, isolation_level=isolation, topics=topics,
                                         timeout_ms=int(self._request_timeout * 1000))
             self._send(API_LIST_OFFSETS, v, body, cb, self._request_timeout, True)
 
@@ -203,14 +203,14 @@ cdef class Connection(BaseConnection):
             for item in items:
                 if len(item) != 4:
                     raise TypeError("partitions entries must be (topic, partition, current_leader_epoch, leader_epoch)")
-                parts.append(_proto.OffsetForLeaderPartition(
+                parts.append(codec.OffsetForLeaderPartition(
                     partition=_partition("partitions partition", item[1]),
                     current_leader_epoch=_int32("partitions current_leader_epoch", item[2]),
                     leader_epoch=_int32("partitions leader_epoch", item[3])))
-            topics.append(_proto.OffsetForLeaderTopic(topic=topic, partitions=parts))
+            topics.append(codec.OffsetForLeaderTopic(topic=topic, partitions=parts))
         cdef int v = self._version_or_fail(API_OFFSET_FOR_LEADER_EPOCH, cb)
         if v >= 0:
-            body = _proto.OffsetForLeaderEpochRequest(replica_id=CONSUMER_REPLICA_ID, topics=topics)
+            body = codec.OffsetForLeaderEpochRequest(replica_id=CONSUMER_REPLICA_ID, topics=topics)
             self._send(API_OFFSET_FOR_LEADER_EPOCH, v, body, cb, self._request_timeout, True)
 
     # --- groups -----------------------------------------------------------------------------
@@ -222,7 +222,7 @@ cdef class Connection(BaseConnection):
         cdef int v = self._version_or_fail(API_FIND_COORDINATOR, cb)
         if v >= 0:
             # v0-3 carry one key, v4+ a list: fill both, the encoder writes what the version has.
-            body = _proto.FindCoordinatorRequest(key=key, key_type=kind, coordinator_keys=[key])
+            body = codec.FindCoordinatorRequest(key=key, key_type=kind, coordinator_keys=[key])
             self._send(API_FIND_COORDINATOR, v, body, cb, self._request_timeout, True)
 
     def join_group(self, group_id, member_id, protocol_type, protocols, cb, *, session_timeout_ms=45000,
@@ -240,10 +240,10 @@ cdef class Connection(BaseConnection):
             if not isinstance(item, tuple) or len(item) != 2:
                 raise TypeError("protocols entries must be (name, metadata_bytes) tuples")
             _check_str("protocols name", item[0])
-            protos.append(_proto.JoinGroupRequestProtocol(name=item[0], metadata=item[1]))
+            protos.append(codec.JoinGroupRequestProtocol(name=item[0], metadata=item[1]))
         cdef int v = self._version_or_fail(API_JOIN_GROUP, cb)
         if v >= 0:
-            body = _proto.JoinGroupRequest(group_id=group_id, session_timeout_ms=session,
+            body = codec.JoinGroupRequest(group_id=group_id, session_timeout_ms=session,
                                       rebalance_timeout_ms=rebalance, member_id=member_id,
                                       group_instance_id=group_instance_id, protocol_type=protocol_type,
                                       protocols=protos, reason=reason)
@@ -264,10 +264,10 @@ cdef class Connection(BaseConnection):
             if not isinstance(item, tuple) or len(item) != 2:
                 raise TypeError("assignments entries must be (member_id, assignment_bytes) tuples")
             _check_str("assignments member_id", item[0])
-            assigned.append(_proto.SyncGroupRequestAssignment(member_id=item[0], assignment=item[1]))
+            assigned.append(codec.SyncGroupRequestAssignment(member_id=item[0], assignment=item[1]))
         cdef int v = self._version_or_fail(API_SYNC_GROUP, cb)
         if v >= 0:
-            body = _proto.SyncGroupRequest(group_id=group_id, generation_id=generation, member_id=member_id,
+            body = codec.SyncGroupRequest(group_id=group_id, generation_id=generation, member_id=member_id,
                                       group_instance_id=group_instance_id, protocol_type=protocol_type,
                                       protocol_name=protocol_name, assignments=assigned)
             self._send(API_SYNC_GROUP, v, body, cb, self._request_timeout, True)
@@ -280,7 +280,7 @@ cdef class Connection(BaseConnection):
         _check_opt_str("group_instance_id", group_instance_id)
         cdef int v = self._version_or_fail(API_HEARTBEAT, cb)
         if v >= 0:
-            body = _proto.HeartbeatRequest(group_id=group_id, generation_id=generation, member_id=member_id,
+            body = codec.HeartbeatRequest(group_id=group_id, generation_id=generation, member_id=member_id,
                                       group_instance_id=group_instance_id)
             self._send(API_HEARTBEAT, v, body, cb, self._request_timeout, True)
 
@@ -293,13 +293,13 @@ cdef class Connection(BaseConnection):
                 raise TypeError("members entries must be (member_id, group_instance_id) tuples")
             _check_str("members member_id", item[0])
             _check_opt_str("members group_instance_id", item[1])
-            identities.append(_proto.MemberIdentity(member_id=item[0], group_instance_id=item[1]))
+            identities.append(codec.MemberIdentity(member_id=item[0], group_instance_id=item[1]))
         if not identities:
             raise ValueError("members must not be empty")
         cdef int v = self._version_or_fail(API_LEAVE_GROUP, cb)
         if v >= 0:
             # v0-2 leave one member by id; v3+ take the list.
-            body = _proto.LeaveGroupRequest(group_id=group_id, member_id=identities[0].member_id,
+            body = codec.LeaveGroupRequest(group_id=group_id, member_id=identities[0].member_id,
                                        members=identities)
             self._send(API_LEAVE_GROUP, v, body, cb, self._request_timeout, True)
 
@@ -316,15 +316,15 @@ cdef class Connection(BaseConnection):
                 if len(item) != 5:
                     raise TypeError("offsets entries must be (topic, partition, offset, leader_epoch, metadata)")
                 _check_opt_str("offsets metadata", item[4])
-                parts.append(_proto.OffsetCommitRequestPartition(
+                parts.append(codec.OffsetCommitRequestPartition(
                     partition_index=_partition("offsets partition", item[1]),
                     committed_offset=_int64("offsets offset", item[2]),
                     committed_leader_epoch=_int32("offsets leader_epoch", item[3]),
                     committed_metadata=item[4]))
-            topics.append(_proto.OffsetCommitRequestTopic(name=topic, partitions=parts))
+            topics.append(codec.OffsetCommitRequestTopic(name=topic, partitions=parts))
         cdef int v = self._version_or_fail(API_OFFSET_COMMIT, cb)
         if v >= 0:
-            body = _proto.OffsetCommitRequest(group_id=group_id, generation_id_or_member_epoch=generation,
+            body = codec.OffsetCommitRequest(group_id=group_id, generation_id_or_member_epoch=generation,
                                          member_id=member_id, group_instance_id=group_instance_id,
                                          retention_time_ms=-1, topics=topics)
             self._send(API_OFFSET_COMMIT, v, body, cb, self._request_timeout, True)
@@ -339,14 +339,14 @@ cdef class Connection(BaseConnection):
             new_topics = []
             for topic, items in _group_by_topic(partitions, "partitions").items():
                 indexes = [_partition("partitions partition", item[1]) for item in items]
-                old_topics.append(_proto.OffsetFetchRequestTopic(name=topic, partition_indexes=indexes))
-                new_topics.append(_proto.OffsetFetchRequestTopics(name=topic, partition_indexes=list(indexes)))
+                old_topics.append(codec.OffsetFetchRequestTopic(name=topic, partition_indexes=indexes))
+                new_topics.append(codec.OffsetFetchRequestTopics(name=topic, partition_indexes=list(indexes)))
         cdef int v = self._version_or_fail(API_OFFSET_FETCH, cb)
         if v >= 0:
             # v0-7 name one group at top level, v8+ take a list of groups: fill both.
-            group = _proto.OffsetFetchRequestGroup(group_id=group_id, member_id=None, member_epoch=-1,
+            group = codec.OffsetFetchRequestGroup(group_id=group_id, member_id=None, member_epoch=-1,
                                               topics=new_topics)
-            body = _proto.OffsetFetchRequest(group_id=group_id, topics=old_topics, groups=[group],
+            body = codec.OffsetFetchRequest(group_id=group_id, topics=old_topics, groups=[group],
                                         require_stable=bool(require_stable))
             self._send(API_OFFSET_FETCH, v, body, cb, self._request_timeout, True)
 
@@ -359,7 +359,7 @@ cdef class Connection(BaseConnection):
             _check_str("group_ids entry", g)
         cdef int v = self._version_or_fail(API_DESCRIBE_GROUPS, cb)
         if v >= 0:
-            body = _proto.DescribeGroupsRequest(groups=groups, include_authorized_operations=False)
+            body = codec.DescribeGroupsRequest(groups=groups, include_authorized_operations=False)
             self._send(API_DESCRIBE_GROUPS, v, body, cb, self._request_timeout, True)
 
     def list_groups(self, cb, *, states=(), types=()):
@@ -372,7 +372,7 @@ cdef class Connection(BaseConnection):
             _check_str("types entry", t)
         cdef int v = self._version_or_fail(API_LIST_GROUPS, cb)
         if v >= 0:
-            body = _proto.ListGroupsRequest(states_filter=states_filter, types_filter=types_filter)
+            body = codec.ListGroupsRequest(states_filter=states_filter, types_filter=types_filter)
             self._send(API_LIST_GROUPS, v, body, cb, self._request_timeout, True)
 
     def consumer_group_heartbeat(self, group_id, member_id, member_epoch, cb, *, instance_id=None,
@@ -400,11 +400,11 @@ cdef class Connection(BaseConnection):
             for item in topic_partitions:
                 if not isinstance(item, tuple) or len(item) != 2:
                     raise TypeError("topic_partitions entries must be (topic_id, [partitions]) tuples")
-                owned.append(_proto.ConsumerGroupHeartbeatRequestTopicPartitions(
+                owned.append(codec.ConsumerGroupHeartbeatRequestTopicPartitions(
                     topic_id=item[0], partitions=[_partition("topic_partitions partition", p) for p in item[1]]))
         cdef int v = self._version_or_fail(API_CONSUMER_GROUP_HEARTBEAT, cb)
         if v >= 0:
-            body = _proto.ConsumerGroupHeartbeatRequest(
+            body = codec.ConsumerGroupHeartbeatRequest(
                 group_id=group_id, member_id=member_id, member_epoch=epoch, instance_id=instance_id,
                 rack_id=rack_id, rebalance_timeout_ms=rebalance, subscribed_topic_names=names,
                 subscribed_topic_regex=subscribed_topic_regex, server_assignor=server_assignor,
@@ -422,7 +422,7 @@ cdef class Connection(BaseConnection):
         cdef int16_t epoch = <int16_t>_check_int("producer_epoch", producer_epoch, -1, 0x7FFF)
         cdef int v = self._version_or_fail(API_INIT_PRODUCER_ID, cb)
         if v >= 0:
-            body = _proto.InitProducerIdRequest(transactional_id=transactional_id,
+            body = codec.InitProducerIdRequest(transactional_id=transactional_id,
                                            transaction_timeout_ms=txn_timeout, producer_id=pid,
                                            producer_epoch=epoch)
             self._send(API_INIT_PRODUCER_ID, v, body, cb, self._request_timeout, True)
@@ -434,12 +434,12 @@ cdef class Connection(BaseConnection):
         _check_cb(cb)
         topics = []
         for topic, items in _group_by_topic(partitions, "partitions").items():
-            topics.append(_proto.AddPartitionsToTxnTopic(
+            topics.append(codec.AddPartitionsToTxnTopic(
                 name=topic, partitions=[_partition("partitions partition", item[1]) for item in items]))
         cdef int v = self._version_or_fail(API_ADD_PARTITIONS_TO_TXN, cb)
         if v < 0:
             return
-        body = _proto.AddPartitionsToTxnRequest(v3_and_below_transactional_id=transactional_id,
+        body = codec.AddPartitionsToTxnRequest(v3_and_below_transactional_id=transactional_id,
                                            v3_and_below_producer_id=pid, v3_and_below_producer_epoch=epoch,
                                            v3_and_below_topics=topics)
         self._send(API_ADD_PARTITIONS_TO_TXN, v, body, cb, self._request_timeout, True)
@@ -452,7 +452,7 @@ cdef class Connection(BaseConnection):
         _check_cb(cb)
         cdef int v = self._version_or_fail(API_ADD_OFFSETS_TO_TXN, cb)
         if v >= 0:
-            body = _proto.AddOffsetsToTxnRequest(transactional_id=transactional_id, producer_id=pid,
+            body = codec.AddOffsetsToTxnRequest(transactional_id=transactional_id, producer_id=pid,
                                             producer_epoch=epoch, group_id=group_id)
             self._send(API_ADD_OFFSETS_TO_TXN, v, body, cb, self._request_timeout, True)
 
@@ -465,7 +465,7 @@ cdef class Connection(BaseConnection):
         _check_cb(cb)
         cdef int v = self._version_or_fail(API_END_TXN, cb)
         if v >= 0:
-            body = _proto.EndTxnRequest(transactional_id=transactional_id, producer_id=pid, producer_epoch=epoch,
+            body = codec.EndTxnRequest(transactional_id=transactional_id, producer_id=pid, producer_epoch=epoch,
                                    committed=commit)
             self._send(API_END_TXN, v, body, cb, self._request_timeout, True)
 
@@ -486,15 +486,15 @@ cdef class Connection(BaseConnection):
                 if len(item) != 5:
                     raise TypeError("offsets entries must be (topic, partition, offset, leader_epoch, metadata)")
                 _check_opt_str("offsets metadata", item[4])
-                parts.append(_proto.TxnOffsetCommitRequestPartition(
+                parts.append(codec.TxnOffsetCommitRequestPartition(
                     partition_index=_partition("offsets partition", item[1]),
                     committed_offset=_int64("offsets offset", item[2]),
                     committed_leader_epoch=_int32("offsets leader_epoch", item[3]),
                     committed_metadata=item[4]))
-            topics.append(_proto.TxnOffsetCommitRequestTopic(name=topic, partitions=parts))
+            topics.append(codec.TxnOffsetCommitRequestTopic(name=topic, partitions=parts))
         cdef int v = self._version_or_fail(API_TXN_OFFSET_COMMIT, cb)
         if v >= 0:
-            body = _proto.TxnOffsetCommitRequest(transactional_id=transactional_id, group_id=group_id,
+            body = codec.TxnOffsetCommitRequest(transactional_id=transactional_id, group_id=group_id,
                                             producer_id=pid, producer_epoch=epoch,
                                             generation_id_or_member_epoch=generation,
                                             member_id=member_id, group_instance_id=group_instance_id,
@@ -511,14 +511,14 @@ cdef class Connection(BaseConnection):
             if not isinstance(item, tuple) or len(item) != 4:
                 raise TypeError("topics entries must be (name, num_partitions, replication_factor, {config: value})")
             _check_str("topics name", item[0])
-            configs = [_proto.CreatableTopicConfig(name=k, value=val) for k, val in dict(item[3]).items()]
-            creatable.append(_proto.CreatableTopic(
+            configs = [codec.CreatableTopicConfig(name=k, value=val) for k, val in dict(item[3]).items()]
+            creatable.append(codec.CreatableTopic(
                 name=item[0], num_partitions=_check_int("topics num_partitions", item[1], -1, INT32_MAX),
                 replication_factor=_check_int("topics replication_factor", item[2], -1, 0x7FFF),
                 assignments=[], configs=configs))
         cdef int v = self._version_or_fail(API_CREATE_TOPICS, cb)
         if v >= 0:
-            body = _proto.CreateTopicsRequest(topics=creatable, timeout_ms=timeout, validate_only=bool(validate_only))
+            body = codec.CreateTopicsRequest(topics=creatable, timeout_ms=timeout, validate_only=bool(validate_only))
             self._send(API_CREATE_TOPICS, v, body, cb, self._request_timeout + timeout / 1000.0, True)
 
     def delete_topics(self, names, cb, *, timeout_ms=30000):
@@ -532,7 +532,7 @@ cdef class Connection(BaseConnection):
         cdef int v = self._version_or_fail(API_DELETE_TOPICS, cb)
         if v >= 0:
             # v0-5 list names, v6+ name-or-id states: fill both.
-            body = _proto.DeleteTopicsRequest(topics=[_proto.DeleteTopicState(name=n) for n in topic_names],
+            body = codec.DeleteTopicsRequest(topics=[codec.DeleteTopicState(name=n) for n in topic_names],
                                          topic_names=topic_names, timeout_ms=timeout)
             self._send(API_DELETE_TOPICS, v, body, cb, self._request_timeout + timeout / 1000.0, True)
 
@@ -544,11 +544,11 @@ cdef class Connection(BaseConnection):
             if not isinstance(item, tuple) or len(item) != 2:
                 raise TypeError("topics entries must be (topic, new_total_count) tuples")
             _check_str("topics topic", item[0])
-            entries.append(_proto.CreatePartitionsTopic(
+            entries.append(codec.CreatePartitionsTopic(
                 name=item[0], count=_check_int("topics count", item[1], 1, INT32_MAX), assignments=None))
         cdef int v = self._version_or_fail(API_CREATE_PARTITIONS, cb)
         if v >= 0:
-            body = _proto.CreatePartitionsRequest(topics=entries, timeout_ms=timeout, validate_only=bool(validate_only))
+            body = codec.CreatePartitionsRequest(topics=entries, timeout_ms=timeout, validate_only=bool(validate_only))
             self._send(API_CREATE_PARTITIONS, v, body, cb, self._request_timeout + timeout / 1000.0, True)
 
     def delete_records(self, partitions, cb, *, timeout_ms=30000):
@@ -560,12 +560,12 @@ cdef class Connection(BaseConnection):
             for item in items:
                 if len(item) != 3:
                     raise TypeError("partitions entries must be (topic, partition, before_offset)")
-                parts.append(_proto.DeleteRecordsPartition(partition_index=_partition("partitions partition", item[1]),
+                parts.append(codec.DeleteRecordsPartition(partition_index=_partition("partitions partition", item[1]),
                                                       offset=_int64("partitions before_offset", item[2])))
-            topics.append(_proto.DeleteRecordsTopic(name=topic, partitions=parts))
+            topics.append(codec.DeleteRecordsTopic(name=topic, partitions=parts))
         cdef int v = self._version_or_fail(API_DELETE_RECORDS, cb)
         if v >= 0:
-            body = _proto.DeleteRecordsRequest(topics=topics, timeout_ms=timeout)
+            body = codec.DeleteRecordsRequest(topics=topics, timeout_ms=timeout)
             self._send(API_DELETE_RECORDS, v, body, cb, self._request_timeout + timeout / 1000.0, True)
 
     def describe_configs(self, resources, cb, *, include_synonyms=False, include_documentation=False):
@@ -576,11 +576,11 @@ cdef class Connection(BaseConnection):
                 raise TypeError("resources entries must be (resource_type, name, keys or None) tuples")
             _check_str("resources name", item[1])
             keys = None if item[2] is None else list(item[2])
-            entries.append(_proto.DescribeConfigsResource(
+            entries.append(codec.DescribeConfigsResource(
                 resource_type=_check_int("resources resource_type", item[0], 0, 127),
                 resource_name=item[1], configuration_keys=keys))
         cdef int v = self._version_or_fail(API_DESCRIBE_CONFIGS, cb)
         if v >= 0:
-            body = _proto.DescribeConfigsRequest(resources=entries, include_synonyms=bool(include_synonyms),
+            body = codec.DescribeConfigsRequest(resources=entries, include_synonyms=bool(include_synonyms),
                                             include_documentation=bool(include_documentation))
             self._send(API_DESCRIBE_CONFIGS, v, body, cb, self._request_timeout, True)

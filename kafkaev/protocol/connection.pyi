@@ -1,10 +1,10 @@
-"""One pipelined connection to one Kafka broker (kafkaev._conn.Connection, public as kafkaev.Connection).
+"""One pipelined connection to one Kafka broker (kafkaev.protocol.connection.Connection, public as kafkaev.Connection).
 
 Contract in short:
 
 * Every request method takes ``cb(response, err)`` and calls it exactly once, always from the
   event loop (never from inside the call that issued the request).
-* ``response`` is the generated response object from ``kafkaev._proto`` (snake_case schema fields).
+* ``response`` is the generated response object from ``kafkaev.protocol.codec`` (snake_case schema fields).
   Broker error codes inside the response (``error_code`` fields) are NOT turned into ``err``:
   the caller inspects them.
 * ``err`` is a ``kafkaev.errors.KafkaError`` with a client-side code for transport failure
@@ -131,7 +131,7 @@ class Connection:
         version: int | None = None,
         timeout_ms: int | None = None,
     ) -> None:
-        """Send a generated request object (e.g. ``_proto.MetadataRequest(...)``). ``version``
+        """Send a generated request object (e.g. ``codec.MetadataRequest(...)``). ``version``
         defaults to ``version_for(api_key)``; an explicit version outside both ranges fails
         with UNSUPPORTED_VERSION. ``timeout_ms`` defaults to request_timeout_ms."""
 

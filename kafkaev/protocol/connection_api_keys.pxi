@@ -1,4 +1,4 @@
-# Constants about the APIs the connection speaks; the API_* keys themselves come from _proto.pxd.
+# Constants about the APIs the connection speaks; the API_* keys themselves come from codec.pxd.
 
 cdef enum:
     API_KEY_LIMIT = 128
@@ -31,9 +31,9 @@ cdef int ENDPOINT_TYPE_BROKERS = 1
 
 
 # Topic id meaning "none": requests that name topics leave it all zero.
-ZERO_UUID = _proto.ZERO_UUID
+ZERO_UUID = codec.ZERO_UUID
 
-cdef dict _API_NAMES = dict(_proto.API_NAMES)
+cdef dict _API_NAMES = dict(codec.API_NAMES)
 cdef dict _RESPONSE_LABELS = {}
 
 

@@ -26,9 +26,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from .backoff import Backoff, BackoffPolicy
-from .config import ClientConfig
-from .errors import (
+from ..backoff import Backoff, BackoffPolicy
+from ..config import ClientConfig
+from ..errors import (
     DESTROY,
     INVALID_TOPIC_EXCEPTION,
     NONE,
@@ -38,8 +38,8 @@ from .errors import (
     UNKNOWN_TOPIC_WAIT_TIMEOUT,
     KafkaError,
 )
+from ..types import NO_LEADER_EPOCH
 from .pool import ConnectionPool, Role
-from .types import NO_LEADER_EPOCH
 
 # A node id that names no broker: no leader during an election, no controller or coordinator known.
 NO_NODE = -1

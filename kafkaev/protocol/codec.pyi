@@ -1,4 +1,4 @@
-# Typing stubs for kafkaev._proto (the Cython codec module).
+# Typing stubs for kafkaev.protocol.codec (the Cython codec module).
 from collections.abc import Sequence
 from typing import Literal
 from uuid import UUID
@@ -7,7 +7,7 @@ from kafkaev.errors import KafkaError
 
 _BytesLike = bytes | bytearray | memoryview
 
-# --- buffers (_codecs/buffers.pxi) ---
+# --- buffers (codec_buffers.pxi) ---
 
 class WriteBuffer:
     def __init__(self) -> None: ...
@@ -29,14 +29,14 @@ class ReadBuffer:
         self, kind: str, field: str | None = None
     ) -> int | float | bool | str | bytes | memoryview | UUID | dict[int, bytes] | ReadBuffer | None: ...
 
-# --- hashing (_codecs/hashing.pxi) ---
+# --- hashing (codec_hashing.pxi) ---
 
 def crc32c(data: _BytesLike, crc: int = 0) -> int: ...
 def murmur2(key: _BytesLike | str) -> int: ...
 def _crc32c_implementation() -> Literal["sse4.2", "table"]: ...
 def _crc32c_table(data: _BytesLike, crc: int = 0) -> int: ...
 
-# --- RecordBatch v2 encoder (_codecs/record_builder.pxi) ---
+# --- RecordBatch v2 encoder (codec_record_builder.pxi) ---
 
 class ChunkedBatch:
     def __len__(self) -> int: ...
@@ -86,7 +86,7 @@ class RecordBatchBuilder:
     def max_timestamp(self) -> int: ...
     def __len__(self) -> int: ...
 
-# --- compression (_codecs/compression.pxi) ---
+# --- compression (codec_compression.pxi) ---
 COMPRESSION_LEVEL_DEFAULT: int
 DEFAULT_MAX_UNCOMPRESSED_SIZE: int
 def codec_name(codec: int) -> str: ...
@@ -94,7 +94,7 @@ def compress(codec: int, data: _BytesLike, level: int = -1) -> bytes: ...
 def decompress(codec: int, data: _BytesLike, max_size: int = ...) -> bytes: ...
 def xxh32(data: _BytesLike, seed: int = 0) -> int: ...
 
-# --- record-set reader (_codecs/record_reader.pxi) ---
+# --- record-set reader (codec_record_reader.pxi) ---
 TIMESTAMP_NOT_AVAILABLE: int
 TIMESTAMP_CREATE_TIME: int
 TIMESTAMP_LOG_APPEND_TIME: int

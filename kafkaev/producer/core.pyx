@@ -4,11 +4,11 @@
 
 The policy around it stays in Python (``kafkaev/producer/``): opening and closing batches,
 linger, buffer memory, requests, retries, idempotence. ``kafkaev.producer.Producer`` subclasses
-``ProducerCore`` and supplies those slow paths; the public API is documented in _producer.pyi.
+``ProducerCore`` and supplies those slow paths; the public API is documented in core.pyi.
 
-Files: ``_producing/state.pxi`` (batch, partition and topic state; the sticky partition),
-``_producing/delivery.pxi`` (a batch's callbacks and their completion),
-``_producing/produce.pxi`` (argument checks, partition choice, append).
+Files: ``core_state.pxi`` (batch, partition and topic state; the sticky partition),
+``core_delivery.pxi`` (a batch's callbacks and their completion),
+``core_produce.pxi`` (argument checks, partition choice, append).
 """
 
 cimport cython
@@ -19,13 +19,13 @@ from cpython.object cimport PyObject
 from cpython.unicode cimport PyUnicode_CheckExact
 from libc.stdint cimport int32_t, int64_t
 
-from kafkaev._proto cimport RecordBatchBuilder, murmur2_positive
+from kafkaev.protocol.codec cimport RecordBatchBuilder, murmur2_positive
 
 import random
 from collections import deque
 from collections.abc import Mapping
 
-from kafkaev._proto import murmur2
+from kafkaev.protocol.codec import murmur2
 from kafkaev.errors import MESSAGE_TOO_LARGE, UNKNOWN_TOPIC_OR_PARTITION, KafkaError
 from kafkaev.types import RecordMetadata
 
@@ -33,6 +33,6 @@ cdef extern from "Python.h":
     const char *PyUnicode_AsUTF8AndSize(object s, Py_ssize_t *size) except NULL
 
 
-include "_producing/state.pxi"
-include "_producing/delivery.pxi"
-include "_producing/produce.pxi"
+include "core_state.pxi"
+include "core_delivery.pxi"
+include "core_produce.pxi"

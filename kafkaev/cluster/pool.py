@@ -28,9 +28,9 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from .backoff import Backoff, RandomSource
-from .config import ClientConfig
-from .errors import DESTROY, STATE, KafkaError
+from ..backoff import Backoff, RandomSource
+from ..config import ClientConfig
+from ..errors import DESTROY, STATE, KafkaError
 
 ConnectCallback = Callable[[Any, KafkaError | None], object]
 
@@ -59,7 +59,7 @@ class _Slot:
 
 
 def default_connection_factory(config: ClientConfig, loop: asyncio.AbstractEventLoop) -> Any:
-    from ._conn import Connection
+    from ..protocol.connection import Connection
 
     return Connection(
         loop,

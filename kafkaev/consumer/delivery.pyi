@@ -1,4 +1,4 @@
-# Typing stubs for kafkaev._consumer (the consumer's per-record work in Cython).
+# Typing stubs for kafkaev.consumer.delivery (the consumer's per-record work in Cython).
 from collections.abc import Callable
 from typing import Any
 

@@ -3,7 +3,7 @@
 
 Requests are encoded straight into one WriteBuffer and written once per loop iteration;
 responses are framed by their Int32 size prefix in a BufferedProtocol receive buffer and matched
-FIFO against the in-flight queue by correlation id. The public API is documented in _conn.pyi.
+FIFO against the in-flight queue by correlation id. The public API is documented in connection.pyi.
 """
 
 import asyncio
@@ -19,7 +19,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memmove
 
-from kafkaev._proto cimport (
+from kafkaev.protocol.codec cimport (
     API_ADD_OFFSETS_TO_TXN,
     API_ADD_PARTITIONS_TO_TXN,
     API_API_VERSIONS,
@@ -57,14 +57,14 @@ from kafkaev._proto cimport (
     encode_request,
 )
 
-from kafkaev import _proto
+from kafkaev.protocol import codec
 from kafkaev import errors
 from kafkaev.backoff import Backoff, BackoffPolicy
 from kafkaev.errors import KafkaError, ProtocolError
-from kafkaev.sasl import SASLFailure, authenticator_for
+from kafkaev.protocol.sasl import SASLFailure, authenticator_for
 from kafkaev.security import InsecureCredentialsWarning, SASLConfig, ssl_context
 
-include "_connection/api_keys.pxi"
+include "connection_api_keys.pxi"
 
 DEFAULT_WRITE_HIGH_WATER = 4 * 1024 * 1024
 DEFAULT_WRITE_LOW_WATER = 1024 * 1024
@@ -95,7 +95,7 @@ cdef enum ConnState:
 
 STATE_NAMES = ("disconnected", "connecting", "handshaking", "ready", "closed")
 
-cdef dict CODEC_VERSIONS = dict(_proto.SUPPORTED_VERSIONS)
+cdef dict CODEC_VERSIONS = dict(codec.SUPPORTED_VERSIONS)
 # What negotiation may pick: the codec's range, capped where the client stops short of it.
 cdef dict CLIENT_VERSIONS = {
     key: (lo, min(hi, CLIENT_VERSION_CAPS.get(key, hi))) for key, (lo, hi) in CODEC_VERSIONS.items()
@@ -278,7 +278,7 @@ async def _open_socket(BaseConnection conn, object loop, str host, int port, obj
 
 cdef class BaseConnection:
     """Connection machinery: connect, handshake, framing, pipelining, timeouts, failure.
-    The typed request helpers are in Connection (_connection/requests.pxi)."""
+    The typed request helpers are in Connection (connection_requests.pxi)."""
 
     cdef:
         object _loop
@@ -436,13 +436,13 @@ cdef class BaseConnection:
 
     cdef object _unsupported(self, int key):
         broker = self._api_versions.get(key)
-        codec = CLIENT_VERSIONS.get(key)
-        if codec is None:
+        ours = CLIENT_VERSIONS.get(key)
+        if ours is None:
             detail = "kafkaev has no codec for it"
         elif broker is None:
             detail = "the broker does not support it"
         else:
-            detail = f"broker versions {broker[0]}-{broker[1]}, kafkaev {codec[0]}-{codec[1]}"
+            detail = f"broker versions {broker[0]}-{broker[1]}, kafkaev {ours[0]}-{ours[1]}"
         return KafkaError(errors.UNSUPPORTED_VERSION,
                           f"{api_name(key)} (api key {key}) unusable with {self._host}:{self._port}: {detail}")
 
@@ -974,7 +974,7 @@ cdef class BaseConnection:
     # --- handshake: ApiVersions, then SASL --------------------------------------------------
 
     cdef void _send_api_versions(self, int16_t version):
-        body = _proto.ApiVersionsRequest(client_software_name=CLIENT_SOFTWARE_NAME,
+        body = codec.ApiVersionsRequest(client_software_name=CLIENT_SOFTWARE_NAME,
                                          client_software_version=_proto_version())
         self._send(API_API_VERSIONS, version, body, self._on_api_versions, self._connect_timeout, True)
 
@@ -1030,7 +1030,7 @@ cdef class BaseConnection:
                                   f"{self._host}:{self._port} does not offer SaslHandshake v1/SaslAuthenticate"))
             return
         self._sasl_auth = authenticator_for(self._sasl)
-        body = _proto.SaslHandshakeRequest(mechanism=self._sasl.mechanism)
+        body = codec.SaslHandshakeRequest(mechanism=self._sasl.mechanism)
         self._send(API_SASL_HANDSHAKE, self._versions[API_SASL_HANDSHAKE], body, self._on_sasl_handshake,
                    self._connect_timeout, True)
 
@@ -1046,7 +1046,7 @@ cdef class BaseConnection:
         self._send_sasl_bytes(self._sasl_auth.first())
 
     cdef void _send_sasl_bytes(self, bytes payload):
-        body = _proto.SaslAuthenticateRequest(auth_bytes=payload)
+        body = codec.SaslAuthenticateRequest(auth_bytes=payload)
         self._send(API_SASL_AUTHENTICATE, self._versions[API_SASL_AUTHENTICATE], body,
                    self._on_sasl_authenticate, self._connect_timeout, True)
 
@@ -1115,7 +1115,7 @@ cdef class BaseConnection:
         if key not in CODEC_VERSIONS:
             raise ValueError(f"api_key {key}: kafkaev has no codec for it")
         if body is None:
-            raise TypeError("body must be a request object from kafkaev._proto, not None")
+            raise TypeError("body must be a request object from kafkaev.protocol.codec, not None")
         cdef double timeout_s = self._timeout(timeout_ms)
         v = self._version_or_fail(key, cb)
         if v < 0:
@@ -1123,11 +1123,11 @@ cdef class BaseConnection:
         if version is not None:
             v = _check_int("version", version, 0, 0x7FFF)
             broker = self._api_versions.get(key)
-            codec = CODEC_VERSIONS[key]
-            if broker is None or not (broker[0] <= v <= broker[1] and codec[0] <= v <= codec[1]):
+            ours = CODEC_VERSIONS[key]
+            if broker is None or not (broker[0] <= v <= broker[1] and ours[0] <= v <= ours[1]):
                 self._loop.call_soon(self._invoke_soon, cb, KafkaError(errors.UNSUPPORTED_VERSION, (
                     f"{api_name(key)} v{v}: broker {self._host}:{self._port} supports {broker}, "
-                    f"kafkaev {codec}")))
+                    f"kafkaev {ours}")))
                 return
         expect_response = not (key == API_PRODUCE and getattr(body, "acks", -1) == 0)
         self._send(key, v, body, cb, timeout_s, expect_response)
@@ -1145,4 +1145,4 @@ def _proto_version():
     return __version__
 
 
-include "_connection/requests.pxi"
+include "connection_requests.pxi"

@@ -358,7 +358,7 @@ cdef extern from *:
     /* Cython's name for Message's instance struct: a rename is a compile error here, not a
        wrong offset. */
     #define KEV_MESSAGE_OFFSET(field) \
-        ((Py_ssize_t)offsetof(struct __pyx_obj_7kafkaev_6_proto_Message, field))
+        ((Py_ssize_t)offsetof(struct __pyx_obj_7kafkaev_8protocol_5codec_Message, field))
     #define KEV_MESSAGE_TOPIC_OFFSET KEV_MESSAGE_OFFSET(topic)
     #define KEV_MESSAGE_KEY_OFFSET KEV_MESSAGE_OFFSET(key)
     #define KEV_MESSAGE_VALUE_OFFSET KEV_MESSAGE_OFFSET(value)

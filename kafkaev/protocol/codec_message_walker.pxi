@@ -1,7 +1,7 @@
 # Schema-driven encoder and decoder of Kafka request/response bodies.
 #
 # tools/gen_messages.py turns Kafka's JSON message schemas into field tables
-# (kafkaev/_codecs/messages.pxi); this file walks them. One interpreter instead of
+# (kafkaev/codec_messages.pxi); this file walks them. One interpreter instead of
 # one generated function per struct and version keeps _proto's C small enough to
 # compile in seconds, and every version rule lives in one place:
 #   - a field is on the wire only in its "versions";
@@ -768,7 +768,7 @@ cdef object _decode_data(str name, object data):
     return _decode_struct(r, spec, version)
 
 
-# ---- building the tables from the generated data (kafkaev/_codecs/messages.pxi)
+# ---- building the tables from the generated data (kafkaev/codec_messages.pxi)
 
 cdef enum:
     FIELD_FRESH = 1    # the default is built anew per message: a list, or the struct itself

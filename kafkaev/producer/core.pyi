@@ -1,11 +1,11 @@
-# Typing stubs for kafkaev._producer (the producer's per-record work in Cython).
+# Typing stubs for kafkaev.producer.core (the producer's per-record work in Cython).
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from kafkaev._proto import ChunkedBatch
 from kafkaev.errors import KafkaError
 from kafkaev.producer.accumulator import Accumulator
+from kafkaev.protocol.codec import ChunkedBatch
 
 DeliveryCallback = Callable[[Any, KafkaError | None], object]
 
@@ -15,7 +15,7 @@ NO_LEADER: int  # PartitionState.leader while the metadata names none
 NO_EPOCH: int  # unknown leader epoch / producer epoch
 RECORD_OVERHEAD: int  # bytes a record adds to a batch beyond key, value and headers (upper bound)
 
-# --- state (_producing/state.pxi) ---
+# --- state (core_state.pxi) ---
 
 class StickyPartition:
     """The sticky partition of one topic for keyless records (KIP-480)."""
@@ -98,7 +98,7 @@ class TopicState:
     def __init__(self, name: str) -> None: ...
     def update(self, leaders: Sequence[tuple[int, int]]) -> None: ...
 
-# --- delivery (_producing/delivery.pxi) ---
+# --- delivery (core_delivery.pxi) ---
 
 class Deliveries:
     """The delivery callbacks of one batch's records (only of the records that have one)."""
@@ -112,7 +112,7 @@ class Deliveries:
     ) -> None: ...
     def fail(self, err: KafkaError, report: Callable[[BaseException], None]) -> None: ...
 
-# --- produce (_producing/produce.pxi) ---
+# --- produce (core_produce.pxi) ---
 
 def coerce_bytes(value: object, name: str) -> bytes | None: ...
 def coerce_headers(headers: object) -> list[tuple[str, bytes | None]]: ...
