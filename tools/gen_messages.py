@@ -3,12 +3,12 @@
 
 Reads ``<schemas>/*.json`` (development time only) and writes:
 
-- ``kafkaev/codec_messages_decl.pxi``: C-level declarations (API key constants, the
-  frame functions), included by ``kafkaev/codec.pxd`` so that ``connection.pyx`` cimports them;
-- ``kafkaev/codec_messages.pxi``: the field tables (plain data) from which the
-  hand-written ``kafkaev/codec_message_walker.pxi`` builds a class per message and
+- ``kafkaev/protocol/codec_messages_decl.pxi``: C-level declarations (API key constants, the
+  frame functions), included by ``kafkaev/protocol/codec.pxd`` so that ``connection.pyx`` cimports them;
+- ``kafkaev/protocol/codec_messages.pxi``: the field tables (plain data) from which the
+  hand-written ``kafkaev/protocol/codec_message_walker.pxi`` builds a class per message and
   struct at import and which it walks to encode and decode;
-- the generated section of ``kafkaev/codec.pyi`` (between the BEGIN/END markers).
+- the generated section of ``kafkaev/protocol/codec.pyi`` (between the BEGIN/END markers).
 
 Usage: ``python tools/gen_messages.py [--schemas DIR] [--check]``. ``--check`` exits 1
 when the committed output differs from what the schemas produce.
@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parent.parent
 DEFAULT_SCHEMAS = REPO.parent / "shared" / "kafka-protocol" / "message"
 DECL_PATH = REPO / "kafkaev" / "protocol" / "codec_messages_decl.pxi"
 IMPL_PATH = REPO / "kafkaev" / "protocol" / "codec_messages.pxi"
-PYI_PATH = REPO / "kafkaev" / "codec.pyi"
+PYI_PATH = REPO / "kafkaev" / "protocol" / "codec.pyi"
 PYI_BEGIN = "# --- BEGIN generated messages (tools/gen_messages.py) ---"
 PYI_END = "# --- END generated messages ---"
 
@@ -458,7 +458,7 @@ HEADER = """\
 def gen_decl(apis: list[Api]) -> str:
     o = Out()
     o(HEADER.rstrip())
-    o("# C-level interface of the request/response codecs (kafkaev/codec_message_walker.pxi).")
+    o("# C-level interface of the request/response codecs (kafkaev/protocol/codec_message_walker.pxi).")
     o()
     o("cdef enum:")
     for a in apis:
