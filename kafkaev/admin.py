@@ -15,7 +15,6 @@ operation finishes, for scripts and the command line.
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -24,6 +23,7 @@ from .backoff import Backoff
 from .cluster.metadata import ClusterMetadata, Metadata, TopicInfo, topic_from_response
 from .cluster.pool import ConnectionPool, Role
 from .config import ClientConfig
+from .error_sink import report_error
 from .errors import (
     COORDINATOR_LOAD_IN_PROGRESS,
     COORDINATOR_NOT_AVAILABLE,
@@ -36,8 +36,6 @@ from .errors import (
     error_name,
 )
 from .types import NO_LEADER_EPOCH, NO_OFFSET, OFFSET_END, TopicPartition
-
-logger = logging.getLogger("kafkaev")
 
 Callback = Callable[[Any, KafkaError | None], object]
 
@@ -145,12 +143,7 @@ class Admin:
     def _report(self, exc: BaseException) -> None:
         """Errors with no callback of their own: connection failures the pool retries (logged,
         like the Client does) and exceptions raised by user callbacks (never silently lost)."""
-        if self._on_error is not None:
-            self._on_error(exc)
-        elif isinstance(exc, KafkaError):
-            logger.warning("kafkaev.Admin: %s", exc)
-        else:
-            self.loop.call_exception_handler({"message": "kafkaev.Admin callback failed", "exception": exc})
+        report_error(self.loop, self._on_error, "kafkaev.Admin", exc)
 
     def _once(self, cb: Callback) -> _Once:
         if not callable(cb):

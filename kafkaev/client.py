@@ -7,7 +7,6 @@ Everything runs on one event loop and reports through callbacks.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -15,12 +14,11 @@ from .cluster.metadata import ClusterMetadata, Metadata
 from .cluster.pool import ConnectionPool, Role
 from .config import ClientConfig
 from .consumer import Consumer
+from .error_sink import report_error
 from .errors import KafkaError
 from .producer import Producer
 from .runner import default_loop
 from .types import TopicPartition
-
-logger = logging.getLogger("kafkaev")
 
 
 class Client:
@@ -193,17 +191,4 @@ class Client:
 
     def _report(self, exc: BaseException) -> None:
         """Errors with no callback of their own (and exceptions raised by user callbacks)."""
-        handler = self.config.on_error
-        if handler is not None:
-            try:
-                handler(exc)
-                return
-            except Exception as inner:  # noqa: BLE001 - fall through to the loop's handler
-                exc = inner
-        if isinstance(exc, KafkaError):
-            # the client's own (retried or already reported) condition, e.g. a broker refusing
-            # connections: logged, like librdkafka does without an error callback
-            logger.warning("kafkaev: %s", exc)
-            return
-        # an exception raised by user code must never vanish
-        self.loop.call_exception_handler({"message": "kafkaev: exception in a callback", "exception": exc})
+        report_error(self.loop, self.config.on_error, "kafkaev", exc)

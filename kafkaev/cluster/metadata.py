@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 
 from ..backoff import Backoff, BackoffPolicy
 from ..config import ClientConfig
+from ..error_sink import report_error
 from ..errors import (
     DESTROY,
     INVALID_TOPIC_EXCEPTION,
@@ -433,10 +434,7 @@ class Metadata:
             self._report(exc)
 
     def _report(self, exc: BaseException) -> None:
-        if self._on_error is not None:
-            self._on_error(exc)
-        else:
-            self._loop.call_exception_handler({"message": "kafkaev: exception in a callback", "exception": exc})
+        report_error(self._loop, self._on_error, "kafkaev", exc)
 
     def close(self) -> None:
         """Stop refreshing; pending waiters get DESTROY once."""

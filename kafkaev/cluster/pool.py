@@ -30,6 +30,7 @@ from typing import Any
 
 from ..backoff import Backoff, RandomSource
 from ..config import ClientConfig
+from ..error_sink import report_error
 from ..errors import DESTROY, STATE, KafkaError
 
 ConnectCallback = Callable[[Any, KafkaError | None], object]
@@ -218,10 +219,7 @@ class ConnectionPool:
             self._report_exception(exc)
 
     def _report_exception(self, exc: BaseException) -> None:
-        if self.on_error is not None:
-            self.on_error(exc)
-        else:
-            self._loop.call_exception_handler({"message": "kafkaev: exception in a callback", "exception": exc})
+        report_error(self._loop, self.on_error, "kafkaev", exc)
 
     def _drop(self, slot: _Slot, err: KafkaError) -> None:
         if slot.retry_handle is not None:

@@ -60,6 +60,7 @@ from kafkaev.protocol.codec cimport (
 from kafkaev.protocol import codec
 from kafkaev import errors
 from kafkaev.backoff import Backoff, BackoffPolicy
+from kafkaev.error_sink import report_error
 from kafkaev.errors import KafkaError, ProtocolError
 from kafkaev.protocol.sasl import SASLFailure, authenticator_for
 from kafkaev.security import InsecureCredentialsWarning, SASLConfig, ssl_context
@@ -654,20 +655,10 @@ cdef class BaseConnection:
 
     cdef void _report(self, object exc):
         """A user callback raised: hand the exception to on_error, else the loop's handler."""
-        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-            raise exc
-        handler = self.on_error
-        if handler is not None:
-            try:
-                handler(exc)
-                return
-            except BaseException as exc2:
-                exc = exc2
-        self._loop.call_exception_handler({
-            "message": f"kafkaev.Connection {self._host}:{self._port}: callback raised",
-            "exception": exc,
-            "protocol": self,
-        })
+        report_error(self._loop, self.on_error, self._source(), exc)
+
+    cdef str _source(self):
+        return f"kafkaev.Connection {self._host}:{self._port}"
 
     cdef inline void _invoke(self, object cb, object result, object err):
         try:
@@ -676,13 +667,7 @@ cdef class BaseConnection:
             self._report(exc)
 
     cdef void _emit_error(self, object err):
-        handler = self.on_error
-        if handler is not None:
-            try:
-                handler(err)
-            except BaseException as exc:
-                self._loop.call_exception_handler({
-                    "message": "kafkaev.Connection: on_error raised", "exception": exc, "protocol": self})
+        report_error(self._loop, self.on_error, self._source(), err)
 
     cdef void _emit_disconnect(self, object err):
         handler = self.on_disconnect
