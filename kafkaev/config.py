@@ -17,6 +17,12 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from .backoff import BackoffPolicy
+from .protocol.defaults import (
+    DEFAULT_CLIENT_ID,
+    DEFAULT_RECONNECT_BACKOFF_MAX_MS,
+    DEFAULT_RECONNECT_BACKOFF_MS,
+    DEFAULT_REQUEST_TIMEOUT_MS,
+)
 from .security import SASLConfig, TLSConfig
 from .types import (
     ACKS_ALL,
@@ -154,11 +160,11 @@ class ClientConfig:
 
     # --- connection and cluster ---
     brokers: Any = "127.0.0.1:9092"
-    client_id: str = "kafkaev"
-    request_timeout_ms: int = 30000
+    client_id: str = DEFAULT_CLIENT_ID
+    request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS
     connect_timeout_ms: int = 10000
-    reconnect_backoff_ms: int = 100
-    reconnect_backoff_max_ms: int = 10000
+    reconnect_backoff_ms: int = DEFAULT_RECONNECT_BACKOFF_MS
+    reconnect_backoff_max_ms: int = DEFAULT_RECONNECT_BACKOFF_MAX_MS
     metadata_max_age_ms: int = 300000  # periodic refresh; 0 disables it
     metadata_min_refresh_ms: int = 100  # refreshes closer together than this are coalesced
     tls: Any = None  # None, True (system CAs), ssl.SSLContext or kafkaev.TLSConfig -> SSLContext | TLSConfig | None

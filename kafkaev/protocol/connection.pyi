@@ -64,13 +64,13 @@ class Connection:
         self,
         loop: asyncio.AbstractEventLoop | None = None,
         *,
-        client_id: str | None = "kafkaev",
-        request_timeout_ms: int = 30000,
+        client_id: str | None = ...,  # DEFAULT_CLIENT_ID (kafkaev.protocol.defaults)
+        request_timeout_ms: int = ...,  # DEFAULT_REQUEST_TIMEOUT_MS
         tls: TLSConfig | ssl.SSLContext | None = None,
         sasl: SASLConfig | None = None,
         auto_reconnect: bool = False,
-        reconnect_backoff_ms: int = 100,
-        reconnect_backoff_max_ms: int = 10000,
+        reconnect_backoff_ms: int = ...,  # DEFAULT_RECONNECT_BACKOFF_MS
+        reconnect_backoff_max_ms: int = ...,  # DEFAULT_RECONNECT_BACKOFF_MAX_MS
         write_high_water: int = ...,
         write_low_water: int = ...,
         max_response_size: int = ...,

@@ -61,6 +61,12 @@ from kafkaev.protocol import codec
 from kafkaev import errors
 from kafkaev.backoff import Backoff, BackoffPolicy
 from kafkaev.error_sink import report_error
+from kafkaev.protocol.defaults import (
+    DEFAULT_CLIENT_ID,
+    DEFAULT_RECONNECT_BACKOFF_MAX_MS,
+    DEFAULT_RECONNECT_BACKOFF_MS,
+    DEFAULT_REQUEST_TIMEOUT_MS,
+)
 from kafkaev.errors import KafkaError, ProtocolError
 from kafkaev.protocol.sasl import SASLFailure, authenticator_for
 from kafkaev.security import InsecureCredentialsWarning, SASLConfig, ssl_context
@@ -348,9 +354,9 @@ cdef class BaseConnection:
     cdef public object on_writable
     cdef public object node_id
 
-    def __init__(self, loop=None, *, client_id="kafkaev", request_timeout_ms=30000, tls=None,
-                 sasl=None, auto_reconnect=False, reconnect_backoff_ms=100,
-                 reconnect_backoff_max_ms=10000, write_high_water=DEFAULT_WRITE_HIGH_WATER,
+    def __init__(self, loop=None, *, client_id=DEFAULT_CLIENT_ID, request_timeout_ms=DEFAULT_REQUEST_TIMEOUT_MS,
+                 tls=None, sasl=None, auto_reconnect=False, reconnect_backoff_ms=DEFAULT_RECONNECT_BACKOFF_MS,
+                 reconnect_backoff_max_ms=DEFAULT_RECONNECT_BACKOFF_MAX_MS, write_high_water=DEFAULT_WRITE_HIGH_WATER,
                  write_low_water=DEFAULT_WRITE_LOW_WATER,
                  max_response_size=DEFAULT_MAX_RESPONSE_SIZE):
         _check_opt_str("client_id", client_id)
