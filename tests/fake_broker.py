@@ -165,7 +165,9 @@ NO_ANSWER_TIMESTAMP = -1
 UNKNOWN_AUTHORIZED_OPERATIONS = -2147483648
 CLUSTER_ID = "fake-cluster"
 BASE_OFFSET = struct.Struct(">q")  # a RecordBatch starts with its base offset, outside the CRC
-LAST_OFFSET_DELTA_AT = 23
+# RecordBatch v2 header: base offset, length, partition leader epoch, magic, CRC, attributes, last
+# offset delta, base and max timestamps, producer id, producer epoch, base sequence, record count.
+BATCH_HEADER = struct.Struct(">qiibIhiqqqhii")
 
 
 # What a script may answer a request with, besides a generated response object (sent as it is) or
@@ -257,18 +259,24 @@ class StoredBatch:
     producer_id: int
     producer_epoch: int
     base_sequence: int
-    values: list[bytes | None]
+    record_count: int
+
+    @property
+    def values(self) -> list[bytes | None]:
+        return [record.value for [batch] in [codec.decode_record_batches(self.raw)] for record in batch.records]
 
 
 def stored_batch(raw: bytes, base_offset: int | None = None) -> StoredBatch:
     """``raw`` (one RecordBatch v2) as stored, its base offset rewritten to ``base_offset`` when
-    given, as a broker assigns offsets on append (the CRC does not cover it)."""
+    given, as a broker assigns offsets on append (the CRC does not cover it). Only the header is
+    read: a test may put a corrupt batch in on purpose."""
     if base_offset is not None:
         raw = BASE_OFFSET.pack(base_offset) + bytes(raw[BASE_OFFSET.size:])
-    [decoded] = codec.decode_record_batches(raw)
-    return StoredBatch(bytes(raw), decoded.base_offset, decoded.base_offset + decoded.last_offset_delta + 1,
-                       decoded.producer_id, decoded.producer_epoch, decoded.base_sequence,
-                       [record.value for record in decoded.records])
+    header = BATCH_HEADER.unpack_from(raw)
+    base, last_offset_delta, producer_id, producer_epoch, base_sequence, count = (
+        header[0], header[6], header[9], header[10], header[11], header[12])
+    return StoredBatch(bytes(raw), base, base + last_offset_delta + 1, producer_id, producer_epoch, base_sequence,
+                       count)
 
 
 @dataclass(slots=True)
@@ -681,7 +689,7 @@ class FakeCluster:
                 elif batch.base_sequence != _next_sequence(last, 1):
                     return errors.OUT_OF_ORDER_SEQUENCE_NUMBER, -1
             self._producer_state[key] = (batch.producer_epoch,
-                                         _next_sequence(batch.base_sequence, len(batch.values) - 1))
+                                         _next_sequence(batch.base_sequence, batch.record_count - 1))
         base = log.end_offset
         log.batches.append(stored_batch(raw, base))
         self.wake_held_fetches()
