@@ -1,12 +1,8 @@
 """Fake Kafka brokers on loopback sockets, for behaviour a real one will not produce on demand.
 
-Both decode every request frame with kafkaev's own codecs, so the code under test is the real
+Every request frame is decoded with kafkaev's own codecs, so the code under test is the real
 ``Connection`` (and, above it, the real ``ConnectionPool``, ``Metadata``, producer and consumer):
 
-``FakeBroker``
-    One listener for the connection's own fault tests: ApiVersions and Metadata (an empty cluster)
-    answered like a real broker, and a ``responder`` that scripts the bytes of every reply
-    (truncated, garbage, a wrong correlation id, a huge size prefix), silence, or a close.
 ``FakeCluster``
     One or more nodes, each with a node id and a listener on a 127.0.0.1 ephemeral port, sharing
     one scripted cluster: topics, partitions, leaders, leader epochs, topic ids and partition logs.
@@ -15,6 +11,13 @@ Both decode every request frame with kafkaev's own codecs, so the code under tes
     and the idempotent producer's sequence checks), Fetch (from the partition logs; a long poll
     waits for records), ListOffsets, FindCoordinator, InitProducerId. Every request is recorded
     (``FakeCluster.requests``) and every accepted connection (``FakeCluster.connections``).
+    A script answers with a generated response object or an action: ``ErrorAnswer``, ``RawBytes``,
+    ``Silence``, ``NoAnswer``, ``Delay``, ``HangUp``; a node can ``refuse_connections()`` and
+    ``drop_connections()``. The ``fake_cluster`` fixture (conftest.py) starts one on the test's loop.
+``FakeBroker``
+    A one-node FakeCluster for the connection's own fault tests: ApiVersions and Metadata (an empty
+    cluster) answered like a real broker, and a ``responder`` that scripts the bytes of every reply
+    (truncated, garbage, a wrong correlation id, a huge size prefix), silence, or a close.
 """
 
 from __future__ import annotations
@@ -38,28 +41,6 @@ UNSUPPORTED_VERSION = 35
 SIZE_PREFIX = struct.Struct(">i")
 
 
-@dataclass(slots=True)
-class FakeRequest:
-    api_key: int
-    version: int
-    correlation_id: int
-    client_id: str | None
-    body: object
-
-
-@dataclass(slots=True)
-class Reply:
-    """What the fake broker does with one request: write ``data`` (may be empty), then close the
-    connection if ``close`` is set; ``stall`` stops reading and answering altogether."""
-
-    data: bytes = b""
-    close: bool = False
-    stall: bool = False
-
-
-Responder = Callable[[FakeRequest], Reply]
-
-
 def api_versions_body(max_api_versions: int | None = None) -> object:
     keys = []
     for api_key, (low, high) in sorted(codec.SUPPORTED_VERSIONS.items()):
@@ -67,96 +48,6 @@ def api_versions_body(max_api_versions: int | None = None) -> object:
             high = max_api_versions
         keys.append(codec.ApiVersion(api_key=api_key, min_version=low, max_version=high))
     return codec.ApiVersionsResponse(error_code=0, api_keys=keys, throttle_time_ms=0)
-
-
-def normal_reply(req: FakeRequest) -> Reply:
-    """A well-formed answer to ApiVersions or Metadata (an empty cluster)."""
-    if req.api_key == API_API_VERSIONS:
-        body = api_versions_body()
-    elif req.api_key == API_METADATA:
-        body = codec.MetadataResponse(throttle_time_ms=0, brokers=[], cluster_id="fake", controller_id=-1,
-                                       topics=[])
-    else:
-        raise AssertionError(f"fake broker: no normal reply for api key {req.api_key}")
-    return Reply(codec.encode_response_frame(req.api_key, req.version, req.correlation_id, body))
-
-
-@dataclass
-class FakeBroker:
-    """Serve on 127.0.0.1:<port>. ``responder`` decides each reply (default: normal_reply)."""
-
-    responder: Responder = normal_reply
-    requests: list[FakeRequest] = field(default_factory=list)
-    connections: int = 0
-    port: int = 0
-    _server: asyncio.AbstractServer | None = None
-    _writers: list[asyncio.StreamWriter] = field(default_factory=list)
-    _tasks: list[asyncio.Task[None]] = field(default_factory=list)
-    closed_by_peer: asyncio.Event = field(default_factory=asyncio.Event)
-
-    async def start(self) -> FakeBroker:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-        self.port = self._server.sockets[0].getsockname()[1]
-        return self
-
-    async def stop(self) -> None:
-        for writer in self._writers:
-            writer.close()
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
-
-    async def __aenter__(self) -> FakeBroker:
-        return await self.start()
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.stop()
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.connections += 1
-        self._writers.append(writer)
-        task = asyncio.current_task()
-        assert task is not None
-        self._tasks.append(task)
-        try:
-            while True:
-                (size,) = SIZE_PREFIX.unpack(await reader.readexactly(SIZE_PREFIX.size))
-                payload = await reader.readexactly(size)
-                req = FakeRequest(*codec.decode_request_frame(payload))
-                self.requests.append(req)
-                reply = self.responder(req)
-                if reply.data:
-                    writer.write(reply.data)
-                    await writer.drain()
-                if reply.close:
-                    writer.close()
-                    return
-                if reply.stall:
-                    await asyncio.Event().wait()  # until the server is stopped
-        except (asyncio.IncompleteReadError, ConnectionError):
-            self.closed_by_peer.set()
-        except asyncio.CancelledError:
-            # stop(): end quietly, so that asyncio's stream callback finds no exception to report.
-            return
-        finally:
-            writer.close()
-
-
-def reply_frame(req: FakeRequest, body: object, *, correlation_id: int | None = None) -> bytes:
-    cid = req.correlation_id if correlation_id is None else correlation_id
-    return codec.encode_response_frame(req.api_key, req.version, cid, body)
-
-
-def unsupported_api_versions_v0(req: FakeRequest, max_version: int) -> bytes:
-    """An ApiVersions UNSUPPORTED_VERSION answer in the v0 layout (what a broker sends when it does not
-    know the request's version), listing only ApiVersions 0..max_version."""
-    body = codec.ApiVersionsResponse(
-        error_code=UNSUPPORTED_VERSION,
-        api_keys=[codec.ApiVersion(api_key=API_API_VERSIONS, min_version=0, max_version=max_version)])
-    return codec.encode_response_frame(API_API_VERSIONS, 0, req.correlation_id, body)
 
 
 # --- FakeCluster: a scripted cluster of one or more nodes ------------------------------------------
@@ -181,15 +72,13 @@ class ErrorAnswer:
 
 
 @dataclass(frozen=True, slots=True)
-class RawBytes:
-    """Written to the socket as they are, in place of an answer."""
-
-    data: bytes
+class Silence:
+    """No answer, ever: the connection stops reading, as a hung broker does."""
 
 
 @dataclass(frozen=True, slots=True)
-class Silence:
-    """No answer, ever: the connection stops reading, as a hung broker does."""
+class NoAnswer:
+    """Nothing written for this request; the connection goes on reading (an acks=0 Produce's lot)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,7 +98,16 @@ class HangUp:
     after_applying: bool = False
 
 
-Action = ErrorAnswer | RawBytes | Silence | Delay | HangUp | codec.MessageStruct
+@dataclass(frozen=True, slots=True)
+class RawBytes:
+    """Written to the socket as they are, in place of an answer (truncated frames, garbage, a wrong
+    correlation id); then ``then``: Silence or HangUp, or None to go on serving."""
+
+    data: bytes
+    then: Silence | HangUp | None = None
+
+
+Action = ErrorAnswer | RawBytes | Silence | NoAnswer | Delay | HangUp | codec.MessageStruct
 
 
 @dataclass(slots=True)
@@ -416,6 +314,7 @@ class FakeCluster:
         self._producer_state: dict[tuple[int, str, int], tuple[int, int]] = {}  # -> (epoch, last sequence)
         self._wake: asyncio.Event | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self.closed_by_client = asyncio.Event()  # set once a client closed a socket
 
     # --- lifetime ------------------------------------------------------------------------------
     async def start(self) -> FakeCluster:
@@ -518,9 +417,9 @@ class FakeCluster:
                 if not await self._answer(node, req, self._scripted(node, req), writer):
                     return
         except (asyncio.IncompleteReadError, ConnectionError):
-            pass  # the client went away
+            self.closed_by_client.set()  # the client went away
         except asyncio.CancelledError:
-            return  # stop(): end quietly
+            return  # stop(): end quietly, so that asyncio's stream callback finds no exception to report
         finally:
             node._writers.discard(writer)
             self._tasks.discard(task)
@@ -552,8 +451,13 @@ class FakeCluster:
             if action.after_applying:
                 self._default(node, req)
             return False
+        if isinstance(action, NoAnswer):
+            return True
         if isinstance(action, RawBytes):
             writer.write(action.data)
+            req.answered_at = asyncio.get_running_loop().time()
+            await writer.drain()
+            return True if action.then is None else await self._answer(node, req, action.then, writer)
         else:
             body: Any
             if isinstance(action, ErrorAnswer):
@@ -819,3 +723,92 @@ def produced_batches(req: ReceivedRequest, cluster: FakeCluster) -> list[Produce
         for part in topic_data.partition_data:
             found.append(produced_batch(name, part.index, bytes(part.records)))
     return found
+
+
+# --- FakeBroker: one node, every reply scripted by a responder -------------------------------------
+FakeRequest = ReceivedRequest
+
+
+@dataclass(slots=True)
+class Reply:
+    """What the fake broker does with one request: write ``data`` (may be empty), then close the
+    connection if ``close`` is set; ``stall`` stops reading and answering altogether."""
+
+    data: bytes = b""
+    close: bool = False
+    stall: bool = False
+
+    def action(self) -> Action:
+        then = HangUp() if self.close else Silence() if self.stall else None
+        if self.data:
+            return RawBytes(self.data, then)
+        return then if then is not None else NoAnswer()
+
+
+Responder = Callable[[FakeRequest], Reply]
+
+
+def normal_reply(req: FakeRequest) -> Reply:
+    """A well-formed answer to ApiVersions or Metadata (an empty cluster)."""
+    if req.api_key == API_API_VERSIONS:
+        body = api_versions_body()
+    elif req.api_key == API_METADATA:
+        body = codec.MetadataResponse(throttle_time_ms=0, brokers=[], cluster_id="fake", controller_id=-1,
+                                      topics=[])
+    else:
+        raise AssertionError(f"fake broker: no normal reply for api key {req.api_key}")
+    return Reply(codec.encode_response_frame(req.api_key, req.version, req.correlation_id, body))
+
+
+class FakeBroker:
+    """A one-node FakeCluster whose every reply comes from ``responder`` (default: normal_reply),
+    for the connection's own fault tests: raw bytes, a close or a stall per request."""
+
+    def __init__(self, responder: Responder = normal_reply) -> None:
+        self.cluster = FakeCluster((1,))
+        self.responder = responder
+        for api_key in codec.REQUEST_CLASSES:
+            self.cluster.script(api_key, lambda req: self.responder(req).action())
+
+    @property
+    def port(self) -> int:
+        return self.cluster.nodes[1].port
+
+    @property
+    def requests(self) -> list[FakeRequest]:
+        return self.cluster.requests
+
+    @property
+    def connections(self) -> int:
+        return len(self.cluster.connections)
+
+    @property
+    def closed_by_peer(self) -> asyncio.Event:
+        return self.cluster.closed_by_client
+
+    async def start(self) -> FakeBroker:
+        await self.cluster.start()
+        return self
+
+    async def stop(self) -> None:
+        await self.cluster.stop()
+
+    async def __aenter__(self) -> FakeBroker:
+        return await self.start()
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.stop()
+
+
+def reply_frame(req: FakeRequest, body: object, *, correlation_id: int | None = None) -> bytes:
+    cid = req.correlation_id if correlation_id is None else correlation_id
+    return codec.encode_response_frame(req.api_key, req.version, cid, body)
+
+
+def unsupported_api_versions_v0(req: FakeRequest, max_version: int) -> bytes:
+    """An ApiVersions UNSUPPORTED_VERSION answer in the v0 layout (what a broker sends when it does not
+    know the request's version), listing only ApiVersions 0..max_version."""
+    body = codec.ApiVersionsResponse(
+        error_code=UNSUPPORTED_VERSION,
+        api_keys=[codec.ApiVersion(api_key=API_API_VERSIONS, min_version=0, max_version=max_version)])
+    return codec.encode_response_frame(API_API_VERSIONS, 0, req.correlation_id, body)
