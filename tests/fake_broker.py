@@ -9,7 +9,8 @@ Every request frame is decoded with kafkaev's own codecs, so the code under test
     Every request is answered by the newest matching script (``FakeCluster.script``), else by a
     default that behaves like a broker: ApiVersions, Metadata, Produce (base offsets per partition
     and the idempotent producer's sequence checks), Fetch (from the partition logs; a long poll
-    waits for records), ListOffsets, FindCoordinator, InitProducerId. Every request is recorded
+    waits for records), ListOffsets, FindCoordinator, InitProducerId, and a coordinator's OffsetCommit,
+    OffsetFetch, Heartbeat and LeaveGroup (JoinGroup and SyncGroup are scripted). Every request is recorded
     (``FakeCluster.requests``) and every accepted connection (``FakeCluster.connections``).
     A script answers with a generated response object or an action: ``ErrorAnswer``, ``RawBytes``,
     ``Silence``, ``NoAnswer``, ``Delay``, ``HangUp``; a node can ``refuse_connections()`` and
@@ -307,6 +308,7 @@ class FakeCluster:
         self.connections: list[ConnectionRecord] = []
         self.append_faults: list[AppendFault] = []
         self.coordinator_id = min(node_ids)
+        self.committed: dict[tuple[str, str, int], int] = {}  # (group, topic, partition) -> offset
         self.held_fetches = 0  # Fetches waiting for records
         self._scripts: list[_ScriptEntry] = []
         self._serials = itertools.count(1)
@@ -674,6 +676,49 @@ class FakeCluster:
         return codec.InitProducerIdResponse(throttle_time_ms=0, error_code=errors.NONE, producer_id=producer_id,
                                             producer_epoch=epoch)
 
+    # A group coordinator's bookkeeping; JoinGroup and SyncGroup, the protocol itself, are left to scripts.
+    def _offset_commit(self, node: FakeNode, req: ReceivedRequest) -> Any:
+        """Accepts every offset and keeps it in ``committed``."""
+        topics = []
+        for topic in req.body.topics:
+            for part in topic.partitions:
+                self.committed[(req.body.group_id, topic.name, part.partition_index)] = part.committed_offset
+            topics.append(codec.OffsetCommitResponseTopic(name=topic.name, topic_id=topic.topic_id, partitions=[
+                codec.OffsetCommitResponsePartition(partition_index=part.partition_index, error_code=errors.NONE)
+                for part in topic.partitions]))
+        return codec.OffsetCommitResponse(throttle_time_ms=0, topics=topics)
+
+    def _offset_fetch(self, node: FakeNode, req: ReceivedRequest) -> Any:
+        """What ``committed`` holds (-1 for nothing), in the one-group (v0-7) or groups (v8+) layout."""
+        def rows(group_id: str, topics: list[Any]) -> list[tuple[str, list[Any]]]:
+            found = []
+            for topic in topics:
+                found.append((topic.name, [codec.OffsetFetchResponsePartitions(
+                    partition_index=p, committed_offset=self.committed.get((group_id, topic.name, p), -1),
+                    committed_leader_epoch=-1, metadata=None, error_code=errors.NONE)
+                    for p in topic.partition_indexes]))
+            return found
+
+        if req.version < 8:
+            return codec.OffsetFetchResponse(throttle_time_ms=0, error_code=errors.NONE, topics=[
+                codec.OffsetFetchResponseTopic(name=name, partitions=[codec.OffsetFetchResponsePartition(
+                    partition_index=p.partition_index, committed_offset=p.committed_offset,
+                    committed_leader_epoch=-1, metadata=None, error_code=errors.NONE) for p in parts])
+                for name, parts in rows(req.body.group_id, req.body.topics or [])])
+        return codec.OffsetFetchResponse(throttle_time_ms=0, groups=[codec.OffsetFetchResponseGroup(
+            group_id=group.group_id, error_code=errors.NONE,
+            topics=[codec.OffsetFetchResponseTopics(name=name, partitions=parts)
+                    for name, parts in rows(group.group_id, group.topics or [])])
+            for group in req.body.groups])
+
+    def _heartbeat(self, node: FakeNode, req: ReceivedRequest) -> Any:
+        return codec.HeartbeatResponse(throttle_time_ms=0, error_code=errors.NONE)
+
+    def _leave_group(self, node: FakeNode, req: ReceivedRequest) -> Any:
+        members = [codec.MemberResponse(member_id=m.member_id, group_instance_id=m.group_instance_id,
+                                        error_code=errors.NONE) for m in (req.body.members or [])]
+        return codec.LeaveGroupResponse(throttle_time_ms=0, error_code=errors.NONE, members=members)
+
 
 _HOLD = object()  # a Fetch with nothing to return yet
 _NO_ANSWER = object()  # an acks=0 Produce
@@ -686,7 +731,22 @@ _DEFAULTS: dict[int, Callable[[FakeCluster, FakeNode, ReceivedRequest], Any]] = 
     ApiKey.LIST_OFFSETS: FakeCluster._list_offsets,
     ApiKey.FIND_COORDINATOR: FakeCluster._find_coordinator,
     ApiKey.INIT_PRODUCER_ID: FakeCluster._init_producer_id,
+    ApiKey.OFFSET_COMMIT: FakeCluster._offset_commit,
+    ApiKey.OFFSET_FETCH: FakeCluster._offset_fetch,
+    ApiKey.HEARTBEAT: FakeCluster._heartbeat,
+    ApiKey.LEAVE_GROUP: FakeCluster._leave_group,
 }
+
+
+def in_turn(*scripts: Script) -> Script:
+    """A script that hands each request to the next of ``scripts``, the last one for all after."""
+    remaining = list(scripts)
+
+    def answer(req: ReceivedRequest) -> Action | None:
+        script = remaining.pop(0) if len(remaining) > 1 else remaining[0]
+        return script(req)
+
+    return answer
 
 
 def _next_sequence(sequence: int, increment: int) -> int:
