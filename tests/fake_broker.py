@@ -53,7 +53,7 @@ def api_versions_body(max_api_versions: int | None = None) -> object:
 
 # --- FakeCluster: a scripted cluster of one or more nodes ------------------------------------------
 FIRST_PRODUCER_ID = 1000
-NO_ANSWER_TIMESTAMP = -1
+NO_LOG_APPEND_TIME = -1
 UNKNOWN_AUTHORIZED_OPERATIONS = -2147483648
 CLUSTER_ID = "fake-cluster"
 BASE_OFFSET = struct.Struct(">q")  # a RecordBatch starts with its base offset, outside the CRC
@@ -475,7 +475,7 @@ class FakeCluster:
                     finally:
                         self.held_fetches -= 1
                     body = self._default(node, req)
-                if body is _NO_ANSWER:
+                if isinstance(body, NoAnswer):
                     return True
             else:
                 body = action
@@ -499,7 +499,7 @@ class FakeCluster:
             body = self._fetch(node, req, force=True)
         else:
             body = self._default(node, req)
-        if body is _NO_ANSWER:
+        if isinstance(body, NoAnswer):
             raise AssertionError("fake cluster: an acks=0 Produce gets no answer, not an error")
         _set_error_codes(body, code)
         return body
@@ -544,7 +544,7 @@ class FakeCluster:
             rows = []
             for part in topic_data.partition_data:
                 row = codec.PartitionProduceResponse(index=part.index, error_code=errors.NONE, base_offset=-1,
-                                                     log_append_time_ms=NO_ANSWER_TIMESTAMP, log_start_offset=0)
+                                                     log_append_time_ms=NO_LOG_APPEND_TIME, log_start_offset=0)
                 if refuse_with is not None:
                     row.error_code = refuse_with
                 elif state is None or part.index >= len(state.partitions):
@@ -561,7 +561,7 @@ class FakeCluster:
             answers.append(codec.TopicProduceResponse(name=topic_data.name, topic_id=topic_data.topic_id,
                                                       partition_responses=rows))
         if req.body.acks == 0:
-            return _NO_ANSWER
+            return NoAnswer()
         endpoints = [codec.ProduceResponseNodeEndpoint(node_id=n.node_id, host=n.host, port=n.port, rack=n.rack)
                      for n in self.nodes.values() if n.listed] if moved else []
         return codec.ProduceResponse(responses=answers, throttle_time_ms=0, node_endpoints=endpoints)
@@ -721,7 +721,6 @@ class FakeCluster:
 
 
 _HOLD = object()  # a Fetch with nothing to return yet
-_NO_ANSWER = object()  # an acks=0 Produce
 
 _DEFAULTS: dict[int, Callable[[FakeCluster, FakeNode, ReceivedRequest], Any]] = {
     ApiKey.API_VERSIONS: FakeCluster._api_versions,
