@@ -48,6 +48,12 @@ Event loops (in the manner of uvloop's ``_testbase``):
 ``uv``
     ``new_loop("uvloop")``, for the tests that run on uvloop only (the long real-broker runs).
 
+Fake brokers (``fake_broker.py``):
+
+``fake_cluster``
+    ``fake_cluster(1, 2)`` starts a ``FakeCluster`` of nodes 1 and 2 on ``loop`` (loopback sockets,
+    scripted answers); every cluster it started is stopped when the test ends, before the loop closes.
+
 Callbacks (``exactly_once.py``):
 
 ``each_callback_at_most_once`` (autouse)
@@ -79,6 +85,7 @@ from typing import Any
 import pytest
 import uvloop
 from exactly_once import each_callback_at_most_once  # noqa: F401  (an autouse fixture)
+from fake_broker import FakeCluster
 
 from kafkaev.testing import jars
 from kafkaev.testing.admin import Capability, KafkaCluster
@@ -282,6 +289,20 @@ def loop(event_loop_kind: str, new_loop: LoopGuard) -> asyncio.AbstractEventLoop
 @pytest.fixture
 def uv(new_loop: LoopGuard) -> asyncio.AbstractEventLoop:
     return new_loop("uvloop")
+
+
+@pytest.fixture
+def fake_cluster(loop: asyncio.AbstractEventLoop) -> Iterator[Callable[..., FakeCluster]]:
+    started: list[FakeCluster] = []
+
+    def start(*node_ids: int) -> FakeCluster:
+        cluster = loop.run_until_complete(FakeCluster(node_ids or (1,)).start())
+        started.append(cluster)
+        return cluster
+
+    yield start
+    for cluster in started:
+        loop.run_until_complete(cluster.stop())
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

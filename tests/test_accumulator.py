@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import pickle
+import struct
 
 import pytest
-from test_producer_logic import FakeBuilder
 
 from kafkaev.config import ClientConfig
 from kafkaev.producer.accumulator import (
@@ -16,6 +17,44 @@ from kafkaev.producer.accumulator import (
     TopicState,
 )
 from kafkaev.protocol.codec import RecordBatchBuilder, read_records
+
+HEADER = struct.Struct(">qiiBIhiqqqhii")  # RecordBatch v2 header, 61 bytes
+
+
+class FakeBuilder:
+    """Stands in for codec.RecordBatchBuilder: same append/count/build/finish contract."""
+
+    def __init__(self, compression, capacity):
+        self.capacity = capacity
+        self.records = []
+        self.size = HEADER.size
+
+    @property
+    def record_count(self):
+        return len(self.records)
+
+    def append(self, ts, key, value, headers):
+        for name, item in (("key", key), ("value", value)):
+            if item is not None and not isinstance(item, (bytes, str)):
+                raise TypeError(f"append: '{name}' must be bytes-like, str or None")
+        n = 20 + len(key or b"") + len(value or b"")
+        if self.records and self.size + n > self.capacity:
+            return -1
+        self.size += n
+        self.records.append((ts, key, value, headers))
+        return len(self.records) - 1
+
+    def build(self, base_offset=0, partition_leader_epoch=-1, producer_id=-1, producer_epoch=-1, base_sequence=-1):
+        body = pickle.dumps(self.records)
+        head = HEADER.pack(0, 49 + len(body), 0, 2, 0, 0, len(self.records) - 1, 0, 0,
+                           producer_id, producer_epoch, base_sequence, len(self.records))
+        return head + body
+
+    def finish(self, **stamp):
+        data = self.build(**stamp)
+        self.records = []
+        self.size = HEADER.size
+        return data
 
 
 @pytest.fixture

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import random
-import time
 from collections import Counter
 from types import SimpleNamespace as NS
 
 import pytest
+from fake_broker import FakeNode
 
 from kafkaev.backoff import FLOOR_FRACTION, MIN_DELAY_MS, Backoff, BackoffPolicy, RetryTimer
 from kafkaev.cluster.pool import ConnectionPool, Role
@@ -32,15 +32,17 @@ class Lowest:
 
 
 class Recording:
-    """Draws from a seeded generator and keeps every window it was asked for."""
+    """Draws from a seeded generator and keeps every window it was asked for and every draw."""
 
     def __init__(self, seed: int) -> None:
         self.rng = random.Random(seed)
         self.windows: list[tuple[float, float]] = []
+        self.draws: list[float] = []
 
     def uniform(self, a: float, b: float) -> float:
         self.windows.append((a, b))
-        return self.rng.uniform(a, b)
+        self.draws.append(self.rng.uniform(a, b))
+        return self.draws[-1]
 
 
 # --- the policy ------------------------------------------------------------------------------------
@@ -122,114 +124,104 @@ def test_a_retry_timer_fires_once_at_the_earliest_time_asked_for(loop):
 
 
 # --- the pool's reconnects -------------------------------------------------------------------------
-class Broker:
-    """One broker address every fake connection of every pool dials; ``up`` says whether it
-    accepts. Keeps the wall-clock time of every connect attempt, per pool."""
-
-    def __init__(self) -> None:
-        self.up = True
-        self.attempts: dict[int, list[float]] = {}
-
-    def factory_for(self, pool_index: int):
-        def factory(config, loop):
-            return FakeConn(self, pool_index, loop)
-        return factory
-
-
-class FakeConn:
-    """The part of kafkaev.protocol.connection.Connection the pool uses."""
-
-    def __init__(self, broker: Broker, pool_index: int, loop: asyncio.AbstractEventLoop) -> None:
-        self.broker, self.pool_index, self.loop = broker, pool_index, loop
-        self.connected = False
-        self.node_id = -1
-        self.on_error = self.on_disconnect = None
-
-    def connect(self, host, port, timeout, cb):
-        self.broker.attempts.setdefault(self.pool_index, []).append(time.monotonic())
-        if self.broker.up:
-            self.connected = True
-            self.loop.call_soon(cb, self, None)
-        else:
-            self.loop.call_soon(cb, self, KafkaError(TRANSPORT, "connection refused"))
-
-    def drop(self) -> None:
-        """The broker went away under a ready connection."""
-        self.connected = False
-        if self.on_disconnect is not None:
-            self.on_disconnect(KafkaError(TRANSPORT, "connection reset by peer"))
-
-    def disconnect(self) -> None:
-        self.connected = False
-
-
-def run_until(loop: asyncio.AbstractEventLoop, predicate, timeout: float = 5.0) -> None:
+# Each pool dials one FakeCluster node with real Connections; the node records when each connect
+# reached it (loop time) and, from the connection's first request, which pool's client id made it.
+def run_until(loop: asyncio.AbstractEventLoop, predicate, timeout: float = 10.0) -> None:
     async def wait() -> None:
         while not predicate():
             await asyncio.sleep(0.002)
     loop.run_until_complete(asyncio.wait_for(wait(), timeout))
 
 
-def make_pool(loop, broker: Broker, index: int, config: ClientConfig, **kw) -> ConnectionPool:
-    pool = ConnectionPool(config, loop, connection_factory=broker.factory_for(index), **kw)
-    pool.set_brokers({1: ("127.0.0.1", 9092)})
+def make_pool(loop, node: FakeNode, config: ClientConfig, **kw) -> ConnectionPool:
+    pool = ConnectionPool(config, loop, **kw)
+    pool.set_brokers({1: (node.host, node.port)})
     return pool
 
 
-def test_pools_that_lose_a_broker_at_once_reconnect_at_spread_out_times(loop):
+def attempt_times(node: FakeNode, client_id: str) -> list[float]:
+    return [attempt.opened_at for attempt in node.attempts(client_id)]
+
+
+def concordance(xs: list[float], ys: list[float]) -> float:
+    """Kendall's tau: 1 when ys are in the order of xs, about 0 for unrelated orders."""
+    pairs = [(i, j) for i in range(len(xs)) for j in range(i + 1, len(xs))]
+    agree = sum(1 if (xs[i] - xs[j]) * (ys[i] - ys[j]) > 0 else -1 for i, j in pairs)
+    return agree / len(pairs)
+
+
+def test_pools_that_lose_a_broker_at_once_reconnect_at_spread_out_times(loop, fake_cluster):
     """A cluster restart: every client's connection drops in the same instant and its first
     reconnect is refused. Without jitter the second attempts would all land together one
-    backoff later; with it they spread over the window."""
+    backoff later; with it they spread over the window.
+
+    The spreading is checked on what each pool drew and on the order its reconnects reached the
+    node, not on the node's clock alone: on this shared machine a loop stall can hold back a run
+    of due reconnects and land them in one slice of time."""
     pools_count = 40
     base_ms = 200
     config = ClientConfig(reconnect_backoff_ms=base_ms, reconnect_backoff_max_ms=10 * base_ms)
-    broker = Broker()
-    pools = [make_pool(loop, broker, i, config) for i in range(pools_count)]
-    conns: list[FakeConn] = []
+    node = fake_cluster(1).nodes[1]
+    rngs = [Recording(seed=i) for i in range(pools_count)]
+    pools = [make_pool(loop, node, ClientConfig(client_id=f"pool-{i}", reconnect_backoff_ms=base_ms,
+                                                reconnect_backoff_max_ms=10 * base_ms), rng=rngs[i])
+             for i in range(pools_count)]
+    conns: list[object] = []
     for pool in pools:
         pool.get(1, Role.PRODUCE, lambda c, e: conns.append(c))
     run_until(loop, lambda: len(conns) == pools_count)
+    assert all(c is not None for c in conns)
 
-    broker.up = False
-    for conn in conns:
-        conn.drop()
+    node.refuse_connections()
+    node.drop_connections()
+    run_until(loop, lambda: not any(pool.ready(1, Role.PRODUCE) for pool in pools))
     refused: list[KafkaError | None] = []
     for pool in pools:
         pool.get(1, Role.PRODUCE, lambda c, e: refused.append(e))
     run_until(loop, lambda: len(refused) == pools_count)
     assert all(e is not None and e.code == TRANSPORT for e in refused)
-    failed_at = [broker.attempts[i][-1] for i in range(pools_count)]
+    assert all(len(attempt_times(node, f"pool-{i}")) == 2 for i in range(pools_count))
+    failed_at = [attempt_times(node, f"pool-{i}")[-1] for i in range(pools_count)]
 
     # Each client asks again as soon as its connect failed; the pool waits out the backoff.
-    broker.up = True
+    node.accept_connections()
     back: list[NS] = []
     for i, pool in enumerate(pools):
         pool.get(1, Role.PRODUCE, lambda c, e, i=i: back.append(NS(index=i, err=e)))
     run_until(loop, lambda: len(back) == pools_count)
     assert all(b.err is None for b in back)
+    assert all(len(attempt_times(node, f"pool-{i}")) == 3 for i in range(pools_count)), "one reconnect each"
 
-    retried_at = [broker.attempts[i][-1] for i in range(pools_count)]
-    waits = [r - f for r, f in zip(retried_at, failed_at, strict=True)]
+    # One draw per pool (the refusal's), spread over the whole window: without jitter they would
+    # all be one value; here no 5 ms slice holds more than a quarter of them (about 1 in 30 is
+    # expected in each).
+    assert all(len(rng.draws) == 1 for rng in rngs)
+    draws_s = [rng.draws[0] / 1000 for rng in rngs]
     floor_s = config.reconnect_backoff.floor_ms / 1000
-    assert all(w >= floor_s - 0.002 for w in waits), "no reconnect came before the floor"
-    # Without jitter every reconnect would land in one slice of time; here no 5 ms slice holds
-    # more than a quarter of them (about 1 in 30 is expected in each).
-    slices = Counter(int((t - min(failed_at)) / 0.005) for t in retried_at)
-    assert max(slices.values()) <= pools_count // 4, f"reconnects bunched up: {sorted(slices.items())}"
-    spread = max(retried_at) - min(retried_at)
     window = (base_ms - config.reconnect_backoff.floor_ms) / 1000
-    assert spread > 0.6 * window, f"reconnects spread over {spread * 1000:.0f} ms of a {window * 1000:.0f} ms window"
+    slices = Counter(int(d / 0.005) for d in draws_s)
+    assert max(slices.values()) <= pools_count // 4, f"draws bunched up: {sorted(slices.items())}"
+    assert max(draws_s) - min(draws_s) > 0.6 * window
+    # On the wire: the node saw each refused attempt before the pool heard of the refusal and
+    # started its wait, so the gap to the reconnect is at least the pool's draw ...
+    retried_at = [attempt_times(node, f"pool-{i}")[-1] for i in range(pools_count)]
+    waits = [r - f for r, f in zip(retried_at, failed_at, strict=True)]
+    assert all(w >= max(floor_s, d) - 0.002 for w, d in zip(waits, draws_s, strict=True)), \
+        "no reconnect came before its pool's backoff was over"
+    # ... and the reconnects reached it in the order of the draws (a stall may shuffle a few).
+    tau = concordance(draws_s, retried_at)
+    assert tau > 0.5, f"reconnects out of the draws' order (tau {tau:.2f})"
     for pool in pools:
         pool.close()
 
 
-def test_a_pools_failed_connects_wait_exponentially_longer_up_to_the_cap(loop):
+def test_a_pools_failed_connects_wait_exponentially_longer_up_to_the_cap(loop, fake_cluster):
     """The slot's own backoff: each refused connect doubles the wait before the next one, to
     reconnect_backoff_max_ms; a success starts over from reconnect_backoff_ms."""
-    config = ClientConfig(reconnect_backoff_ms=10, reconnect_backoff_max_ms=80)
-    broker = Broker()
-    broker.up = False
-    pool = make_pool(loop, broker, 0, config, rng=Highest())
+    config = ClientConfig(client_id="the-pool", reconnect_backoff_ms=10, reconnect_backoff_max_ms=80)
+    node = fake_cluster(1).nodes[1]
+    node.refuse_connections()
+    pool = make_pool(loop, node, config, rng=Highest())
     expected_ms = [10, 20, 40, 80, 80]
     told: list[float] = []
     failures: list[KafkaError | None] = []
@@ -245,7 +237,10 @@ def test_a_pools_failed_connects_wait_exponentially_longer_up_to_the_cap(loop):
 
     ask()
     run_until(loop, lambda: len(failures) == len(expected_ms) + 1)
-    attempts = broker.attempts[0]
+    assert all(e is not None and e.code == TRANSPORT for e in failures)
+    attempts = attempt_times(node, "the-pool")
+    # Gaps between the node's accepts: each at least the wait the pool began after hearing of
+    # the refusal (a lower bound; a slow loop only makes them longer).
     gaps_ms = [(b - a) * 1000 for a, b in zip(attempts, attempts[1:], strict=False)]
     assert len(attempts) == len(expected_ms) + 1
     for gap, expected in zip(gaps_ms, expected_ms, strict=True):
@@ -253,18 +248,20 @@ def test_a_pools_failed_connects_wait_exponentially_longer_up_to_the_cap(loop):
     # What the pool tells a caller right after each failure is that failure's whole wait.
     assert [round(t * 1000) for t in told[:-1]] == pytest.approx(expected_ms, abs=2)
 
-    broker.up = True
+    node.accept_connections()
     ok: list[KafkaError | None] = []
     pool.get(1, Role.ADMIN, lambda c, e: ok.append(e))
     run_until(loop, lambda: ok)
     assert ok == [None]
-    conn = pool.ready(1, Role.ADMIN)
-    broker.up = False
-    conn.drop()
-    again: list[KafkaError | None] = []
-    pool.get(1, Role.ADMIN, lambda c, e: again.append(e))
+    node.refuse_connections()
+    node.drop_connections()
+    run_until(loop, lambda: pool.ready(1, Role.ADMIN) is None)
+    again: list[tuple[KafkaError | None, float]] = []
+    pool.get(1, Role.ADMIN, lambda c, e: again.append((e, pool.retry_in_s(1, Role.ADMIN))))
     run_until(loop, lambda: again)
-    assert pool.retry_in_s(1, Role.ADMIN) == pytest.approx(0.010, abs=0.002), "a success reset the backoff"
+    [(err, retry_in_s)] = again
+    assert err is not None and err.code == TRANSPORT
+    assert retry_in_s == pytest.approx(0.010, abs=0.002), "a success reset the backoff"
     pool.close()
 
 
@@ -272,7 +269,7 @@ def test_a_caller_is_told_to_wait_at_least_the_floor(loop):
     """A node the pool has no address for fails at once and sets no backoff: the caller still
     waits the floor before asking again, rather than spinning."""
     config = ClientConfig()
-    pool = ConnectionPool(config, loop, connection_factory=Broker().factory_for(0))
+    pool = ConnectionPool(config, loop)
     got: list[KafkaError | None] = []
     pool.get(7, Role.PRODUCE, lambda c, e: got.append(e))
     assert got and got[0] is not None

@@ -1,4 +1,5 @@
-"""Metadata cache and ConnectionPool against a scripted connection (no broker needed).
+"""Metadata cache and ConnectionPool against a FakeCluster (tests/fake_broker.py): real Connections
+to scripted nodes on loopback sockets, no JVM broker needed.
 
 The real broker path is covered by the producer integration tests; these pin down the
 policy: bootstrap fallback, refresh coalescing, bounded topic waits, KIP-951 updates,
@@ -9,9 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from dataclasses import dataclass
 from types import SimpleNamespace as NS
 
 import pytest
+from fake_broker import FakeCluster
 from test_backoff import Highest
 
 from kafkaev.cluster.metadata import BrokerInfo, Metadata, topic_from_response
@@ -20,10 +23,9 @@ from kafkaev.config import ClientConfig
 from kafkaev.errors import (
     DESTROY,
     TRANSPORT,
-    UNKNOWN_TOPIC_OR_PARTITION,
     UNKNOWN_TOPIC_WAIT_TIMEOUT,
-    KafkaError,
 )
+from kafkaev.protocol.codec import ApiKey
 
 
 def part(i, leader, epoch=0):
@@ -31,64 +33,40 @@ def part(i, leader, epoch=0):
               error_code=0)
 
 
-def topic(name, nparts, leader=1, error=0, epoch=0):
-    return NS(name=name, topic_id=uuid.uuid4(), is_internal=False, error_code=error,
-              partitions=[part(i, leader, epoch) for i in range(nparts)])
+@pytest.fixture
+def loop(new_loop):
+    return new_loop("asyncio")  # guarded (conftest.py); these tests do not depend on the loop kind
 
 
-class FakeCluster:
-    """Answers Metadata like a broker would; addresses in `down` refuse connections."""
+@dataclass
+class Env:
+    loop: asyncio.AbstractEventLoop
+    cluster: FakeCluster
+    md: Metadata
+    pool: ConnectionPool
+    cfg: ClientConfig
 
-    def __init__(self):
-        self.down: set[tuple[str, int]] = set()
-        self.topics: dict[str, NS] = {}
-        self.requests: list[tuple[object, bool]] = []
-        self.connects: list[tuple[str, int]] = []
-        self.brokers = [NS(node_id=1, host="127.0.0.1", port=9001, rack=None)]
-
-    def factory(self, config, loop):
-        return FakeConn(self, loop)
-
-
-class FakeConn:
-    def __init__(self, cluster, loop):
-        self.cluster, self.loop = cluster, loop
-        self.connected = False
-        self.node_id = -1
-        self.on_error = self.on_disconnect = None
-
-    def connect(self, host, port, timeout, cb):
-        self.cluster.connects.append((host, port))
-        if (host, port) in self.cluster.down:
-            self.loop.call_soon(cb, self, KafkaError(TRANSPORT, "refused"))
-        else:
-            self.connected = True
-            self.loop.call_soon(cb, self, None)
-
-    def disconnect(self):
-        self.connected = False
-
-    def metadata(self, topics, cb, *, allow_auto_topic_creation=True):
-        self.cluster.requests.append((topics, allow_auto_topic_creation))
-        found = [self.cluster.topics.get(t) or topic(t, 0, error=UNKNOWN_TOPIC_OR_PARTITION) for t in topics]
-        resp = NS(error_code=0, brokers=self.cluster.brokers, cluster_id="c", controller_id=1, topics=found)
-        self.loop.call_soon(cb, resp, None)
+    def metadata_asked(self) -> list[tuple[list[str] | None, bool]]:
+        """(topics, allow_auto_topic_creation) of every Metadata request the nodes received."""
+        return [(None if r.body.topics is None else [t.name for t in r.body.topics], r.body.allow_auto_topic_creation)
+                for r in self.cluster.requests_of(ApiKey.METADATA)]
 
 
 @pytest.fixture
-def env(new_loop):
-    loop = new_loop("asyncio")
-    cluster = FakeCluster()
-    cfg = ClientConfig(brokers="127.0.0.1:9000,127.0.0.1:9001", metadata_min_refresh_ms=0, metadata_max_age_ms=0)
+def env(loop, fake_cluster):
+    """Nodes 1 and 2; the bootstrap list names node 2 first, node 1 second."""
+    cluster = fake_cluster(1, 2)
+    cfg = ClientConfig(brokers=f"{cluster.nodes[2].address},{cluster.nodes[1].address}", metadata_min_refresh_ms=0,
+                       metadata_max_age_ms=0)
     # Jitter drawn at the top of its window: a reconnect waits the whole backoff.
-    pool = ConnectionPool(cfg, loop, connection_factory=cluster.factory, rng=Highest())
-    md = Metadata(cfg, loop, pool, connection_factory=cluster.factory)
-    yield NS(loop=loop, cluster=cluster, md=md, pool=pool, cfg=cfg)
+    pool = ConnectionPool(cfg, loop, rng=Highest())
+    md = Metadata(cfg, loop, pool)
+    yield Env(loop, cluster, md, pool, cfg)
     md.close()
     pool.close()
 
 
-def run_until(loop, pred, timeout=2.0):
+def run_until(loop, pred, timeout=5.0):
     async def wait():
         while not pred():
             await asyncio.sleep(0.005)
@@ -105,28 +83,32 @@ def test_topic_from_response_fills_gaps_and_orders():
 
 
 def test_bootstrap_tries_each_address(env):
-    env.cluster.down.add(("127.0.0.1", 9000))
+    env.cluster.nodes[2].refuse_connections()
     got = []
     env.md.bootstrap(lambda md, err: got.append((md, err)))
     run_until(env.loop, lambda: got)
     md, err = got[0]
-    assert err is None and md.brokers == {1: BrokerInfo(1, "127.0.0.1", 9001, None)}
-    assert env.cluster.connects == [("127.0.0.1", 9000), ("127.0.0.1", 9001)]
-    assert env.pool.address(1) == ("127.0.0.1", 9001)
+    one, two = env.cluster.nodes[1], env.cluster.nodes[2]
+    assert err is None and md.brokers == {1: BrokerInfo(1, one.host, one.port, None),
+                                          2: BrokerInfo(2, two.host, two.port, None)}
+    assert [(c.node_id, c.refused) for c in env.cluster.connections] == [(2, True), (1, False)]
+    assert [r.node_id for r in env.cluster.requests_of(ApiKey.METADATA)] == [1]
+    assert env.pool.address(1) == (one.host, one.port)
 
 
 def test_bootstrap_failure_names_every_address(env):
-    env.cluster.down |= {("127.0.0.1", 9000), ("127.0.0.1", 9001)}
+    for node in env.cluster.nodes.values():
+        node.refuse_connections()
     got = []
     env.md.bootstrap(lambda md, err: got.append((md, err)))
     run_until(env.loop, lambda: got)
     md, err = got[0]
     assert md is None and err.code == TRANSPORT
-    assert "127.0.0.1:9000" in str(err) and "127.0.0.1:9001" in str(err)
+    assert env.cluster.nodes[1].address in str(err) and env.cluster.nodes[2].address in str(err)
 
 
 def test_concurrent_refreshes_coalesce(env):
-    env.cluster.topics["a"] = topic("a", 3)
+    env.cluster.create_topic("a", 3)
     got = []
     env.md.bootstrap(lambda md, err: got.append(err))
     run_until(env.loop, lambda: got)
@@ -136,8 +118,8 @@ def test_concurrent_refreshes_coalesce(env):
         env.md.refresh(lambda md, err: got.append(err))
     run_until(env.loop, lambda: len(got) == 11)
     # the first call starts a round; the nine others share the single follow-up round
-    assert len(env.cluster.requests) == 2
-    assert env.cluster.requests[-1] == (["a"], True)
+    assert len(env.metadata_asked()) == 2
+    assert env.metadata_asked()[-1] == (["a"], True)
     assert env.md.current.topics["a"].num_partitions == 3
 
 
@@ -147,13 +129,13 @@ def test_consumer_topics_never_auto_created(env):
     got = []
     env.md.refresh(lambda md, err: got.append(err))
     run_until(env.loop, lambda: got)
-    assert sorted(env.cluster.requests) == [(["c"], False), (["p"], True)]
+    assert sorted(env.metadata_asked()) == [(["c"], False), (["p"], True)]
 
 
 def test_wait_for_topic_resolves_when_created(env):
     got = []
     env.md.wait_for_topic("late", lambda info, err: got.append((info, err)), timeout_ms=2000)
-    env.loop.call_later(0.1, lambda: env.cluster.topics.__setitem__("late", topic("late", 2)))
+    env.loop.call_later(0.1, lambda: env.cluster.create_topic("late", 2))
     run_until(env.loop, lambda: got)
     info, err = got[0]
     assert err is None and info.num_partitions == 2
@@ -170,8 +152,7 @@ def test_wait_for_topic_times_out_once(env):
 
 
 def test_update_leader_only_newer_epoch(env):
-    env.cluster.topics["a"] = topic("a", 2, leader=1, epoch=5)
-    env.cluster.brokers.append(NS(node_id=2, host="127.0.0.1", port=9002, rack=None))
+    env.cluster.create_topic("a", 2, leaders=[1, 1], leader_epoch=5)
     got = []
     env.md.add_topics(["a"])
     env.md.refresh(lambda md, err: got.append(err))
@@ -194,15 +175,16 @@ def test_close_fails_waiters_with_destroy(env):
 
 
 def test_pool_backoff_and_single_callback(env):
-    env.pool.set_brokers({1: ("127.0.0.1", 9000)})
-    env.cluster.down.add(("127.0.0.1", 9000))
+    node = env.cluster.nodes[1]
+    env.pool.set_brokers({1: (node.host, node.port)})
+    node.refuse_connections()
     got = []
     env.pool.get(1, Role.PRODUCE, lambda c, e: got.append(e))
     env.pool.get(1, Role.PRODUCE, lambda c, e: got.append(e))
     run_until(env.loop, lambda: len(got) == 2)
     assert [e.code for e in got] == [TRANSPORT, TRANSPORT]
-    assert len(env.cluster.connects) == 1  # both waited on one attempt
-    env.cluster.down.clear()
+    assert len(node.attempts()) == 1  # both waited on one attempt
+    node.accept_connections()
     t0 = env.loop.time()
     conns = []
     env.pool.get(1, Role.PRODUCE, lambda c, e: conns.append((c, e, env.loop.time())))
@@ -217,43 +199,47 @@ def test_pool_backoff_and_single_callback(env):
 
 
 @pytest.mark.parametrize("max_age_ms", [40, 0])
-def test_periodic_refresh_every_metadata_max_age_ms(max_age_ms):
-    loop = asyncio.new_event_loop()
-    cluster = FakeCluster()
-    cfg = ClientConfig(brokers="127.0.0.1:9001", metadata_min_refresh_ms=0, metadata_max_age_ms=max_age_ms)
-    pool = ConnectionPool(cfg, loop, connection_factory=cluster.factory)
-    md = Metadata(cfg, loop, pool, connection_factory=cluster.factory)
+def test_periodic_refresh_every_metadata_max_age_ms(loop, fake_cluster, max_age_ms):
+    cluster = fake_cluster(1)
+    cfg = ClientConfig(brokers=cluster.bootstrap, metadata_min_refresh_ms=0, metadata_max_age_ms=max_age_ms)
+    pool = ConnectionPool(cfg, loop)
+    md = Metadata(cfg, loop, pool)
     try:
         got = []
         md.bootstrap(lambda m, err: got.append(err))
         run_until(loop, lambda: got)
         cluster.requests.clear()
-        loop.run_until_complete(asyncio.sleep(0.2))
+        loop.run_until_complete(asyncio.sleep(0.4))
+        asked = cluster.requests_of(ApiKey.METADATA)
         if max_age_ms:
-            assert len(cluster.requests) >= 3  # 40 ms apart in 200 ms (read as seconds: none)
+            assert len(asked) >= 3  # 40 ms apart: about 10 in 400 ms (read as seconds: none)
         else:
-            assert cluster.requests == []  # 0 disables the periodic refresh
+            assert asked == []  # 0 disables the periodic refresh
     finally:
         md.close()
         pool.close()
-        loop.close()
 
 
 def test_after_a_round_no_broker_answered_the_next_asked_for_waits_out_the_backoff(env):
     """Every lost connection asks for a refresh: after a failed round those asks start the
     next one only once the failure's backoff (retry_backoff_ms, with jitter above its floor)
     is over, not at once on every loop turn."""
-    env.cluster.down |= {("127.0.0.1", 9000), ("127.0.0.1", 9001)}
+    for node in env.cluster.nodes.values():
+        node.refuse_connections()
+    connects = env.cluster.connections
     got = []
     env.md.refresh(lambda md, err: got.append(err))
     env.md.request_refresh()  # asked while the round is in flight
     run_until(env.loop, lambda: got)
-    assert got[0].code == TRANSPORT and len(env.cluster.connects) == 2
+    assert got[0].code == TRANSPORT and len(connects) == 2
     for _ in range(5):
         env.md.request_refresh()
     floor_s = env.cfg.retry_backoff.floor_ms / 1000
     env.loop.run_until_complete(asyncio.sleep(floor_s / 2))
-    assert len(env.cluster.connects) == 2, "no round before the backoff's floor"
-    ceiling_s = env.cfg.retry_backoff.ceiling_ms(0) / 1000
+    assert len(connects) == 2, "no round before the backoff's floor"
+    run_until(env.loop, lambda: len(connects) == 4)
+    # One round for every ask: nothing more once it has failed too (it starts a backoff of its own,
+    # twice as long at most, and nobody asked since).
+    ceiling_s = env.cfg.retry_backoff.ceiling_ms(1) / 1000
     env.loop.run_until_complete(asyncio.sleep(ceiling_s + 0.05))
-    assert len(env.cluster.connects) == 4, "one round once the backoff was over, for every ask"
+    assert len(connects) == 4, "one round once the backoff was over, for every ask"
