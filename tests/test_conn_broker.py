@@ -12,7 +12,7 @@ from conn_support import Recorder, call, connect, record_batch, run
 from kafkaev import errors
 from kafkaev.errors import KafkaError
 from kafkaev.protocol import codec
-from kafkaev.protocol.connection import Connection
+from kafkaev.protocol.connection import Connection, FetchPosition, ProducePartition
 
 API_METADATA = 3
 API_FETCH = 1
@@ -97,13 +97,14 @@ def test_produce_fetch_and_acks0(kafka, make_topic, loop):
         meta, err = await call(conn.metadata, [topic])
         assert err is None and meta.topics[0].name == topic
 
-        batches = [(topic, 0, record_batch(b"d")), (topic, 1, record_batch(b"e"))]
+        batches = [ProducePartition(topic, 0, record_batch(b"d")), ProducePartition(topic, 1, record_batch(b"e"))]
         response, err = await call(conn.produce_batch, batches, acks=1)
         assert err is None
         parts = response.responses[0].partition_responses
         assert sorted((p.index, p.error_code, p.base_offset) for p in parts) == [(0, 0, 3), (1, 0, 0)]
         with pytest.raises(ValueError, match="twice"):
-            conn.produce_batch([(topic, 1, record_batch(b"x")), (topic, 1, record_batch(b"y"))], lambda r, e: None)
+            conn.produce_batch([ProducePartition(topic, 1, record_batch(b"x")), ProducePartition(topic, 1, record_batch(b"y"))],
+                               lambda r, e: None)
 
         values: list[bytes] = []
         offset = 0
@@ -117,7 +118,7 @@ def test_produce_fetch_and_acks0(kafka, make_topic, loop):
             values += [bytes(m.value) for m in fetched.messages]
             offset = fetched.next_offset
         assert values == [b"a", b"b", b"c", b"d"]
-        response, err = await call(conn.fetch_multi, [(topic, 1, 0, 1 << 20, -1)], max_wait_ms=100)
+        response, err = await call(conn.fetch_multi, [FetchPosition(topic, 1, 0, max_bytes=1 << 20)], max_wait_ms=100)
         assert err is None
         data = response.responses[0].partitions[0]
         assert [bytes(m.value) for m in codec.read_records(topic, 1, data.records, 0).messages] == [b"e"]
@@ -138,7 +139,8 @@ def test_large_batches_go_out_uncopied_and_intact(kafka, make_topic, loop):
         await wait_until_fetchable(conn, topic, 0)
         await wait_until_fetchable(conn, topic, 1)
         rec = Recorder(6, loop)
-        conn.produce_batch([(topic, 0, record_batch(*values[:2])), (topic, 1, record_batch(values[2]))],
+        conn.produce_batch([ProducePartition(topic, 0, record_batch(*values[:2])),
+                            ProducePartition(topic, 1, record_batch(values[2]))],
                            rec.cb(0), acks=1)
         conn.metadata([topic], rec.cb(1))
         conn.produce(topic, 0, record_batch(values[3]), rec.cb(2), acks=1)

@@ -19,6 +19,7 @@ from kafkaev.config import ClientConfig
 from kafkaev.consumer import Consumer
 from kafkaev.errors import OFFSET_OUT_OF_RANGE, PROTOCOL, REQUEST_TIMED_OUT, KafkaError
 from kafkaev.protocol.codec import RecordBatchBuilder, crc32c
+from kafkaev.protocol.connection import FetchPosition, OffsetLookup
 from kafkaev.types import TopicPartition
 
 TOPIC = "t"
@@ -72,7 +73,7 @@ class ScriptedBroker:
         self.fetches: list[dict[int, int]] = []  # each request's {partition: offset}
         self.last_fetched_epochs: list[dict[int, int]] = []  # each request's {partition: LastFetchedEpoch}
         self.diverging: dict[int, Any] = {}  # partition -> EpochEndOffset for its next answer
-        self.held: list[tuple[list[tuple[Any, ...]], Any]] = []
+        self.held: list[tuple[list[FetchPosition], Any]] = []
         self.list_offsets_refusals: list[int] = []  # error codes for the next ListOffsets, in turn
         self.list_offsets_sent: list[tuple[float, list[int]]] = []  # (loop time, partitions) per request
 
@@ -86,11 +87,11 @@ class ScriptedBroker:
                   controller_id=NODE,
                   topics=[NS(name=TOPIC, topic_id=None, is_internal=False, error_code=0, partitions=partitions)])
 
-    def fetch(self, partitions: list[tuple[Any, ...]], cb: Any, *, again: bool = False) -> None:
-        offsets = {row[1]: row[2] for row in partitions}
+    def fetch(self, partitions: list[FetchPosition], cb: Any, *, again: bool = False) -> None:
+        offsets = {row.partition: row.offset for row in partitions}
         if not again:
             self.fetches.append(offsets)
-            self.last_fetched_epochs.append({row[1]: row[6] for row in partitions})
+            self.last_fetched_epochs.append({row.partition: row.last_fetched_epoch for row in partitions})
         rows = []
         for p, offset in offsets.items():
             log = self.logs[p]
@@ -108,11 +109,11 @@ class ScriptedBroker:
         self.loop.call_soon(cb, response, None)
 
 
-    def list_offsets(self, partitions: list[tuple[Any, ...]], cb: Any) -> None:
+    def list_offsets(self, partitions: list[OffsetLookup], cb: Any) -> None:
         """The earliest offset (0) of each partition, or the next scripted refusal for all."""
-        self.list_offsets_sent.append((self.loop.time(), sorted(row[1] for row in partitions)))
+        self.list_offsets_sent.append((self.loop.time(), sorted(row.partition for row in partitions)))
         code = self.list_offsets_refusals.pop(0) if self.list_offsets_refusals else 0
-        rows = [NS(partition_index=row[1], error_code=code, offset=-1 if code else 0, timestamp=-1, leader_epoch=0)
+        rows = [NS(partition_index=row.partition, error_code=code, offset=-1 if code else 0, timestamp=-1, leader_epoch=0)
                 for row in partitions]
         self.loop.call_soon(cb, NS(topics=[NS(name=TOPIC, partitions=rows)]), None)
 
@@ -141,10 +142,10 @@ class FakeConn:
     def metadata(self, topics: Any, cb: Any, *, allow_auto_topic_creation: bool = True) -> None:
         self.broker.loop.call_soon(cb, self.broker.metadata_response(topics), None)
 
-    def fetch_multi(self, partitions: list[tuple[Any, ...]], cb: Any, **_options: Any) -> None:
+    def fetch_multi(self, partitions: list[FetchPosition], cb: Any, **_options: Any) -> None:
         self.broker.fetch(partitions, cb)
 
-    def list_offsets(self, partitions: list[tuple[Any, ...]], cb: Any, *, isolation_level: int = 0) -> None:
+    def list_offsets(self, partitions: list[OffsetLookup], cb: Any, *, isolation_level: int = 0) -> None:
         self.broker.list_offsets(partitions, cb)
 
 

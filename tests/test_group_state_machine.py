@@ -148,16 +148,16 @@ def no_committed(args):
 def commit_refused(code: int):
     def respond(args):
         by_topic: dict[str, list[Any]] = {}
-        for t, p, *_ in args["offsets"]:
-            by_topic.setdefault(t, []).append(NS(partition_index=p, error_code=code))
+        for o in args["offsets"]:
+            by_topic.setdefault(o.topic, []).append(NS(partition_index=o.partition, error_code=code))
         return NS(topics=[NS(name=t, partitions=ps) for t, ps in by_topic.items()])
     return respond
 
 
 def committed_ok(args):
     by_topic: dict[str, list[Any]] = {}
-    for t, p, *_ in args["offsets"]:
-        by_topic.setdefault(t, []).append(NS(partition_index=p, error_code=NONE))
+    for o in args["offsets"]:
+        by_topic.setdefault(o.topic, []).append(NS(partition_index=o.partition, error_code=NONE))
     return NS(topics=[NS(name=t, partitions=ps) for t, ps in by_topic.items()])
 
 
@@ -200,7 +200,7 @@ def test_member_id_required_then_leader_assigns_everyone(harness):
     original = c.join_group
 
     def join_group(group_id, member_id, protocol_type, protocols, cb, **kw):
-        c.scripts["join"] = [joined("m-1", 1, "m-1", [("m-1", protocols[0][1]), ("m-2", other)])] \
+        c.scripts["join"] = [joined("m-1", 1, "m-1", [("m-1", protocols[0].metadata), ("m-2", other)])] \
             if member_id == "m-1" else c.scripts["join"]
         original(group_id, member_id, protocol_type, protocols, cb, **kw)
 
@@ -211,10 +211,10 @@ def test_member_id_required_then_leader_assigns_everyone(harness):
     h.run()
     joins = [a for n, a in c.calls if n == "join"]
     assert [j["member_id"] for j in joins[:2]] == ["", "m-1"], "rejoin at once with the member id handed out"
-    sub = decode_subscription("m-1", None, joins[1]["protocols"][0][1])
+    sub = decode_subscription("m-1", None, joins[1]["protocols"][0].metadata)
     assert sub.topics == (TOPIC,) and sub.owned == () and sub.generation == -1
     sync = next(a for n, a in c.calls if n == "sync")
-    assignment = {m: decode_assignment(payload) for m, payload in sync["assignments"]}
+    assignment = {a.member_id: decode_assignment(a.assignment) for a in sync["assignments"]}
     assert sorted(assignment["m-1"] + assignment["m-2"]) == [TP(TOPIC, p) for p in range(4)]
     assert h.member.state is GroupState.STABLE and h.member.generation_id == 1
     assert h.events == [("assign", [TP(TOPIC, 0), TP(TOPIC, 1)])]
@@ -238,13 +238,13 @@ def test_cooperative_rebalance_revokes_only_what_moves_then_rejoins(harness):
     h.run(0.3)
     joins = [a for n, a in c.calls if n == "join"]
     # The second join reports the four owned partitions (and the generation they belong to).
-    sub = decode_subscription("m-1", None, joins[1]["protocols"][0][1])
+    sub = decode_subscription("m-1", None, joins[1]["protocols"][0].metadata)
     assert sorted(sub.owned) == [TP(TOPIC, p) for p in range(4)] and sub.generation == 1
     assert ("revoke", [TP(TOPIC, 2), TP(TOPIC, 3)]) in h.events
     assert not [e for e in h.events if e[0] == "revoke" and set(e[1]) & {TP(TOPIC, 0), TP(TOPIC, 1)}]
     # The revoked partitions' positions were committed before they were released.
     commits = [a for n, a in c.calls if n == "commit"]
-    assert commits and {(r[1], r[2], r[3]) for r in commits[0]["offsets"]} == {(2, 102, 5), (3, 103, 5)}
+    assert commits and {(r.partition, r.offset, r.leader_epoch) for r in commits[0]["offsets"]} == {(2, 102, 5), (3, 103, 5)}
     # ... and the member rejoined at once so they can move (KIP-429 follow-up rebalance).
     assert len(joins) >= 3
     assert h.ctx.subscription.get(TP(TOPIC, 0)).position == 100, "kept partitions keep their position"
@@ -295,7 +295,7 @@ def test_coordinator_move_is_rediscovered_without_losing_membership(harness):
 
 
 def sent_commits(c: Coordinator) -> list[dict[int, int]]:
-    return [{p: offset for _t, p, offset, *_ in args["offsets"]} for name, args in c.calls if name == "commit"]
+    return [{o.partition: o.offset for o in args["offsets"]} for name, args in c.calls if name == "commit"]
 
 
 def test_a_commit_retried_after_a_coordinator_move_never_lands_after_a_newer_one(harness):

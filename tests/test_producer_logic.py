@@ -183,15 +183,16 @@ class FakeConn:
     def produce_batch(self, payload, cb, *, acks=-1, timeout_ms=30000):
         b = self.broker
         node = self.node_id
-        b.requests.append((node, [(t, p, parse(d)) for t, p, d, *_ in payload]))
+        b.requests.append((node, [(e.topic, e.partition, parse(e.records)) for e in payload]))
         if acks == 0:
-            for _t, p, d, *_ in payload:
-                b.append(node, p, d)
+            for e in payload:
+                b.append(node, e.partition, e.records)
             b.loop.call_soon(cb, None, None)
             return
         answers = []
-        for _t, p, d, *_ in payload:
-            code, base = b.append(node, p, d)
+        for e in payload:
+            p = e.partition
+            code, base = b.append(node, p, e.records)
             cl = NS(leader_id=b.leaders[p], leader_epoch=b.epoch[p]) if code == NOT_LEADER_OR_FOLLOWER else None
             answers.append(NS(index=p, error_code=code, base_offset=base, log_append_time_ms=-1,
                               error_message=None, current_leader=cl))
@@ -203,7 +204,7 @@ class FakeConn:
         sent_at = b.loop.time()
 
         def answer():
-            b.answered.append((self, [entry[1] for entry in payload], sent_at, b.loop.time()))
+            b.answered.append((self, [entry.partition for entry in payload], sent_at, b.loop.time()))
             cb(resp, None)
 
         b.loop.call_later(b.answer_delay_s, answer) if b.answer_delay_s else b.loop.call_soon(answer)
