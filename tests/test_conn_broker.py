@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 
 import pytest
 from conn_support import Recorder, call, connect, record_batch, run
@@ -12,7 +13,10 @@ from conn_support import Recorder, call, connect, record_batch, run
 from kafkaev import errors
 from kafkaev.errors import KafkaError
 from kafkaev.protocol import codec
-from kafkaev.protocol.connection import Connection, FetchPosition, ProducePartition
+from kafkaev.protocol.connection import Connection, FetchPosition, OffsetToCommit, ProducePartition
+from kafkaev.types import TopicPartition
+
+TOPIC_RESOURCE = 2  # DescribeConfigs resource type of a topic
 
 API_METADATA = 3
 API_FETCH = 1
@@ -359,6 +363,84 @@ def test_broker_restart_fails_pending_once_and_auto_reconnects(secure_kafka, top
         assert err is None and response.topics[0].name == topic
         await asyncio.sleep(0.2)
         rec.assert_each_once()
+        conn.disconnect()
+
+    run(loop, main())
+
+
+def test_request_records_check_their_fields_once_when_made():
+    with pytest.raises(ValueError, match="FetchPosition.partition"):
+        FetchPosition("t", -1, 0, max_bytes=1)
+    with pytest.raises(TypeError, match="ProducePartition.topic_id"):
+        ProducePartition("t", 0, b"", topic_id="not a uuid")
+    with pytest.raises(TypeError, match="OffsetToCommit.metadata"):
+        OffsetToCommit("t", 0, 5, metadata=b"bytes")
+
+
+RETRIABLE_TXN_CODES = frozenset({errors.COORDINATOR_NOT_AVAILABLE, errors.COORDINATOR_LOAD_IN_PROGRESS,
+                                 errors.NOT_COORDINATOR, errors.CONCURRENT_TRANSACTIONS})
+TXN_SETUP_TIMEOUT_S = 30
+
+
+def test_transaction_and_admin_helpers_against_the_broker(kafka, make_topic, loop):
+    """The helpers kept for transactions and admin, which nothing in the client calls yet: one
+    empty transaction with an offset commit, records deleted and a topic's config described."""
+    topic = make_topic(partitions=1)
+    txn_id = f"txn-{uuid.uuid4()}"
+
+    async def until_ok(method, *args, **kwargs):
+        deadline = time.monotonic() + TXN_SETUP_TIMEOUT_S
+        while True:
+            response, err = await call(method, *args, **kwargs)
+            assert err is None
+            # FindCoordinator v4+ answers per key, in coordinators.
+            answer = response.coordinators[0] if getattr(response, "coordinators", None) else response
+            if answer.error_code not in RETRIABLE_TXN_CODES or time.monotonic() > deadline:
+                return answer
+            await asyncio.sleep(0.2)
+
+    async def main():
+        conn = Connection(loop)
+        assert await connect(conn, kafka.bootstrap) is None
+        found = await until_ok(conn.find_coordinator, txn_id, key_type=1)
+        assert found.error_code == errors.NONE  # a single broker: the coordinator is this one
+        ids = await until_ok(conn.init_producer_id, transactional_id=txn_id)
+        assert ids.error_code == errors.NONE
+        pid, epoch = ids.producer_id, ids.producer_epoch
+
+        added, err = await call(conn.add_partitions_to_txn, txn_id, pid, epoch, [TopicPartition(topic, 0)])
+        assert err is None
+        [result] = added.results_by_topic_v3_and_below
+        assert [p.partition_error_code for p in result.results_by_partition] == [errors.NONE]
+        offsets = await until_ok(conn.add_offsets_to_txn, txn_id, pid, epoch, "txn-group")
+        assert offsets.error_code == errors.NONE
+        # Asking for the group's coordinator creates __consumer_offsets, which the commit needs.
+        group_coordinator = await until_ok(conn.find_coordinator, "txn-group")
+        assert group_coordinator.error_code == errors.NONE
+        deadline = time.monotonic() + TXN_SETUP_TIMEOUT_S
+        while True:
+            committed, err = await call(conn.txn_offset_commit, txn_id, "txn-group", pid, epoch,
+                                        [OffsetToCommit(topic, 0, 0)])
+            assert err is None
+            codes = [p.error_code for t in committed.topics for p in t.partitions]
+            if not RETRIABLE_TXN_CODES.intersection(codes) or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.2)
+        assert codes == [errors.NONE]
+        ended = await until_ok(conn.end_txn, txn_id, pid, epoch, True)
+        assert ended.error_code == errors.NONE
+
+        produced, err = await call(conn.produce, topic, 0, record_batch(b"a", b"b"), acks=-1)
+        assert err is None and produced.responses[0].partition_responses[0].error_code == errors.NONE
+        deleted, err = await call(conn.delete_records, {TopicPartition(topic, 0): 1})
+        assert err is None
+        [part] = deleted.topics[0].partitions
+        assert (part.error_code, part.low_watermark) == (errors.NONE, 1)
+        described, err = await call(conn.describe_configs, [codec.DescribeConfigsResource(
+            resource_type=TOPIC_RESOURCE, resource_name=topic, configuration_keys=["cleanup.policy"])])
+        assert err is None
+        [config] = described.results
+        assert config.error_code == errors.NONE and [c.name for c in config.configs] == ["cleanup.policy"]
         conn.disconnect()
 
     run(loop, main())

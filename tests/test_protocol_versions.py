@@ -97,8 +97,8 @@ def test_produce_names_the_topic_by_id_when_given_one(kafka, topic, loop):
         response, err = await call(conn.produce, topic, 0, record_batch(b"by-id"), topic_id=topic_id)
         assert err is None
         [answer] = response.responses
-        if by_id:  # v13: the answer names the topic by the id the request gave
-            assert (answer.name, answer.topic_id) == ("", topic_id)
+        if by_id:  # v13: answered by the id the request gave, named again by the connection
+            assert (answer.name, answer.topic_id) == (topic, topic_id)
         else:
             assert answer.name == topic
         assert answer.partition_responses[0].error_code == errors.NONE
