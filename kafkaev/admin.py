@@ -35,6 +35,8 @@ from .errors import (
     KafkaError,
     error_name,
 )
+from .protocol import connection
+from .protocol.connection import Connection, OffsetLookup
 from .types import NO_LEADER_EPOCH, NO_OFFSET, OFFSET_END, TopicPartition
 
 Callback = Callable[[Any, KafkaError | None], object]
@@ -222,9 +224,11 @@ class Admin:
                 return
             done({r.name: _error_or_none(r.error_code, r.error_message) for r in resp.topics}, None)
 
-        request = [(t.name, t.num_partitions, t.replication_factor, dict(t.config)) for t in wanted]
-        self._on_any(done, lambda conn: conn.create_topics(request, on_response, timeout_ms=timeout_ms,
-                                                            validate_only=validate_only))
+        def send(conn: Connection) -> None:
+            request = [connection.NewTopic(t.name, t.num_partitions, t.replication_factor, t.config) for t in wanted]
+            conn.create_topics(request, on_response, timeout_ms=timeout_ms, validate_only=validate_only)
+
+        self._on_any(done, send)
 
     def delete_topics(self, names: Iterable[str], cb: Callback, *, timeout_ms: int = 30000) -> None:
         """``cb({name: KafkaError | None}, err)``: per topic, None when it was deleted."""
@@ -435,7 +439,7 @@ class Admin:
                     found.append((TopicPartition(t.name, p.partition_index), p.offset))
             gather.add(found)
 
-        conn.list_offsets([(tp.topic, tp.partition, OFFSET_END, NO_LEADER_EPOCH) for tp in tps], on_response)
+        conn.list_offsets([OffsetLookup(tp.topic, tp.partition, OFFSET_END, NO_LEADER_EPOCH) for tp in tps], on_response)
 
     # --- lifetime -------------------------------------------------------------------------------
     def run(self, operation: Callable[..., None], *args: Any, **kwargs: Any) -> Any:

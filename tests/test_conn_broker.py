@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 
 import pytest
 from conn_support import Recorder, call, connect, record_batch, run
@@ -12,7 +13,10 @@ from conn_support import Recorder, call, connect, record_batch, run
 from kafkaev import errors
 from kafkaev.errors import KafkaError
 from kafkaev.protocol import codec
-from kafkaev.protocol.connection import Connection
+from kafkaev.protocol.connection import Connection, FetchPosition, OffsetToCommit, ProducePartition
+from kafkaev.types import TopicPartition
+
+TOPIC_RESOURCE = 2  # DescribeConfigs resource type of a topic
 
 API_METADATA = 3
 API_FETCH = 1
@@ -97,13 +101,14 @@ def test_produce_fetch_and_acks0(kafka, make_topic, loop):
         meta, err = await call(conn.metadata, [topic])
         assert err is None and meta.topics[0].name == topic
 
-        batches = [(topic, 0, record_batch(b"d")), (topic, 1, record_batch(b"e"))]
+        batches = [ProducePartition(topic, 0, record_batch(b"d")), ProducePartition(topic, 1, record_batch(b"e"))]
         response, err = await call(conn.produce_batch, batches, acks=1)
         assert err is None
         parts = response.responses[0].partition_responses
         assert sorted((p.index, p.error_code, p.base_offset) for p in parts) == [(0, 0, 3), (1, 0, 0)]
         with pytest.raises(ValueError, match="twice"):
-            conn.produce_batch([(topic, 1, record_batch(b"x")), (topic, 1, record_batch(b"y"))], lambda r, e: None)
+            conn.produce_batch([ProducePartition(topic, 1, record_batch(b"x")), ProducePartition(topic, 1, record_batch(b"y"))],
+                               lambda r, e: None)
 
         values: list[bytes] = []
         offset = 0
@@ -117,7 +122,7 @@ def test_produce_fetch_and_acks0(kafka, make_topic, loop):
             values += [bytes(m.value) for m in fetched.messages]
             offset = fetched.next_offset
         assert values == [b"a", b"b", b"c", b"d"]
-        response, err = await call(conn.fetch_multi, [(topic, 1, 0, 1 << 20, -1)], max_wait_ms=100)
+        response, err = await call(conn.fetch_multi, [FetchPosition(topic, 1, 0, max_bytes=1 << 20)], max_wait_ms=100)
         assert err is None
         data = response.responses[0].partitions[0]
         assert [bytes(m.value) for m in codec.read_records(topic, 1, data.records, 0).messages] == [b"e"]
@@ -138,7 +143,8 @@ def test_large_batches_go_out_uncopied_and_intact(kafka, make_topic, loop):
         await wait_until_fetchable(conn, topic, 0)
         await wait_until_fetchable(conn, topic, 1)
         rec = Recorder(6, loop)
-        conn.produce_batch([(topic, 0, record_batch(*values[:2])), (topic, 1, record_batch(values[2]))],
+        conn.produce_batch([ProducePartition(topic, 0, record_batch(*values[:2])),
+                            ProducePartition(topic, 1, record_batch(values[2]))],
                            rec.cb(0), acks=1)
         conn.metadata([topic], rec.cb(1))
         conn.produce(topic, 0, record_batch(values[3]), rec.cb(2), acks=1)
@@ -357,6 +363,84 @@ def test_broker_restart_fails_pending_once_and_auto_reconnects(secure_kafka, top
         assert err is None and response.topics[0].name == topic
         await asyncio.sleep(0.2)
         rec.assert_each_once()
+        conn.disconnect()
+
+    run(loop, main())
+
+
+def test_request_records_check_their_fields_once_when_made():
+    with pytest.raises(ValueError, match="FetchPosition.partition"):
+        FetchPosition("t", -1, 0, max_bytes=1)
+    with pytest.raises(TypeError, match="ProducePartition.topic_id"):
+        ProducePartition("t", 0, b"", topic_id="not a uuid")
+    with pytest.raises(TypeError, match="OffsetToCommit.metadata"):
+        OffsetToCommit("t", 0, 5, metadata=b"bytes")
+
+
+RETRIABLE_TXN_CODES = frozenset({errors.COORDINATOR_NOT_AVAILABLE, errors.COORDINATOR_LOAD_IN_PROGRESS,
+                                 errors.NOT_COORDINATOR, errors.CONCURRENT_TRANSACTIONS})
+TXN_SETUP_TIMEOUT_S = 30
+
+
+def test_transaction_and_admin_helpers_against_the_broker(kafka, make_topic, loop):
+    """The helpers kept for transactions and admin, which nothing in the client calls yet: one
+    empty transaction with an offset commit, records deleted and a topic's config described."""
+    topic = make_topic(partitions=1)
+    txn_id = f"txn-{uuid.uuid4()}"
+
+    async def until_ok(method, *args, **kwargs):
+        deadline = time.monotonic() + TXN_SETUP_TIMEOUT_S
+        while True:
+            response, err = await call(method, *args, **kwargs)
+            assert err is None
+            # FindCoordinator v4+ answers per key, in coordinators.
+            answer = response.coordinators[0] if getattr(response, "coordinators", None) else response
+            if answer.error_code not in RETRIABLE_TXN_CODES or time.monotonic() > deadline:
+                return answer
+            await asyncio.sleep(0.2)
+
+    async def main():
+        conn = Connection(loop)
+        assert await connect(conn, kafka.bootstrap) is None
+        found = await until_ok(conn.find_coordinator, txn_id, key_type=1)
+        assert found.error_code == errors.NONE  # a single broker: the coordinator is this one
+        ids = await until_ok(conn.init_producer_id, transactional_id=txn_id)
+        assert ids.error_code == errors.NONE
+        pid, epoch = ids.producer_id, ids.producer_epoch
+
+        added, err = await call(conn.add_partitions_to_txn, txn_id, pid, epoch, [TopicPartition(topic, 0)])
+        assert err is None
+        [result] = added.results_by_topic_v3_and_below
+        assert [p.partition_error_code for p in result.results_by_partition] == [errors.NONE]
+        offsets = await until_ok(conn.add_offsets_to_txn, txn_id, pid, epoch, "txn-group")
+        assert offsets.error_code == errors.NONE
+        # Asking for the group's coordinator creates __consumer_offsets, which the commit needs.
+        group_coordinator = await until_ok(conn.find_coordinator, "txn-group")
+        assert group_coordinator.error_code == errors.NONE
+        deadline = time.monotonic() + TXN_SETUP_TIMEOUT_S
+        while True:
+            committed, err = await call(conn.txn_offset_commit, txn_id, "txn-group", pid, epoch,
+                                        [OffsetToCommit(topic, 0, 0)])
+            assert err is None
+            codes = [p.error_code for t in committed.topics for p in t.partitions]
+            if not RETRIABLE_TXN_CODES.intersection(codes) or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.2)
+        assert codes == [errors.NONE]
+        ended = await until_ok(conn.end_txn, txn_id, pid, epoch, True)
+        assert ended.error_code == errors.NONE
+
+        produced, err = await call(conn.produce, topic, 0, record_batch(b"a", b"b"), acks=-1)
+        assert err is None and produced.responses[0].partition_responses[0].error_code == errors.NONE
+        deleted, err = await call(conn.delete_records, {TopicPartition(topic, 0): 1})
+        assert err is None
+        [part] = deleted.topics[0].partitions
+        assert (part.error_code, part.low_watermark) == (errors.NONE, 1)
+        described, err = await call(conn.describe_configs, [codec.DescribeConfigsResource(
+            resource_type=TOPIC_RESOURCE, resource_name=topic, configuration_keys=["cleanup.policy"])])
+        assert err is None
+        [config] = described.results
+        assert config.error_code == errors.NONE and [c.name for c in config.configs] == ["cleanup.policy"]
         conn.disconnect()
 
     run(loop, main())

@@ -27,7 +27,7 @@ from fake_broker import (
 
 from kafkaev import errors
 from kafkaev.protocol import codec
-from kafkaev.protocol.connection import Connection
+from kafkaev.protocol.connection import Connection, ProducePartition
 
 PENDING = 20
 API_FETCH = 1
@@ -345,7 +345,7 @@ def test_disconnect_sends_what_the_socket_still_held(loop, broker_reads):
             batch = bytes(1 << 20)
             rec = Recorder(BATCHES_PAST_SOCKET_BUFFERS, loop)
             for i in range(BATCHES_PAST_SOCKET_BUFFERS):
-                conn.produce_batch([("t", 0, batch)], rec.cb(i), acks=0)
+                conn.produce_batch([ProducePartition("t", 0, batch)], rec.cb(i), acks=0)
             await asyncio.wait_for(rec.all_done, 10)
             rec.assert_each_once()
             assert all(err is None for _, _, err in rec.results)  # written: handed to the transport

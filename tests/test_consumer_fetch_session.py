@@ -38,8 +38,8 @@ def test_incremental_requests_carry_only_changes_and_forgotten_partitions():
     assert plan.send == {} and plan.forgotten == [B]
     s.completed(plan, 77)
     assert B not in s.held and s.epoch == 3
-    rows = plan.request_forgotten({})
-    assert rows == [("t", [1])]
+    [gone] = plan.request_forgotten({})
+    assert (gone.topic, gone.partitions, gone.topic_id) == ("t", [1], None)
 
 
 def test_reset_makes_the_next_request_full():
@@ -56,4 +56,6 @@ def test_a_recreated_topic_starts_a_new_session():
     s.completed(s.plan({A: params(0, old)}), 9)
     plan = s.plan({A: params(0, new)})
     assert plan.full and plan.send == {A: params(0, new)}
-    assert plan.request_partitions() == [("t", 0, 0, 1 << 20, 3, new, 2)]
+    [position] = plan.request_partitions()
+    assert (position.topic, position.partition, position.offset, position.max_bytes, position.current_leader_epoch,
+            position.topic_id, position.last_fetched_epoch) == ("t", 0, 0, 1 << 20, 3, new, 2)

@@ -11,7 +11,8 @@ from fake_broker import Delay, ErrorAnswer, FakeCluster, HangUp, RawBytes, Silen
 from kafkaev import errors
 from kafkaev.protocol import codec
 from kafkaev.protocol.codec import ApiKey
-from kafkaev.protocol.connection import Connection
+from kafkaev.protocol.connection import Connection, OffsetLookup
+from kafkaev.types import OFFSET_BEGINNING, OFFSET_END
 
 
 @pytest.fixture
@@ -61,7 +62,7 @@ def test_produce_fetch_list_offsets_find_coordinator_and_init_producer_id(loop, 
         resp, err = await call(conn.fetch, "t", 1, 1)
         records = codec.read_records("t", 1, resp.responses[0].partitions[0].records, 1)
         assert [m.value for m in records.messages] == [b"b", b"c"]
-        resp, err = await call(conn.list_offsets, [("t", 1, -1, -1), ("t", 0, -2, -1)])
+        resp, err = await call(conn.list_offsets, [OffsetLookup("t", 1, OFFSET_END), OffsetLookup("t", 0, OFFSET_BEGINNING)])
         assert [p.offset for p in resp.topics[0].partitions] == [3, 0]
         resp, err = await call(conn.find_coordinator, "group")
         assert err is None and resp.coordinators[0].port == cluster.nodes[1].port

@@ -26,14 +26,17 @@ import asyncio
 import enum
 import random
 from collections.abc import Callable
-from typing import Any
+from functools import partial
 
 from ..backoff import Backoff, RandomSource
 from ..config import ClientConfig
 from ..error_sink import report_error
 from ..errors import DESTROY, STATE, KafkaError
+from ..protocol.connection import Connection
 
-ConnectCallback = Callable[[Any, KafkaError | None], object]
+ConnectionFactory = Callable[[ClientConfig, asyncio.AbstractEventLoop], Connection]
+
+ConnectCallback = Callable[[Connection | None, KafkaError | None], object]
 
 
 class Role(enum.IntEnum):
@@ -52,14 +55,14 @@ class _Slot:
         self.node_id = node_id
         self.role = role
         self.lane = lane
-        self.conn: Any = None  # a Connection that is connecting or ready
+        self.conn: Connection | None = None  # a Connection that is connecting or ready
         self.waiters: list[ConnectCallback] = []
         self.backoff = backoff  # grows after each failed connect, reset on success
         self.retry_at = 0.0  # loop time before which no new connect is attempted
         self.retry_handle: asyncio.TimerHandle | None = None
 
 
-def default_connection_factory(config: ClientConfig, loop: asyncio.AbstractEventLoop) -> Any:
+def default_connection_factory(config: ClientConfig, loop: asyncio.AbstractEventLoop) -> Connection:
     from ..protocol.connection import Connection
 
     return Connection(
@@ -86,7 +89,7 @@ class ConnectionPool:
         config: ClientConfig,
         loop: asyncio.AbstractEventLoop,
         *,
-        connection_factory: Callable[[ClientConfig, asyncio.AbstractEventLoop], Any] = default_connection_factory,
+        connection_factory: ConnectionFactory = default_connection_factory,
         on_connection_error: Callable[[int, Role, KafkaError], object] | None = None,
         on_error: Callable[[BaseException], object] | None = None,
         rng: RandomSource = random,
@@ -121,7 +124,7 @@ class ConnectionPool:
         return list(self._brokers)
 
     # --- connections ---------------------------------------------------------------------------
-    def ready(self, node_id: int, role: Role, lane: int = 0) -> Any:
+    def ready(self, node_id: int, role: Role, lane: int = 0) -> Connection | None:
         """The ready connection for (node_id, role, lane), or None; never starts a connect."""
         slot = self._slots.get((node_id, role, lane))
         if slot is not None and slot.conn is not None and slot.conn.connected:
@@ -177,10 +180,9 @@ class ConnectionPool:
         conn.on_disconnect = lambda err, s=slot, c=conn: self._on_disconnect(s, c, err)
         slot.conn = conn
         host, port = address
-        conn.connect(host, port, self._config.connect_timeout_ms / 1000.0,
-                     lambda c, err, s=slot: self._on_connected(s, c, err))
+        conn.connect(host, port, self._config.connect_timeout_ms / 1000.0, partial(self._on_connected, slot))
 
-    def _on_connected(self, slot: _Slot, conn: Any, err: KafkaError | None) -> None:
+    def _on_connected(self, slot: _Slot, conn: Connection, err: KafkaError | None) -> None:
         if slot.conn is not conn:
             return  # dropped meanwhile; its waiters were already answered
         if err is None:
@@ -194,7 +196,7 @@ class ConnectionPool:
         self._fail_waiters(slot, err)
         self._report(slot, err)
 
-    def _on_disconnect(self, slot: _Slot, conn: Any, err: KafkaError | None) -> None:
+    def _on_disconnect(self, slot: _Slot, conn: Connection, err: KafkaError | None) -> None:
         if slot.conn is conn:
             slot.conn = None
             if err is not None:
@@ -212,7 +214,7 @@ class ConnectionPool:
         for cb in waiters:
             self._call(cb, None, err)
 
-    def _call(self, cb: ConnectCallback, conn: Any, err: KafkaError | None) -> None:
+    def _call(self, cb: ConnectCallback, conn: Connection | None, err: KafkaError | None) -> None:
         try:
             cb(conn, err)
         except Exception as exc:  # noqa: BLE001 - one caller's bug must not starve the others

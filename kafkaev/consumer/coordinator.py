@@ -25,13 +25,15 @@ from kafkaev.errors import (
     TRANSPORT,
     KafkaError,
 )
+from kafkaev.protocol import codec
+from kafkaev.protocol.connection import Connection
 
 from .context import ConsumerContext
 
 COORDINATOR_ERRORS = frozenset({NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS})
 KEY_TYPE_GROUP = 0
 
-ConnCallback = Callable[[Any, KafkaError | None], object]
+ConnCallback = Callable[[Connection | None, KafkaError | None], object]
 
 
 class CoordinatorLink:
@@ -77,7 +79,7 @@ class CoordinatorLink:
             else:
                 self._find()
 
-    def _on_conn(self, conn: Any, err: KafkaError | None, cb: ConnCallback) -> None:
+    def _on_conn(self, conn: Connection | None, err: KafkaError | None, cb: ConnCallback) -> None:
         if err is not None:
             self.forget()
         cb(conn, err)
@@ -95,10 +97,11 @@ class CoordinatorLink:
             return
         node = random.choice(brokers)
 
-        def on_conn(conn: Any, err: KafkaError | None) -> None:
+        def on_conn(conn: Connection | None, err: KafkaError | None) -> None:
             if err is not None:
                 self._found(None, err)
                 return
+            assert conn is not None  # no error: a connection
             try:
                 conn.find_coordinator(self.group_id, self._found, key_type=KEY_TYPE_GROUP)
             except KafkaError as exc:
@@ -106,9 +109,10 @@ class CoordinatorLink:
 
         self.ctx.pool.get(node, Role.ADMIN, on_conn)
 
-    def _found(self, resp: Any, err: KafkaError | None) -> None:
+    def _found(self, resp: codec.FindCoordinatorResponse | None, err: KafkaError | None) -> None:
         self._finding = False
         if err is None:
+            assert resp is not None  # no error: an answer
             coordinators = getattr(resp, "coordinators", None)
             entry = coordinators[0] if coordinators else resp
             if entry.error_code == NONE:
@@ -128,6 +132,7 @@ class CoordinatorLink:
             for cb in waiters:
                 cb(None, err)
             return
+        assert resp is not None  # no error: an answer
         for cb in waiters:
             self.get(cb)
 

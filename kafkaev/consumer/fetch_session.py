@@ -11,9 +11,11 @@ throws the session away and the next request is full again.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
+from kafkaev.protocol.connection import FetchPosition, ForgottenPartitions
 from kafkaev.types import TopicPartition
 
 NO_SESSION_ID = 0
@@ -27,7 +29,7 @@ class FetchParams(NamedTuple):
     offset: int
     max_bytes: int
     current_leader_epoch: int
-    topic_id: Any  # uuid.UUID, or None when the metadata has no id
+    topic_id: uuid.UUID | None  # None when the metadata has no id
     last_fetched_epoch: int  # leader epoch of the batch before offset, NO_LEADER_EPOCH when unknown
 
 
@@ -41,21 +43,18 @@ class FetchPlan:
     send: dict[TopicPartition, FetchParams]  # partitions listed in the request
     forgotten: list[TopicPartition]
 
-    def request_partitions(self) -> list[tuple[Any, ...]]:
-        """The ``fetch_multi`` partition tuples."""
-        return [(tp.topic, tp.partition, p.offset, p.max_bytes, p.current_leader_epoch, p.topic_id,
-                 p.last_fetched_epoch) for tp, p in self.send.items()]
+    def request_partitions(self) -> list[FetchPosition]:
+        """The ``fetch_multi`` partitions."""
+        return [FetchPosition(tp.topic, tp.partition, p.offset, max_bytes=p.max_bytes,
+                              current_leader_epoch=p.current_leader_epoch, last_fetched_epoch=p.last_fetched_epoch,
+                              topic_id=p.topic_id) for tp, p in self.send.items()]
 
-    def request_forgotten(self, topic_ids: dict[str, Any]) -> list[tuple[Any, ...]]:
-        """The ``fetch_multi`` forgotten tuples: (topic, [partitions][, topic_id])."""
+    def request_forgotten(self, topic_ids: dict[str, uuid.UUID]) -> list[ForgottenPartitions]:
+        """The ``fetch_multi`` forgotten entries, one per topic."""
         by_topic: dict[str, list[int]] = {}
         for tp in self.forgotten:
             by_topic.setdefault(tp.topic, []).append(tp.partition)
-        rows: list[tuple[Any, ...]] = []
-        for topic, parts in by_topic.items():
-            topic_id = topic_ids.get(topic)
-            rows.append((topic, parts) if topic_id is None else (topic, parts, topic_id))
-        return rows
+        return [ForgottenPartitions(topic, parts, topic_ids.get(topic)) for topic, parts in by_topic.items()]
 
 
 @dataclass(slots=True)
@@ -65,7 +64,7 @@ class FetchSession:
     # What the broker's session holds, as of the last successful response.
     held: dict[TopicPartition, FetchParams] = field(default_factory=dict)
     # Topic ids of the held partitions' topics, for forgotten entries in v13+.
-    topic_ids: dict[str, Any] = field(default_factory=dict)
+    topic_ids: dict[str, uuid.UUID] = field(default_factory=dict)
 
     def plan(self, wanted: dict[TopicPartition, FetchParams]) -> FetchPlan:
         if self.session_id == NO_SESSION_ID:

@@ -23,7 +23,7 @@ it is dropped (and fetched again on resume).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from kafkaev.backoff import Backoff
@@ -41,6 +41,7 @@ from kafkaev.errors import (
     KafkaError,
 )
 from kafkaev.protocol import codec
+from kafkaev.protocol.connection import Connection
 from kafkaev.types import ISOLATION_READ_COMMITTED, NO_LEADER_EPOCH, TopicPartition
 
 from .context import STALE_METADATA_ERRORS, ConsumerContext
@@ -67,8 +68,8 @@ class _Delivery(NamedTuple):
     next Fetch (from ``next_offset``) is out."""
 
     state: PartitionState
-    records: Any  # the response's zero-copy view of the record set
-    aborted_transactions: Any
+    records: bytes | memoryview  # the response's zero-copy view of the record set
+    aborted_transactions: list[codec.AbortedTransaction] | None
     generation: int
     fetch_offset: int  # what the records were fetched from
     next_offset: int
@@ -241,10 +242,11 @@ class Fetcher:
         plan = leader.session.plan(wanted)
         leader.in_flight = True
 
-        def on_conn(conn: Any, err: KafkaError | None) -> None:
+        def on_conn(conn: Connection | None, err: KafkaError | None) -> None:
             if err is not None:
                 self._on_response(leader, plan, sent, None, err)
                 return
+            assert conn is not None  # no error: a connection
             try:
                 conn.fetch_multi(
                     plan.request_partitions(),
@@ -256,6 +258,7 @@ class Fetcher:
                     session_id=plan.session_id,
                     session_epoch=plan.epoch,
                     forgotten=plan.request_forgotten(leader.session.topic_ids),
+                    session_topic_ids=leader.session.topic_ids,
                 )
             except KafkaError as exc:
                 ctx.loop.call_soon(self._on_response, leader, plan, sent, None, exc)
@@ -263,8 +266,8 @@ class Fetcher:
         ctx.pool.get(leader.node_id, Role.FETCH, on_conn)
 
     def _on_response(
-        self, leader: LeaderFetcher, plan: FetchPlan, sent: dict[TopicPartition, _Sent], resp: Any,
-        err: KafkaError | None,
+        self, leader: LeaderFetcher, plan: FetchPlan, sent: dict[TopicPartition, _Sent],
+        resp: codec.FetchResponse | None, err: KafkaError | None,
     ) -> None:
         leader.in_flight = False
         for s in sent.values():
@@ -275,12 +278,12 @@ class Fetcher:
                 return
             if err is not None:
                 self._failed(leader, err)
-            elif resp.error_code != NONE:
+            elif resp is not None and resp.error_code != NONE:
                 if resp.error_code in SESSION_ERRORS:
                     leader.session.reset()  # the next request opens a new session at once
                 else:
                     self._failed(leader, KafkaError(resp.error_code, f"Fetch from broker {leader.node_id}"))
-            else:
+            elif resp is not None:  # err is None: the connection hands an answer
                 leader.backoff.reset()
                 leader.session.completed(plan, resp.session_id)
                 deliveries = self._apply(leader, plan, sent, resp)
@@ -310,15 +313,13 @@ class Fetcher:
         leader.retry_handle = self.ctx.loop.call_later(delay, retry)
 
     def _apply(
-        self, leader: LeaderFetcher, plan: FetchPlan, sent: dict[TopicPartition, _Sent], resp: Any
+        self, leader: LeaderFetcher, plan: FetchPlan, sent: dict[TopicPartition, _Sent], resp: codec.FetchResponse
     ) -> list[_Delivery]:
         """Apply one response: errors, watermarks and fetch offsets; returns the records to hand over."""
         deliveries: list[_Delivery] = []
-        names_by_id = {p.topic_id: tp.topic for tp, p in plan.send.items() if p.topic_id is not None}
-        names_by_id.update({tid: topic for topic, tid in leader.session.topic_ids.items()})
         endpoints = getattr(resp, "node_endpoints", None) or ()
         for topic_response in resp.responses:
-            topic = topic_response.topic or names_by_id.get(topic_response.topic_id, "")
+            topic = topic_response.topic  # named by the connection, also when the request gave ids
             for p in topic_response.partitions:
                 tp = TopicPartition(topic, p.partition_index)
                 s = sent.get(tp)
@@ -346,7 +347,7 @@ class Fetcher:
                     self.ctx.report(KafkaError(code, f"fetching {topic}[{p.partition_index}]"))
         return deliveries
 
-    def _diverged(self, state: PartitionState, diverging: Any) -> None:
+    def _diverged(self, state: PartitionState, diverging: codec.FetchResponseEpochEndOffset) -> None:
         """KIP-320: the leader's log no longer holds what was fetched below the fetch offset (an
         unclean leader change truncated it): go back to where the last common epoch ends."""
         if diverging.end_offset < state.position:
@@ -355,7 +356,9 @@ class Fetcher:
             state.fetch_offset = diverging.end_offset
             state.fetch_epoch = diverging.epoch
 
-    def _leader_moved(self, state: PartitionState, p: Any, endpoints: Any) -> None:
+    def _leader_moved(
+        self, state: PartitionState, p: codec.PartitionData, endpoints: Sequence[codec.FetchResponseNodeEndpoint]
+    ) -> None:
         ctx = self.ctx
         current = getattr(p, "current_leader", None)
         updated = False
@@ -371,7 +374,7 @@ class Fetcher:
         # A new leader may have a shorter log: check the position before reading on (KIP-320).
         state.request_validation()
 
-    def _records(self, state: PartitionState, p: Any) -> _Delivery | None:
+    def _records(self, state: PartitionState, p: codec.PartitionData) -> _Delivery | None:
         state.high_watermark = p.high_watermark
         state.last_stable_offset = p.last_stable_offset
         state.log_start_offset = p.log_start_offset

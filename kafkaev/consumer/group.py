@@ -35,6 +35,8 @@ from kafkaev.errors import (
     UNKNOWN_MEMBER_ID,
     KafkaError,
 )
+from kafkaev.protocol import codec
+from kafkaev.protocol.connection import Connection
 from kafkaev.types import NO_OFFSET, TopicPartition
 
 from .assignors import NO_GENERATION, Assignor, MemberSubscription
@@ -229,14 +231,17 @@ class GroupMember:
         topics = self.options.topics
         self._joined_topics = topics
         protocols = [
-            (a.name, encode_subscription(topics, self.owned, self.generation_id, a.user_data(self.generation_id)))
+            codec.JoinGroupRequestProtocol(
+                name=a.name,
+                metadata=encode_subscription(topics, self.owned, self.generation_id, a.user_data(self.generation_id)))
             for a in self.options.assignors
         ]
 
-        def on_conn(conn: Any, err: KafkaError | None) -> None:
+        def on_conn(conn: Connection | None, err: KafkaError | None) -> None:
             if err is not None:
                 self._join_failed(err)
                 return
+            assert conn is not None  # no error: a connection
             try:
                 conn.join_group(self.group_id, self.member_id, PROTOCOL_TYPE, protocols, self._on_join,
                                 session_timeout_ms=self.options.session_timeout_ms,
@@ -259,11 +264,12 @@ class GroupMember:
     def _join_later(self) -> None:
         self.ctx.loop.call_later(self._join_backoff.next_delay_s(), self._join)
 
-    def _on_join(self, resp: Any, err: KafkaError | None) -> None:
+    def _on_join(self, resp: codec.JoinGroupResponse | None, err: KafkaError | None) -> None:
         if err is not None:
             self.link.forget()
             self._join_failed(err)
             return
+        assert resp is not None  # no error: an answer
         if self.state is not GroupState.JOINING:
             self._join_in_flight = False
             return
@@ -301,7 +307,7 @@ class GroupMember:
                 return a
         return None
 
-    def _lead(self, resp: Any) -> None:
+    def _lead(self, resp: codec.JoinGroupResponse) -> None:
         """This member leads: assign everyone's partitions."""
         assignor = self._assignor(resp.protocol_name)
         try:
@@ -324,7 +330,9 @@ class GroupMember:
                 return
             counts = self._partition_counts_of(topics)
             assignment = assignor.assign(counts, members)
-            payloads = [(m.member_id, encode_assignment(assignment.of(m.member_id))) for m in members]
+            payloads = [codec.SyncGroupRequestAssignment(member_id=m.member_id,
+                                                         assignment=encode_assignment(assignment.of(m.member_id)))
+                        for m in members]
             self._sync(payloads)
 
         self.ctx.metadata.refresh(with_metadata)
@@ -339,13 +347,14 @@ class GroupMember:
                 counts[topic] = info.num_partitions
         return counts
 
-    def _sync(self, payloads: list[tuple[str, bytes]]) -> None:
+    def _sync(self, payloads: list[codec.SyncGroupRequestAssignment]) -> None:
         generation = self.generation_id
 
-        def on_conn(conn: Any, err: KafkaError | None) -> None:
+        def on_conn(conn: Connection | None, err: KafkaError | None) -> None:
             if err is not None:
                 self._on_sync(None, err, generation)
                 return
+            assert conn is not None  # no error: a connection
             try:
                 conn.sync_group(self.group_id, generation, self.member_id, payloads,
                                 lambda resp, e: self._on_sync(resp, e, generation),
@@ -356,7 +365,7 @@ class GroupMember:
 
         self.link.get(on_conn)
 
-    def _on_sync(self, resp: Any, err: KafkaError | None, generation: int) -> None:
+    def _on_sync(self, resp: codec.SyncGroupResponse | None, err: KafkaError | None, generation: int) -> None:
         self._join_in_flight = False
         if self.state is not GroupState.SYNCING or generation != self.generation_id:
             return
@@ -365,6 +374,7 @@ class GroupMember:
             self.state = GroupState.JOINING
             self._join_failed(err)
             return
+        assert resp is not None  # no error: an answer
         code = resp.error_code
         if code != NONE:
             self.state = GroupState.JOINING
@@ -507,10 +517,11 @@ class GroupMember:
         self._heartbeat_in_flight = True
         generation = self.generation_id
 
-        def on_conn(conn: Any, err: KafkaError | None) -> None:
+        def on_conn(conn: Connection | None, err: KafkaError | None) -> None:
             if err is not None:
                 self._on_heartbeat(None, err, generation)
                 return
+            assert conn is not None  # no error: a connection
             try:
                 conn.heartbeat(self.group_id, generation, self.member_id,
                                lambda resp, e: self._on_heartbeat(resp, e, generation),
@@ -520,7 +531,7 @@ class GroupMember:
 
         self.link.get(on_conn)
 
-    def _on_heartbeat(self, resp: Any, err: KafkaError | None, generation: int) -> None:
+    def _on_heartbeat(self, resp: codec.HeartbeatResponse | None, err: KafkaError | None, generation: int) -> None:
         self._heartbeat_in_flight = False
         if self.state is not GroupState.STABLE or generation != self.generation_id:
             return
@@ -529,6 +540,7 @@ class GroupMember:
             # Try again soon: the session keeps running on the coordinator meanwhile.
             self._arm_heartbeat(self._heartbeat_backoff.next_delay_s())
             return
+        assert resp is not None  # no error: an answer
         code = resp.error_code
         if code == NONE:
             self._heartbeat_ok()
@@ -576,19 +588,24 @@ class GroupMember:
 
     # --- ending --------------------------------------------------------------------------------------
     def _send_leave(self, cb: Callable[[KafkaError | None], object] | None) -> None:
-        def done(_resp: Any, err: KafkaError | None) -> None:
+        def done(_resp: codec.LeaveGroupResponse | None, err: KafkaError | None) -> None:
             self._close_link()
             self.member_id = ""
             self.generation_id = NO_GENERATION
             if cb is not None:
                 self.ctx.call(cb, err)
 
-        def on_conn(conn: Any, err: KafkaError | None) -> None:
+        def on_conn(conn: Connection | None, err: KafkaError | None) -> None:
             if err is not None:
                 done(None, err)
                 return
+            assert conn is not None  # no error: a connection
             try:
-                conn.leave_group(self.group_id, [(self.member_id, self.group_instance_id)], done)
+                conn.leave_group(
+                    self.group_id,
+                    [codec.MemberIdentity(member_id=self.member_id, group_instance_id=self.group_instance_id)],
+                    done,
+                )
             except KafkaError as exc:
                 done(None, exc)
 

@@ -14,7 +14,7 @@ UNSTABLE_OFFSET_COMMIT.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, NamedTuple, Protocol
+from typing import NamedTuple, Protocol
 
 from kafkaev.backoff import Backoff
 from kafkaev.errors import (
@@ -28,6 +28,8 @@ from kafkaev.errors import (
     UNSTABLE_OFFSET_COMMIT,
     KafkaError,
 )
+from kafkaev.protocol import codec
+from kafkaev.protocol.connection import Connection, OffsetToCommit
 from kafkaev.types import NO_LEADER_EPOCH, NO_OFFSET, TopicPartition
 
 from .context import ConsumerContext
@@ -137,11 +139,12 @@ class OffsetManager:
             else:
                 finish(err)
 
-        def on_response(resp: Any, err: KafkaError | None) -> None:
+        def on_response(resp: codec.OffsetCommitResponse | None, err: KafkaError | None) -> None:
             if err is not None:
                 self.link.forget()
                 retry_or_fail(err)
                 return
+            assert resp is not None  # no error: an answer
             first: KafkaError | None = None
             retry: dict[TopicPartition, CommitOffset] = {}
             for t in resp.topics:
@@ -173,11 +176,12 @@ class OffsetManager:
                 first = KafkaError(TIMED_OUT, f"the coordinator of group {member.group_id!r} kept moving")
             finish(first)
 
-        def on_conn(conn: Any, err: KafkaError | None) -> None:
+        def on_conn(conn: Connection | None, err: KafkaError | None) -> None:
             if err is not None:
                 retry_or_fail(err)
                 return
-            rows = [(tp.topic, tp.partition, o.offset, o.leader_epoch, o.metadata) for tp, o in offsets.items()]
+            assert conn is not None  # no error: a connection
+            rows = [OffsetToCommit(tp.topic, tp.partition, o.offset, o.leader_epoch, o.metadata) for tp, o in offsets.items()]
             try:
                 conn.offset_commit(member.group_id, member.generation_id, member.member_id, rows, on_response,
                                    group_instance_id=member.group_instance_id)
@@ -211,11 +215,12 @@ class OffsetManager:
             else:
                 self.ctx.call(cb, None, err)
 
-        def on_response(resp: Any, err: KafkaError | None) -> None:
+        def on_response(resp: codec.OffsetFetchResponse | None, err: KafkaError | None) -> None:
             if err is not None:
                 self.link.forget()
                 retry_or_fail(err)
                 return
+            assert resp is not None  # no error: an answer
             groups = getattr(resp, "groups", None)
             body = groups[0] if groups else resp
             if body.error_code != NONE:
@@ -239,12 +244,13 @@ class OffsetManager:
             self._fetch_backoff.reset()
             self.ctx.call(cb, result, None)
 
-        def on_conn(conn: Any, err: KafkaError | None) -> None:
+        def on_conn(conn: Connection | None, err: KafkaError | None) -> None:
             if err is not None:
                 retry_or_fail(err)
                 return
+            assert conn is not None  # no error: a connection
             try:
-                conn.offset_fetch(group_id, [(tp.topic, tp.partition) for tp in wanted], on_response,
+                conn.offset_fetch(group_id, [TopicPartition(tp.topic, tp.partition) for tp in wanted], on_response,
                                   require_stable=self.require_stable)
             except KafkaError as exc:
                 self.ctx.call(cb, None, exc)

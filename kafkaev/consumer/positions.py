@@ -22,6 +22,7 @@ from kafkaev.errors import (
     UNSUPPORTED_VERSION,
     KafkaError,
 )
+from kafkaev.protocol.connection import EpochLookup, OffsetLookup
 from kafkaev.types import NO_LEADER_EPOCH, TopicPartition
 
 from .context import STALE_METADATA_ERRORS, ConsumerContext
@@ -160,7 +161,7 @@ def list_offsets(
 
     def send(conn: Any, rows: list[tuple[TopicPartition, Any]], cb: Callable[[Any, KafkaError | None], None]) -> None:
         conn.list_offsets(
-            [(tp.topic, tp.partition, ts, ctx.leader(tp.topic, tp.partition)[1]) for tp, ts in rows],
+            [OffsetLookup(tp.topic, tp.partition, ts, ctx.leader(tp.topic, tp.partition)[1]) for tp, ts in rows],
             cb,
             isolation_level=isolation,
         )
@@ -188,7 +189,8 @@ def offsets_for_leader_epochs(
 
     def send(conn: Any, rows: list[tuple[TopicPartition, Any]], cb: Callable[[Any, KafkaError | None], None]) -> None:
         conn.offset_for_leader_epoch(
-            [(tp.topic, tp.partition, ctx.leader(tp.topic, tp.partition)[1], epoch) for tp, epoch in rows], cb
+            [EpochLookup(tp.topic, tp.partition, epoch, ctx.leader(tp.topic, tp.partition)[1]) for tp, epoch in rows],
+            cb,
         )
 
     def parse(resp: Any) -> Iterable[tuple[TopicPartition, int, Any]]:

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from typing import Any
 
 from ..errors import NONE, KafkaError
-from ..protocol.codec import ChunkedBatch, crc32c
+from ..protocol.codec import ChunkedBatch, InitProducerIdResponse, crc32c
+from ..protocol.connection import Connection
 
 SEQUENCE_MODULUS = 1 << 31
 NO_PRODUCER_ID = -1
@@ -64,26 +64,26 @@ class ProducerIdentity:
     def ready(self) -> bool:
         return self.producer_id >= 0 and not self.requesting
 
-    def request(self, conn: Any, cb: Callable[[KafkaError | None], object], *, bump: bool = False) -> None:
+    def request(self, conn: Connection, cb: Callable[[KafkaError | None], object], *, bump: bool = False) -> None:
         """InitProducerId on ``conn``: a fresh id, or with ``bump=True`` the next epoch of the
         current id (KIP-360). ``cb(err)`` once; concurrent asks share one request."""
         self._waiters.append(cb)
         if self.requesting:
             return
         self.requesting = True
-        kwargs = {}
-        if bump and self.producer_id >= 0:
-            kwargs = {"producer_id": self.producer_id, "producer_epoch": self.producer_epoch}
+        # A bump names the current id and epoch (KIP-360); -1 asks for a new id.
+        bumping = bump and self.producer_id >= 0
         try:
-            conn.init_producer_id(self._on_response, **kwargs)
+            conn.init_producer_id(self._on_response, producer_id=self.producer_id if bumping else NO_PRODUCER_ID,
+                                  producer_epoch=self.producer_epoch if bumping else NO_PRODUCER_EPOCH)
         except KafkaError as exc:
             self._on_response(None, exc)
 
-    def _on_response(self, resp: Any, err: KafkaError | None) -> None:
+    def _on_response(self, resp: InitProducerIdResponse | None, err: KafkaError | None) -> None:
         self.requesting = False
-        if err is None and resp.error_code != NONE:
+        if resp is not None and err is None and resp.error_code != NONE:
             err = KafkaError(resp.error_code, "InitProducerId")
-        if err is None:
+        if resp is not None and err is None:
             self.producer_id = resp.producer_id
             self.producer_epoch = resp.producer_epoch
         waiters, self._waiters = self._waiters, []

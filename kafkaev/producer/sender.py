@@ -51,6 +51,8 @@ from ..errors import (
     UNKNOWN_TOPIC_OR_PARTITION,
     KafkaError,
 )
+from ..protocol.codec import ProduceResponse
+from ..protocol.connection import Connection, ProducePartition
 from ..types import NO_OFFSET, NO_TIMESTAMP
 from .accumulator import Accumulator, PartitionState, ProducerBatch
 from .idempotence import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, ProducerIdentity, next_sequence, restamp_batch
@@ -260,13 +262,16 @@ class Sender:
         earlier = self._earlier_identity
         return any(b in earlier for b in part.in_flight)
 
-    def _send_request(self, conn: Any, batches: list[ProducerBatch]) -> None:
+    def _send_request(self, conn: Connection, batches: list[ProducerBatch]) -> None:
         self.in_flight += len(batches)
         # With every topic's id known the request may name topics by id (Produce v13+).
-        payload = [(b.part.topic, b.part.partition, b.data, self._topic_id(b.part.topic)) for b in batches]
+        payload = []
+        for b in batches:
+            assert b.data is not None  # encoded by _send_to
+            payload.append(ProducePartition(b.part.topic, b.part.partition, b.data, self._topic_id(b.part.topic)))
 
-        def on_response(resp: Any, err: KafkaError | None) -> None:
-            self._on_response(batches, resp, err, payload)
+        def on_response(resp: ProduceResponse | None, err: KafkaError | None) -> None:
+            self._on_response(batches, resp, err)
 
         try:
             conn.produce_batch(payload, on_response, acks=self._acks, timeout_ms=self._request_timeout_ms)
@@ -278,9 +283,7 @@ class Sender:
         return None if info is None else info.topic_id
 
     # --- answers -------------------------------------------------------------------------------
-    def _on_response(
-        self, batches: list[ProducerBatch], resp: Any, err: KafkaError | None, payload: list[tuple[Any, ...]]
-    ) -> None:
+    def _on_response(self, batches: list[ProducerBatch], resp: ProduceResponse | None, err: KafkaError | None) -> None:
         self.in_flight -= len(batches)
         if err is not None:
             for b in batches:
@@ -291,15 +294,9 @@ class Sender:
                 self._succeeded(b, NO_OFFSET, NO_TIMESTAMP)
         else:
             answers = {}
-            names_by_id: dict[uuid.UUID, str] | None = None
-            for t in resp.responses:
-                name = t.name
-                if not name:  # v13+: the topic is named by the id the request gave
-                    if names_by_id is None:
-                        names_by_id = {entry[3]: entry[0] for entry in payload}
-                    name = names_by_id.get(t.topic_id, "")
+            for t in resp.responses:  # named by the connection, also when the request gave ids
                 for p in t.partition_responses:
-                    answers[(name, p.index)] = p
+                    answers[(t.name, p.index)] = p
             endpoints = resp.node_endpoints
             for b in batches:
                 answer = answers.get((b.part.topic, b.part.partition))

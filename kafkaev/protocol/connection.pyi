@@ -28,13 +28,20 @@ Contract in short:
 import asyncio
 import ssl
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import Callable, Iterable, Mapping
+from typing import Literal, TypeVar
 
 from kafkaev.errors import KafkaError
+from kafkaev.protocol import codec
+from kafkaev.protocol.codec import ChunkedBatch
 from kafkaev.security import SASLConfig, TLSConfig
+from kafkaev.types import TopicPartition
 
-Callback = Callable[[Any, KafkaError | None], object]
+_Response = TypeVar("_Response")
+# cb(response, err): response is None exactly when err is set (and for an acks=0 Produce).
+ResponseCallback = Callable[[_Response | None, KafkaError | None], object]
+Callback = ResponseCallback[codec.MessageStruct]
+EncodedBatch = bytes | bytearray | memoryview | ChunkedBatch
 State = Literal["disconnected", "connecting", "handshaking", "ready", "closed"]
 
 DEFAULT_WRITE_HIGH_WATER: int  # 4 MiB
@@ -125,7 +132,7 @@ class Connection:
     def request(
         self,
         api_key: int,
-        body: Any,
+        body: codec.MessageStruct,
         cb: Callback,
         *,
         version: int | None = None,
@@ -136,16 +143,20 @@ class Connection:
         with UNSUPPORTED_VERSION. ``timeout_ms`` defaults to request_timeout_ms."""
 
     # --- typed helpers (cb(response, err) with the generated response object) ---------------
-    def api_versions_request(self, cb: Callback) -> None: ...
+    def api_versions_request(self, cb: ResponseCallback[codec.ApiVersionsResponse]) -> None: ...
     def metadata(
-        self, topics: Iterable[str] | None, cb: Callback, *, allow_auto_topic_creation: bool = True
+        self,
+        topics: Iterable[str] | None,
+        cb: ResponseCallback[codec.MetadataResponse],
+        *,
+        allow_auto_topic_creation: bool = True,
     ) -> None: ...  # topics None = all topics
     def produce(
         self,
         topic: str,
         partition: int,
-        records: bytes | bytearray | memoryview,
-        cb: Callback,
+        records: EncodedBatch,
+        cb: ResponseCallback[codec.ProduceResponse],
         *,
         acks: int = -1,
         timeout_ms: int = 30000,
@@ -154,25 +165,25 @@ class Connection:
     ) -> None:
         """``records`` = encoded RecordBatch bytes. acks=0: no response is awaited; cb(None, None)
         right after the socket write. With ``topic_id`` the request may use Produce v13+, which
-        names the topic by id (its response too); without, it stays at v12."""
+        names the topic by id; the answer names it again (see produce_batch)."""
     def produce_batch(
         self,
-        batches: Iterable[
-            tuple[str, int, bytes | bytearray | memoryview]
-            | tuple[str, int, bytes | bytearray | memoryview, uuid.UUID | None]
-        ],
-        cb: Callback,
+        batches: Iterable[ProducePartition],
+        cb: ResponseCallback[codec.ProduceResponse],
         *,
         acks: int = -1,
         timeout_ms: int = 30000,
         transactional_id: str | None = None,
-    ) -> None: ...  # (topic, partition, records[, topic_id]) in ONE request; grouped by topic in order of first appearance; v13+ only when every entry has a topic_id
+    ) -> None:
+        """One batch per partition in ONE request, grouped by topic in order of first appearance;
+        v13+ (topics by id) only when every entry has a topic_id. A v13+ answer's topics get their
+        ``name`` back from the ids the request sent."""
     def fetch(
         self,
         topic: str,
         partition: int,
         offset: int,
-        cb: Callback,
+        cb: ResponseCallback[codec.FetchResponse],
         *,
         max_wait_ms: int = 500,
         min_bytes: int = 1,
@@ -183,8 +194,8 @@ class Connection:
     ) -> None: ...
     def fetch_multi(
         self,
-        partitions: Iterable[tuple[Any, ...]],
-        cb: Callback,
+        partitions: Iterable[FetchPosition],
+        cb: ResponseCallback[codec.FetchResponse],
         *,
         max_wait_ms: int = 500,
         min_bytes: int = 1,
@@ -192,25 +203,31 @@ class Connection:
         isolation_level: int = 0,
         session_id: int = 0,
         session_epoch: int = -1,
-        forgotten: Iterable[tuple[str, Sequence[int]] | tuple[str, Sequence[int], Any]] = (),
+        forgotten: Iterable[ForgottenPartitions] = (),
+        session_topic_ids: Mapping[str, uuid.UUID] | None = None,
     ) -> None:
-        """partitions: (topic, partition, offset, partition_max_bytes, current_leader_epoch[, topic_id
-        [, last_fetched_epoch]]); topic_id may be None; last_fetched_epoch (KIP-320, v12+) lets the
-        broker answer a diverging_epoch when the log was truncated below offset.
-        Fetch v13+ addresses topics by id: it is used only when every partition carries a
-        topic_id (uuid.UUID); otherwise the request is capped at v12 (names).
-        The request deadline is request_timeout_ms + max_wait_ms."""
+        """Fetch v13+ addresses topics by id: it is used only when every partition (and forgotten
+        entry) carries a topic_id; otherwise the request is capped at v12 (names). A v13+ answer's
+        topics get their ``topic`` back from the ids the request sent, and from
+        ``session_topic_ids`` ({topic: id} of what the incremental session holds beyond the
+        partitions listed). The request deadline is request_timeout_ms + max_wait_ms."""
     def list_offsets(
-        self, partitions: Iterable[tuple[str, int, int, int]], cb: Callback, *, isolation_level: int = 0
-    ) -> None: ...  # (topic, partition, timestamp, current_leader_epoch); timestamp -1 latest, -2 earliest
-    def find_coordinator(self, key: str, cb: Callback, *, key_type: int = 0) -> None: ...  # 0 group, 1 transaction
+        self,
+        partitions: Iterable[OffsetLookup],
+        cb: ResponseCallback[codec.ListOffsetsResponse],
+        *,
+        isolation_level: int = 0,
+    ) -> None: ...
+    def find_coordinator(
+        self, key: str, cb: ResponseCallback[codec.FindCoordinatorResponse], *, key_type: int = 0
+    ) -> None: ...  # 0 group, 1 transaction
     def join_group(
         self,
         group_id: str,
         member_id: str,
         protocol_type: str,
-        protocols: Iterable[tuple[str, bytes]],
-        cb: Callback,
+        protocols: Iterable[codec.JoinGroupRequestProtocol],
+        cb: ResponseCallback[codec.JoinGroupResponse],
         *,
         session_timeout_ms: int = 45000,
         rebalance_timeout_ms: int = 300000,
@@ -222,43 +239,49 @@ class Connection:
         group_id: str,
         generation_id: int,
         member_id: str,
-        assignments: Iterable[tuple[str, bytes]],
-        cb: Callback,
+        assignments: Iterable[codec.SyncGroupRequestAssignment],
+        cb: ResponseCallback[codec.SyncGroupResponse],
         *,
         group_instance_id: str | None = None,
         protocol_type: str | None = None,
         protocol_name: str | None = None,
     ) -> None: ...
     def heartbeat(
-        self, group_id: str, generation_id: int, member_id: str, cb: Callback, *, group_instance_id: str | None = None
+        self,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        cb: ResponseCallback[codec.HeartbeatResponse],
+        *,
+        group_instance_id: str | None = None,
     ) -> None: ...
     def leave_group(
-        self, group_id: str, members: Iterable[tuple[str, str | None]], cb: Callback
-    ) -> None: ...  # (member_id, group_instance_id)
+        self, group_id: str, members: Iterable[codec.MemberIdentity], cb: ResponseCallback[codec.LeaveGroupResponse]
+    ) -> None: ...
     def offset_commit(
         self,
         group_id: str,
         generation_id: int,
         member_id: str,
-        offsets: Iterable[tuple[str, int, int, int, str | None]],
-        cb: Callback,
+        offsets: Iterable[OffsetToCommit],
+        cb: ResponseCallback[codec.OffsetCommitResponse],
         *,
         group_instance_id: str | None = None,
-    ) -> None: ...  # (topic, partition, offset, leader_epoch, metadata)
+    ) -> None: ...
     def offset_fetch(
         self,
         group_id: str,
-        partitions: Iterable[tuple[str, int]] | None,
-        cb: Callback,
+        partitions: Iterable[TopicPartition] | None,
+        cb: ResponseCallback[codec.OffsetFetchResponse],
         *,
         require_stable: bool = False,
     ) -> None: ...  # None = all partitions the group committed
     def offset_for_leader_epoch(
-        self, partitions: Iterable[tuple[str, int, int, int]], cb: Callback
-    ) -> None: ...  # (topic, partition, current_leader_epoch, leader_epoch)
+        self, partitions: Iterable[EpochLookup], cb: ResponseCallback[codec.OffsetForLeaderEpochResponse]
+    ) -> None: ...
     def init_producer_id(
         self,
-        cb: Callback,
+        cb: ResponseCallback[codec.InitProducerIdResponse],
         *,
         transactional_id: str | None = None,
         transaction_timeout_ms: int = 60000,
@@ -270,14 +293,24 @@ class Connection:
         transactional_id: str,
         producer_id: int,
         producer_epoch: int,
-        partitions: Iterable[tuple[str, int]],
-        cb: Callback,
+        partitions: Iterable[TopicPartition],
+        cb: ResponseCallback[codec.AddPartitionsToTxnResponse],
     ) -> None: ...
     def add_offsets_to_txn(
-        self, transactional_id: str, producer_id: int, producer_epoch: int, group_id: str, cb: Callback
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        group_id: str,
+        cb: ResponseCallback[codec.AddOffsetsToTxnResponse],
     ) -> None: ...
     def end_txn(
-        self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool, cb: Callback
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        cb: ResponseCallback[codec.EndTxnResponse],
     ) -> None: ...
     def txn_offset_commit(
         self,
@@ -285,56 +318,132 @@ class Connection:
         group_id: str,
         producer_id: int,
         producer_epoch: int,
-        offsets: Iterable[tuple[str, int, int, int, str | None]],
-        cb: Callback,
+        offsets: Iterable[OffsetToCommit],
+        cb: ResponseCallback[codec.TxnOffsetCommitResponse],
         *,
         generation_id: int = -1,
         member_id: str = "",
         group_instance_id: str | None = None,
-    ) -> None: ...  # offsets: (topic, partition, offset, leader_epoch, metadata)
+    ) -> None: ...
     def create_topics(
         self,
-        topics: Iterable[tuple[str, int, int, Mapping[str, str | None]]],
-        cb: Callback,
+        topics: Iterable[NewTopic],
+        cb: ResponseCallback[codec.CreateTopicsResponse],
         *,
         timeout_ms: int = 30000,
         validate_only: bool = False,
-    ) -> None: ...  # (name, num_partitions, replication_factor, {config: value}); -1 = broker default
-    def delete_topics(self, names: Iterable[str], cb: Callback, *, timeout_ms: int = 30000) -> None: ...
+    ) -> None: ...
+    def delete_topics(
+        self, names: Iterable[str], cb: ResponseCallback[codec.DeleteTopicsResponse], *, timeout_ms: int = 30000
+    ) -> None: ...
     def create_partitions(
         self,
-        topics: Iterable[tuple[str, int]],
-        cb: Callback,
+        totals: Mapping[str, int],
+        cb: ResponseCallback[codec.CreatePartitionsResponse],
         *,
         timeout_ms: int = 30000,
         validate_only: bool = False,
-    ) -> None: ...  # (topic, new_total_count)
+    ) -> None: ...  # {topic: new total partition count}
     def delete_records(
-        self, partitions: Iterable[tuple[str, int, int]], cb: Callback, *, timeout_ms: int = 30000
-    ) -> None: ...  # (topic, partition, before_offset); -1 = high watermark
+        self,
+        before_offsets: Mapping[TopicPartition, int],
+        cb: ResponseCallback[codec.DeleteRecordsResponse],
+        *,
+        timeout_ms: int = 30000,
+    ) -> None: ...  # {partition: offset records below which go}; -1 = high watermark
     def describe_configs(
         self,
-        resources: Iterable[tuple[int, str, Sequence[str] | None]],
-        cb: Callback,
+        resources: Iterable[codec.DescribeConfigsResource],
+        cb: ResponseCallback[codec.DescribeConfigsResponse],
         *,
         include_synonyms: bool = False,
         include_documentation: bool = False,
-    ) -> None: ...  # (resource_type 2 topic / 4 broker, name, keys or None for all)
-    def describe_cluster(self, cb: Callback) -> None: ...
-    def describe_groups(self, group_ids: Iterable[str], cb: Callback) -> None: ...
-    def list_groups(self, cb: Callback, *, states: Iterable[str] = (), types: Iterable[str] = ()) -> None: ...
-    def consumer_group_heartbeat(
+    ) -> None: ...  # resource_type 2 topic / 4 broker; configuration_keys None for all
+    def describe_groups(self, group_ids: Iterable[str], cb: ResponseCallback[codec.DescribeGroupsResponse]) -> None: ...
+    def list_groups(
         self,
-        group_id: str,
-        member_id: str,
-        member_epoch: int,
-        cb: Callback,
+        cb: ResponseCallback[codec.ListGroupsResponse],
         *,
-        instance_id: str | None = None,
-        rack_id: str | None = None,
-        rebalance_timeout_ms: int = -1,
-        subscribed_topic_names: Sequence[str] | None = None,
-        subscribed_topic_regex: str | None = None,
-        server_assignor: str | None = None,
-        topic_partitions: Iterable[tuple[Any, Sequence[int]]] | None = None,
-    ) -> None: ...  # KIP-848; topic_partitions: (topic_id uuid.UUID, [partitions])
+        states: Iterable[str] = (),
+        types: Iterable[str] = (),
+    ) -> None: ...
+
+# --- typed request records: each checks its fields once, when made (TypeError/ValueError
+# naming Record.field); the helpers group them into the generated request objects ------------
+
+class ProducePartition:
+    """One partition's encoded RecordBatch in a Produce request."""
+    topic: str
+    partition: int
+    records: EncodedBatch
+    topic_id: uuid.UUID | None
+    def __init__(self, topic: str, partition: int, records: EncodedBatch, topic_id: uuid.UUID | None = None) -> None: ...
+
+class FetchPosition:
+    """Where to read one partition in a Fetch request."""
+    topic: str
+    partition: int
+    offset: int
+    max_bytes: int
+    current_leader_epoch: int
+    last_fetched_epoch: int  # KIP-320 (v12+): lets the leader answer diverging_epoch after truncation
+    topic_id: uuid.UUID | None
+    def __init__(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        *,
+        max_bytes: int,
+        current_leader_epoch: int = -1,
+        last_fetched_epoch: int = -1,
+        topic_id: uuid.UUID | None = None,
+    ) -> None: ...
+
+class ForgottenPartitions:
+    """Partitions of one topic an incremental Fetch session drops."""
+    topic: str
+    partitions: list[int]
+    topic_id: uuid.UUID | None
+    def __init__(self, topic: str, partitions: Iterable[int], topic_id: uuid.UUID | None = None) -> None: ...
+
+class OffsetLookup:
+    """One partition in a ListOffsets request; timestamp -1 latest, -2 earliest."""
+    topic: str
+    partition: int
+    timestamp: int
+    current_leader_epoch: int
+    def __init__(self, topic: str, partition: int, timestamp: int, current_leader_epoch: int = -1) -> None: ...
+
+class EpochLookup:
+    """One partition in an OffsetForLeaderEpoch request."""
+    topic: str
+    partition: int
+    leader_epoch: int
+    current_leader_epoch: int
+    def __init__(self, topic: str, partition: int, leader_epoch: int, current_leader_epoch: int = -1) -> None: ...
+
+class OffsetToCommit:
+    """One partition's offset in an OffsetCommit or TxnOffsetCommit request."""
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int
+    metadata: str | None
+    def __init__(
+        self, topic: str, partition: int, offset: int, leader_epoch: int = -1, metadata: str | None = None
+    ) -> None: ...
+
+class NewTopic:
+    """One topic in a CreateTopics request; -1 takes the broker's default."""
+    name: str
+    num_partitions: int
+    replication_factor: int
+    configs: dict[str, str | None]
+    def __init__(
+        self,
+        name: str,
+        num_partitions: int = -1,
+        replication_factor: int = -1,
+        configs: Mapping[str, str | None] | None = None,
+    ) -> None: ...

@@ -177,22 +177,6 @@ cdef inline int _check_records(object records) except -1:
     return 0
 
 
-cdef dict _group_by_topic(object items, str what):
-    """{topic: [item, ...]} keeping the order topics first appear in."""
-    cdef dict grouped = {}
-    for item in items:
-        if not isinstance(item, tuple):
-            raise TypeError(f"{what} entries must be tuples, not {type(item).__name__}")
-        topic = item[0]
-        _check_str(f"{what} topic", topic)
-        lst = grouped.get(topic)
-        if lst is None:
-            grouped[topic] = [item]
-        else:
-            (<list>lst).append(item)
-    return grouped
-
-
 class _ProtocolProxy(asyncio.BufferedProtocol):
     """The transport's protocol: forwards to the Connection through a weak reference, so that a
     Connection nobody references can be collected (and close its socket) even though the loop

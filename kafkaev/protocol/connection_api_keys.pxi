@@ -26,8 +26,6 @@ CLIENT_VERSION_CAPS = {
 cdef int CONSUMER_REPLICA_ID = -2
 # ListOffsets/Fetch replica_id for a client.
 cdef int CLIENT_REPLICA_ID = -1
-# DescribeCluster endpoint type: brokers (2 would be controllers).
-cdef int ENDPOINT_TYPE_BROKERS = 1
 
 
 # Topic id meaning "none": requests that name topics leave it all zero.

@@ -3,6 +3,8 @@
 # the generated request object and sends it at the negotiated version; cb(response, err).
 # Included from connection.pyx.
 
+include "connection_records.pxi"
+
 
 cdef class Connection(BaseConnection):
     """One pipelined connection to one Kafka broker; see kafkaev/connection.pyi for the contract."""
@@ -33,60 +35,49 @@ cdef class Connection(BaseConnection):
         req = codec.MetadataRequest(topics=entries, allow_auto_topic_creation=bool(allow_auto_topic_creation))
         self._send(API_METADATA, v, req, cb, self._request_timeout, True)
 
-    def describe_cluster(self, cb):
-        _check_cb(cb)
-        cdef int v = self._version_or_fail(API_DESCRIBE_CLUSTER, cb)
-        if v >= 0:
-            body = codec.DescribeClusterRequest(include_cluster_authorized_operations=False,
-                                            endpoint_type=ENDPOINT_TYPE_BROKERS)
-            self._send(API_DESCRIBE_CLUSTER, v, body, cb, self._request_timeout, True)
-
     # --- produce ----------------------------------------------------------------------------
 
     def produce(self, topic, partition, records, cb, *, acks=-1, timeout_ms=30000, transactional_id=None,
                 topic_id=None):
-        _check_str("topic", topic)
-        cdef int32_t p = _partition("partition", partition)
-        _check_records(records)
         _check_cb(cb)
-        self._produce(((topic, p, records, topic_id),), cb, acks, timeout_ms, transactional_id, False)
+        self._produce((ProducePartition(topic, partition, records, topic_id),), cb, acks, timeout_ms,
+                      transactional_id)
 
     def produce_batch(self, batches, cb, *, acks=-1, timeout_ms=30000, transactional_id=None):
         _check_cb(cb)
-        self._produce(batches, cb, acks, timeout_ms, transactional_id, True)
+        self._produce(batches, cb, acks, timeout_ms, transactional_id)
 
     cdef int _produce(self, object batches, object cb, object acks, object timeout_ms,
-                      object transactional_id, bint check) except -1:
+                      object transactional_id) except -1:
         cdef dict by_topic = {}
+        cdef dict names_by_id = {}
         cdef set seen = set()
         cdef bint all_ids = True
+        cdef ProducePartition batch
         cdef int16_t ack = <int16_t>_check_int("acks", acks, -1, 1)
         cdef int32_t timeout = <int32_t>_check_int("timeout_ms", timeout_ms, 0, INT32_MAX)
         _check_opt_str("transactional_id", transactional_id)
-        for batch in batches:
-            if check:
-                if not isinstance(batch, tuple) or not 3 <= len(batch) <= 4:
-                    raise TypeError("batches entries must be (topic, partition, records[, topic_id]) tuples")
-                _check_str("batches topic", batch[0])
-                _partition("batches partition", batch[1])
-                _check_records(batch[2])
-            topic = batch[0]
-            topic_id = batch[3] if len(batch) == 4 else None
-            if topic_id is None:
+        for entry in batches:
+            if type(entry) is not ProducePartition:
+                raise TypeError(f"batches entries must be ProducePartition, not {type(entry).__name__}")
+            batch = <ProducePartition>entry
+            if batch.topic_id is None:
                 all_ids = False
-            elif check and not isinstance(topic_id, uuid.UUID):
-                raise TypeError(f"batches topic_id must be a uuid.UUID or None, not {type(topic_id).__name__}")
-            key = (topic, batch[1])
+            else:
+                names_by_id[batch.topic_id] = batch.topic
+            key = (batch.topic, batch.partition)
             if key in seen:
                 # The broker keeps one batch per partition and request: a second would be lost.
-                raise ValueError(f"batches: {topic}[{batch[1]}] appears twice; send one batch per partition")
+                raise ValueError(f"batches: {batch.topic}[{batch.partition}] appears twice; "
+                                 f"send one batch per partition")
             seen.add(key)
-            topic_data = by_topic.get(topic)
+            topic_data = by_topic.get(batch.topic)
             if topic_data is None:
                 topic_data = codec.TopicProduceData(
-                    name=topic, topic_id=topic_id if topic_id is not None else ZERO_UUID, partition_data=[])
-                by_topic[topic] = topic_data
-            topic_data.partition_data.append(codec.PartitionProduceData(index=batch[1], records=batch[2]))
+                    name=batch.topic, topic_id=batch.topic_id if batch.topic_id is not None else ZERO_UUID,
+                    partition_data=[])
+                by_topic[batch.topic] = topic_data
+            topic_data.partition_data.append(codec.PartitionProduceData(index=batch.partition, records=batch.records))
         if not by_topic:
             raise ValueError("batches must not be empty")
         cdef int v = self._version_or_fail(API_PRODUCE, cb)
@@ -98,6 +89,8 @@ cdef class Connection(BaseConnection):
                 self._loop.call_soon(self._invoke_soon, cb, KafkaError(errors.UNSUPPORTED_VERSION, (
                     f"Produce: {self._host}:{self._port} requires topic ids (v13+); pass topic_id")))
                 return 0
+        if v > PRODUCE_LAST_VERSION_WITH_NAMES and ack != 0:
+            cb = _NameTopicsById(cb, names_by_id, False)
         req = codec.ProduceRequest(transactional_id=transactional_id, acks=ack, timeout_ms=timeout,
                                     topic_data=list(by_topic.values()))
         # The broker may hold the response for up to timeout_ms waiting for replicas.
@@ -108,15 +101,18 @@ cdef class Connection(BaseConnection):
 
     def fetch(self, topic, partition, offset, cb, *, max_wait_ms=500, min_bytes=1, max_bytes=52428800,
               partition_max_bytes=1048576, isolation_level=0, current_leader_epoch=-1):
-        _check_str("topic", topic)
-        self.fetch_multi(((topic, partition, offset, partition_max_bytes, current_leader_epoch),), cb,
-                         max_wait_ms=max_wait_ms, min_bytes=min_bytes, max_bytes=max_bytes,
+        position = FetchPosition(topic, partition, offset, max_bytes=partition_max_bytes,
+                                 current_leader_epoch=current_leader_epoch)
+        self.fetch_multi((position,), cb, max_wait_ms=max_wait_ms, min_bytes=min_bytes, max_bytes=max_bytes,
                          isolation_level=isolation_level)
 
     def fetch_multi(self, partitions, cb, *, max_wait_ms=500, min_bytes=1, max_bytes=52428800,
-                    isolation_level=0, session_id=0, session_epoch=-1, forgotten=()):
+                    isolation_level=0, session_id=0, session_epoch=-1, forgotten=(), session_topic_ids=None):
         cdef dict by_topic = {}
+        cdef dict names_by_id = {}
         cdef bint all_ids = True
+        cdef FetchPosition position
+        cdef ForgottenPartitions gone
         _check_cb(cb)
         cdef int32_t wait_ms = <int32_t>_check_int("max_wait_ms", max_wait_ms, 0, INT32_MAX)
         cdef int32_t min_b = _int32("min_bytes", min_bytes)
@@ -124,37 +120,36 @@ cdef class Connection(BaseConnection):
         cdef int8_t isolation = <int8_t>_check_int("isolation_level", isolation_level, 0, 1)
         cdef int32_t sess_id = _int32("session_id", session_id)
         cdef int32_t sess_epoch = _int32("session_epoch", session_epoch)
-        for item in partitions:
-            if not isinstance(item, tuple) or not 5 <= len(item) <= 7:
-                raise TypeError("partitions entries must be (topic, partition, offset, partition_max_bytes, "
-                                "current_leader_epoch[, topic_id[, last_fetched_epoch]]) tuples")
-            topic = item[0]
-            _check_str("partitions topic", topic)
-            topic_id = item[5] if len(item) >= 6 else None
-            if topic_id is None:
+        for entry in partitions:
+            if type(entry) is not FetchPosition:
+                raise TypeError(f"partitions entries must be FetchPosition, not {type(entry).__name__}")
+            position = <FetchPosition>entry
+            if position.topic_id is None:
                 all_ids = False
-            fetch_topic = by_topic.get(topic)
+            else:
+                names_by_id[position.topic_id] = position.topic
+            fetch_topic = by_topic.get(position.topic)
             if fetch_topic is None:
                 fetch_topic = codec.FetchTopic(
-                    topic=topic, topic_id=topic_id if topic_id is not None else ZERO_UUID, partitions=[])
-                by_topic[topic] = fetch_topic
+                    topic=position.topic,
+                    topic_id=position.topic_id if position.topic_id is not None else ZERO_UUID, partitions=[])
+                by_topic[position.topic] = fetch_topic
             fetch_topic.partitions.append(codec.FetchPartition(
-                partition=_partition("partitions partition", item[1]),
-                fetch_offset=_int64("partitions offset", item[2]),
-                partition_max_bytes=_int32("partitions partition_max_bytes", item[3]),
-                current_leader_epoch=_int32("partitions current_leader_epoch", item[4]),
-                last_fetched_epoch=_int32("partitions last_fetched_epoch", item[6]) if len(item) == 7 else -1))
+                partition=position.partition, fetch_offset=position.offset,
+                partition_max_bytes=position.max_bytes, current_leader_epoch=position.current_leader_epoch,
+                last_fetched_epoch=position.last_fetched_epoch))
         forgotten_list = []
-        for item in forgotten:
-            if not isinstance(item, tuple) or not 2 <= len(item) <= 3:
-                raise TypeError("forgotten entries must be (topic, [partitions][, topic_id]) tuples")
-            _check_str("forgotten topic", item[0])
-            topic_id = item[2] if len(item) == 3 else None
-            if topic_id is None:
+        for entry in forgotten:
+            if type(entry) is not ForgottenPartitions:
+                raise TypeError(f"forgotten entries must be ForgottenPartitions, not {type(entry).__name__}")
+            gone = <ForgottenPartitions>entry
+            if gone.topic_id is None:
                 all_ids = False
+            else:
+                names_by_id[gone.topic_id] = gone.topic
             forgotten_list.append(codec.ForgottenTopic(
-                topic=item[0], topic_id=topic_id if topic_id is not None else ZERO_UUID,
-                partitions=[_partition("forgotten partition", p) for p in item[1]]))
+                topic=gone.topic, topic_id=gone.topic_id if gone.topic_id is not None else ZERO_UUID,
+                partitions=list(gone.partitions)))
         cdef int v = self._version_or_fail(API_FETCH, cb)
         if v < 0:
             return
@@ -164,6 +159,13 @@ cdef class Connection(BaseConnection):
                 self._loop.call_soon(self._invoke_soon, cb, KafkaError(errors.UNSUPPORTED_VERSION, (
                     f"Fetch: {self._host}:{self._port} requires topic ids (v13+); pass topic_id")))
                 return
+        if v > FETCH_LAST_VERSION_WITH_NAMES:
+            # An incremental answer may also carry partitions the session holds but this
+            # request does not list: their topics are named by the ids they were fetched with.
+            if session_topic_ids is not None:
+                for topic, topic_id in session_topic_ids.items():
+                    names_by_id.setdefault(topic_id, topic)
+            cb = _NameTopicsById(cb, names_by_id, True)
         req = codec.FetchRequest(
             replica_id=CLIENT_REPLICA_ID, max_wait_ms=wait_ms, min_bytes=min_b, max_bytes=max_b,
             isolation_level=isolation, session_id=sess_id, session_epoch=sess_epoch,
@@ -176,18 +178,16 @@ cdef class Connection(BaseConnection):
         self._flush(False)
 
     def list_offsets(self, partitions, cb, *, isolation_level=0):
+        cdef OffsetLookup lookup
         _check_cb(cb)
         cdef int8_t isolation = <int8_t>_check_int("isolation_level", isolation_level, 0, 1)
         topics = []
-        for topic, items in _group_by_topic(partitions, "partitions").items():
+        for topic, lookups in _by_topic(partitions, OffsetLookup, "partitions").items():
             parts = []
-            for item in items:
-                if len(item) != 4:
-                    raise TypeError("partitions entries must be (topic, partition, timestamp, current_leader_epoch)")
+            for lookup in lookups:
                 parts.append(codec.ListOffsetsPartition(
-                    partition_index=_partition("partitions partition", item[1]),
-                    timestamp=_int64("partitions timestamp", item[2]),
-                    current_leader_epoch=_int32("partitions current_leader_epoch", item[3])))
+                    partition_index=lookup.partition, timestamp=lookup.timestamp,
+                    current_leader_epoch=lookup.current_leader_epoch))
             topics.append(codec.ListOffsetsTopic(name=topic, partitions=parts))
         cdef int v = self._version_or_fail(API_LIST_OFFSETS, cb)
         if v >= 0:
@@ -196,17 +196,15 @@ cdef class Connection(BaseConnection):
             self._send(API_LIST_OFFSETS, v, body, cb, self._request_timeout, True)
 
     def offset_for_leader_epoch(self, partitions, cb):
+        cdef EpochLookup lookup
         _check_cb(cb)
         topics = []
-        for topic, items in _group_by_topic(partitions, "partitions").items():
+        for topic, lookups in _by_topic(partitions, EpochLookup, "partitions").items():
             parts = []
-            for item in items:
-                if len(item) != 4:
-                    raise TypeError("partitions entries must be (topic, partition, current_leader_epoch, leader_epoch)")
+            for lookup in lookups:
                 parts.append(codec.OffsetForLeaderPartition(
-                    partition=_partition("partitions partition", item[1]),
-                    current_leader_epoch=_int32("partitions current_leader_epoch", item[2]),
-                    leader_epoch=_int32("partitions leader_epoch", item[3])))
+                    partition=lookup.partition, current_leader_epoch=lookup.current_leader_epoch,
+                    leader_epoch=lookup.leader_epoch))
             topics.append(codec.OffsetForLeaderTopic(topic=topic, partitions=parts))
         cdef int v = self._version_or_fail(API_OFFSET_FOR_LEADER_EPOCH, cb)
         if v >= 0:
@@ -235,12 +233,7 @@ cdef class Connection(BaseConnection):
         cdef int32_t rebalance = <int32_t>_check_int("rebalance_timeout_ms", rebalance_timeout_ms, 1, INT32_MAX)
         _check_opt_str("group_instance_id", group_instance_id)
         _check_opt_str("reason", reason)
-        protos = []
-        for item in protocols:
-            if not isinstance(item, tuple) or len(item) != 2:
-                raise TypeError("protocols entries must be (name, metadata_bytes) tuples")
-            _check_str("protocols name", item[0])
-            protos.append(codec.JoinGroupRequestProtocol(name=item[0], metadata=item[1]))
+        protos = _list_of(protocols, codec.JoinGroupRequestProtocol, "protocols")
         cdef int v = self._version_or_fail(API_JOIN_GROUP, cb)
         if v >= 0:
             body = codec.JoinGroupRequest(group_id=group_id, session_timeout_ms=session,
@@ -259,12 +252,7 @@ cdef class Connection(BaseConnection):
         _check_opt_str("group_instance_id", group_instance_id)
         _check_opt_str("protocol_type", protocol_type)
         _check_opt_str("protocol_name", protocol_name)
-        assigned = []
-        for item in assignments:
-            if not isinstance(item, tuple) or len(item) != 2:
-                raise TypeError("assignments entries must be (member_id, assignment_bytes) tuples")
-            _check_str("assignments member_id", item[0])
-            assigned.append(codec.SyncGroupRequestAssignment(member_id=item[0], assignment=item[1]))
+        assigned = _list_of(assignments, codec.SyncGroupRequestAssignment, "assignments")
         cdef int v = self._version_or_fail(API_SYNC_GROUP, cb)
         if v >= 0:
             body = codec.SyncGroupRequest(group_id=group_id, generation_id=generation, member_id=member_id,
@@ -287,13 +275,7 @@ cdef class Connection(BaseConnection):
     def leave_group(self, group_id, members, cb):
         _check_str("group_id", group_id)
         _check_cb(cb)
-        identities = []
-        for item in members:
-            if not isinstance(item, tuple) or len(item) != 2:
-                raise TypeError("members entries must be (member_id, group_instance_id) tuples")
-            _check_str("members member_id", item[0])
-            _check_opt_str("members group_instance_id", item[1])
-            identities.append(codec.MemberIdentity(member_id=item[0], group_instance_id=item[1]))
+        identities = _list_of(members, codec.MemberIdentity, "members")
         if not identities:
             raise ValueError("members must not be empty")
         cdef int v = self._version_or_fail(API_LEAVE_GROUP, cb)
@@ -309,18 +291,14 @@ cdef class Connection(BaseConnection):
         _check_str("member_id", member_id)
         _check_cb(cb)
         _check_opt_str("group_instance_id", group_instance_id)
+        cdef OffsetToCommit commit
         topics = []
-        for topic, items in _group_by_topic(offsets, "offsets").items():
+        for topic, commits in _by_topic(offsets, OffsetToCommit, "offsets").items():
             parts = []
-            for item in items:
-                if len(item) != 5:
-                    raise TypeError("offsets entries must be (topic, partition, offset, leader_epoch, metadata)")
-                _check_opt_str("offsets metadata", item[4])
+            for commit in commits:
                 parts.append(codec.OffsetCommitRequestPartition(
-                    partition_index=_partition("offsets partition", item[1]),
-                    committed_offset=_int64("offsets offset", item[2]),
-                    committed_leader_epoch=_int32("offsets leader_epoch", item[3]),
-                    committed_metadata=item[4]))
+                    partition_index=commit.partition, committed_offset=commit.offset,
+                    committed_leader_epoch=commit.leader_epoch, committed_metadata=commit.metadata))
             topics.append(codec.OffsetCommitRequestTopic(name=topic, partitions=parts))
         cdef int v = self._version_or_fail(API_OFFSET_COMMIT, cb)
         if v >= 0:
@@ -337,8 +315,7 @@ cdef class Connection(BaseConnection):
         if partitions is not None:
             old_topics = []
             new_topics = []
-            for topic, items in _group_by_topic(partitions, "partitions").items():
-                indexes = [_partition("partitions partition", item[1]) for item in items]
+            for topic, indexes in _partitions_by_topic(partitions, "partitions").items():
                 old_topics.append(codec.OffsetFetchRequestTopic(name=topic, partition_indexes=indexes))
                 new_topics.append(codec.OffsetFetchRequestTopics(name=topic, partition_indexes=list(indexes)))
         cdef int v = self._version_or_fail(API_OFFSET_FETCH, cb)
@@ -375,42 +352,6 @@ cdef class Connection(BaseConnection):
             body = codec.ListGroupsRequest(states_filter=states_filter, types_filter=types_filter)
             self._send(API_LIST_GROUPS, v, body, cb, self._request_timeout, True)
 
-    def consumer_group_heartbeat(self, group_id, member_id, member_epoch, cb, *, instance_id=None,
-                                 rack_id=None, rebalance_timeout_ms=-1, subscribed_topic_names=None,
-                                 subscribed_topic_regex=None, server_assignor=None, topic_partitions=None):
-        _check_str("group_id", group_id)
-        _check_str("member_id", member_id)
-        cdef int32_t epoch = _int32("member_epoch", member_epoch)
-        _check_cb(cb)
-        _check_opt_str("instance_id", instance_id)
-        _check_opt_str("rack_id", rack_id)
-        cdef int32_t rebalance = _int32("rebalance_timeout_ms", rebalance_timeout_ms)
-        _check_opt_str("subscribed_topic_regex", subscribed_topic_regex)
-        _check_opt_str("server_assignor", server_assignor)
-        names = None
-        if subscribed_topic_names is not None:
-            if isinstance(subscribed_topic_names, str):
-                raise TypeError("subscribed_topic_names must be a sequence of str, not a str")
-            names = list(subscribed_topic_names)
-            for n in names:
-                _check_str("subscribed_topic_names entry", n)
-        owned = None
-        if topic_partitions is not None:
-            owned = []
-            for item in topic_partitions:
-                if not isinstance(item, tuple) or len(item) != 2:
-                    raise TypeError("topic_partitions entries must be (topic_id, [partitions]) tuples")
-                owned.append(codec.ConsumerGroupHeartbeatRequestTopicPartitions(
-                    topic_id=item[0], partitions=[_partition("topic_partitions partition", p) for p in item[1]]))
-        cdef int v = self._version_or_fail(API_CONSUMER_GROUP_HEARTBEAT, cb)
-        if v >= 0:
-            body = codec.ConsumerGroupHeartbeatRequest(
-                group_id=group_id, member_id=member_id, member_epoch=epoch, instance_id=instance_id,
-                rack_id=rack_id, rebalance_timeout_ms=rebalance, subscribed_topic_names=names,
-                subscribed_topic_regex=subscribed_topic_regex, server_assignor=server_assignor,
-                topic_partitions=owned)
-            self._send(API_CONSUMER_GROUP_HEARTBEAT, v, body, cb, self._request_timeout, True)
-
     # --- transactions -----------------------------------------------------------------------
 
     def init_producer_id(self, cb, *, transactional_id=None, transaction_timeout_ms=60000, producer_id=-1,
@@ -433,9 +374,8 @@ cdef class Connection(BaseConnection):
         cdef int16_t epoch = <int16_t>_check_int("producer_epoch", producer_epoch, 0, 0x7FFF)
         _check_cb(cb)
         topics = []
-        for topic, items in _group_by_topic(partitions, "partitions").items():
-            topics.append(codec.AddPartitionsToTxnTopic(
-                name=topic, partitions=[_partition("partitions partition", item[1]) for item in items]))
+        for topic, indexes in _partitions_by_topic(partitions, "partitions").items():
+            topics.append(codec.AddPartitionsToTxnTopic(name=topic, partitions=indexes))
         cdef int v = self._version_or_fail(API_ADD_PARTITIONS_TO_TXN, cb)
         if v < 0:
             return
@@ -479,18 +419,14 @@ cdef class Connection(BaseConnection):
         cdef int32_t generation = _int32("generation_id", generation_id)
         _check_str("member_id", member_id)
         _check_opt_str("group_instance_id", group_instance_id)
+        cdef OffsetToCommit commit
         topics = []
-        for topic, items in _group_by_topic(offsets, "offsets").items():
+        for topic, commits in _by_topic(offsets, OffsetToCommit, "offsets").items():
             parts = []
-            for item in items:
-                if len(item) != 5:
-                    raise TypeError("offsets entries must be (topic, partition, offset, leader_epoch, metadata)")
-                _check_opt_str("offsets metadata", item[4])
+            for commit in commits:
                 parts.append(codec.TxnOffsetCommitRequestPartition(
-                    partition_index=_partition("offsets partition", item[1]),
-                    committed_offset=_int64("offsets offset", item[2]),
-                    committed_leader_epoch=_int32("offsets leader_epoch", item[3]),
-                    committed_metadata=item[4]))
+                    partition_index=commit.partition, committed_offset=commit.offset,
+                    committed_leader_epoch=commit.leader_epoch, committed_metadata=commit.metadata))
             topics.append(codec.TxnOffsetCommitRequestTopic(name=topic, partitions=parts))
         cdef int v = self._version_or_fail(API_TXN_OFFSET_COMMIT, cb)
         if v >= 0:
@@ -506,16 +442,16 @@ cdef class Connection(BaseConnection):
     def create_topics(self, topics, cb, *, timeout_ms=30000, validate_only=False):
         _check_cb(cb)
         cdef int32_t timeout = <int32_t>_check_int("timeout_ms", timeout_ms, 0, INT32_MAX)
+        cdef NewTopic topic
         creatable = []
-        for item in topics:
-            if not isinstance(item, tuple) or len(item) != 4:
-                raise TypeError("topics entries must be (name, num_partitions, replication_factor, {config: value})")
-            _check_str("topics name", item[0])
-            configs = [codec.CreatableTopicConfig(name=k, value=val) for k, val in dict(item[3]).items()]
+        for entry in topics:
+            if type(entry) is not NewTopic:
+                raise TypeError(f"topics entries must be NewTopic, not {type(entry).__name__}")
+            topic = <NewTopic>entry
+            configs = [codec.CreatableTopicConfig(name=k, value=val) for k, val in topic.configs.items()]
             creatable.append(codec.CreatableTopic(
-                name=item[0], num_partitions=_check_int("topics num_partitions", item[1], -1, INT32_MAX),
-                replication_factor=_check_int("topics replication_factor", item[2], -1, 0x7FFF),
-                assignments=[], configs=configs))
+                name=topic.name, num_partitions=topic.num_partitions,
+                replication_factor=topic.replication_factor, assignments=[], configs=configs))
         cdef int v = self._version_or_fail(API_CREATE_TOPICS, cb)
         if v >= 0:
             body = codec.CreateTopicsRequest(topics=creatable, timeout_ms=timeout, validate_only=bool(validate_only))
@@ -536,33 +472,29 @@ cdef class Connection(BaseConnection):
                                          topic_names=topic_names, timeout_ms=timeout)
             self._send(API_DELETE_TOPICS, v, body, cb, self._request_timeout + timeout / 1000.0, True)
 
-    def create_partitions(self, topics, cb, *, timeout_ms=30000, validate_only=False):
+    def create_partitions(self, totals, cb, *, timeout_ms=30000, validate_only=False):
         _check_cb(cb)
         cdef int32_t timeout = <int32_t>_check_int("timeout_ms", timeout_ms, 0, INT32_MAX)
         entries = []
-        for item in topics:
-            if not isinstance(item, tuple) or len(item) != 2:
-                raise TypeError("topics entries must be (topic, new_total_count) tuples")
-            _check_str("topics topic", item[0])
+        for name, count in totals.items():
+            _check_str("totals topic", name)
             entries.append(codec.CreatePartitionsTopic(
-                name=item[0], count=_check_int("topics count", item[1], 1, INT32_MAX), assignments=None))
+                name=name, count=_check_int(f"totals[{name!r}]", count, 1, INT32_MAX), assignments=None))
         cdef int v = self._version_or_fail(API_CREATE_PARTITIONS, cb)
         if v >= 0:
             body = codec.CreatePartitionsRequest(topics=entries, timeout_ms=timeout, validate_only=bool(validate_only))
             self._send(API_CREATE_PARTITIONS, v, body, cb, self._request_timeout + timeout / 1000.0, True)
 
-    def delete_records(self, partitions, cb, *, timeout_ms=30000):
+    def delete_records(self, before_offsets, cb, *, timeout_ms=30000):
         _check_cb(cb)
         cdef int32_t timeout = <int32_t>_check_int("timeout_ms", timeout_ms, 0, INT32_MAX)
-        topics = []
-        for topic, items in _group_by_topic(partitions, "partitions").items():
-            parts = []
-            for item in items:
-                if len(item) != 3:
-                    raise TypeError("partitions entries must be (topic, partition, before_offset)")
-                parts.append(codec.DeleteRecordsPartition(partition_index=_partition("partitions partition", item[1]),
-                                                      offset=_int64("partitions before_offset", item[2])))
-            topics.append(codec.DeleteRecordsTopic(name=topic, partitions=parts))
+        by_topic = {}
+        for tp, before in before_offsets.items():
+            if not isinstance(tp, TopicPartition):
+                raise TypeError(f"before_offsets keys must be TopicPartition, not {type(tp).__name__}")
+            by_topic.setdefault(tp.topic, []).append(codec.DeleteRecordsPartition(
+                partition_index=tp.partition, offset=_int64(f"before_offsets[{tp}]", before)))
+        topics = [codec.DeleteRecordsTopic(name=topic, partitions=parts) for topic, parts in by_topic.items()]
         cdef int v = self._version_or_fail(API_DELETE_RECORDS, cb)
         if v >= 0:
             body = codec.DeleteRecordsRequest(topics=topics, timeout_ms=timeout)
@@ -570,15 +502,7 @@ cdef class Connection(BaseConnection):
 
     def describe_configs(self, resources, cb, *, include_synonyms=False, include_documentation=False):
         _check_cb(cb)
-        entries = []
-        for item in resources:
-            if not isinstance(item, tuple) or len(item) != 3:
-                raise TypeError("resources entries must be (resource_type, name, keys or None) tuples")
-            _check_str("resources name", item[1])
-            keys = None if item[2] is None else list(item[2])
-            entries.append(codec.DescribeConfigsResource(
-                resource_type=_check_int("resources resource_type", item[0], 0, 127),
-                resource_name=item[1], configuration_keys=keys))
+        entries = _list_of(resources, codec.DescribeConfigsResource, "resources")
         cdef int v = self._version_or_fail(API_DESCRIBE_CONFIGS, cb)
         if v >= 0:
             body = codec.DescribeConfigsRequest(resources=entries, include_synonyms=bool(include_synonyms),
