@@ -81,10 +81,11 @@ def _first_port(bootstrap: str) -> int:
     return int(bootstrap.split(",")[0].rsplit(":", 1)[1])
 
 
-def _port_note(bootstrap: str) -> str:
+def _say_port(bootstrap: str) -> None:
     """Said plainly when the broker is not on the documented port."""
     port = _first_port(bootstrap)
-    return "" if port == DEFAULT_PORT else f" (port {DEFAULT_PORT} is taken, so it listens on {port})"
+    if port != DEFAULT_PORT:
+        print(f"port {DEFAULT_PORT} is taken: the broker listens on {port} instead", flush=True)
 
 
 def _refuse_if_running(path: Path) -> None:
@@ -119,8 +120,8 @@ def _foreground(args: argparse.Namespace, path: Path) -> int:
         raise CliError(f"the broker did not start: {exc}") from None
     try:
         LocalBroker(os.getpid(), cluster.bootstrap, version, str(cluster.directory)).write(path)
-        print(f"broker ready: {cluster.bootstrap} (Apache Kafka {version}){_port_note(cluster.bootstrap)}",
-              flush=True)
+        _say_port(cluster.bootstrap)
+        print(f"broker ready: {cluster.bootstrap} (Apache Kafka {version})", flush=True)
         while not stopping and all(cluster.node(n).is_alive() for n in cluster.nodes):
             time.sleep(POLL_S)
     finally:
@@ -148,8 +149,9 @@ def _detach(args: argparse.Namespace, path: Path) -> int:
     while time.monotonic() < deadline:
         record = read_record(path)
         if record is not None and record.pid == proc.pid:
-            print(f"broker ready: {record.bootstrap} (Apache Kafka {record.version}, pid {record.pid})"
-                  f"{_port_note(record.bootstrap)}; 'kafkaev broker stop' stops it")
+            _say_port(record.bootstrap)
+            print(f"broker ready: {record.bootstrap} (Apache Kafka {record.version}, pid {record.pid}); "
+                  "'kafkaev broker stop' stops it")
             return 0
         if proc.poll() is not None:
             raise CliError(f"the broker exited with status {proc.returncode}; see {log}")
