@@ -93,3 +93,11 @@ def default_brokers() -> str:
         return configured
     running = running_broker()
     return running.bootstrap if running is not None else FALLBACK_BROKERS
+
+
+def default_address() -> tuple[str, int]:
+    """The first of ``default_brokers()`` as ``(host, port)``: where a bare ``kafkaev.Connection``
+    would connect, e.g. ``conn.connect(*default_address(), cb=ready)``."""
+    from .config import parse_brokers  # config imports this module: import it only when called
+
+    return parse_brokers(default_brokers())[0]
