@@ -120,7 +120,7 @@ class _Once:
 class Admin:
     """Topic and group administration over kafkaev connections."""
 
-    def __init__(self, brokers: Any = "127.0.0.1:9092", *, loop: asyncio.AbstractEventLoop | None = None,
+    def __init__(self, brokers: Any = None, *, loop: asyncio.AbstractEventLoop | None = None,
                  **options: Any) -> None:
         config = getattr(brokers, "config", None)
         if isinstance(config, ClientConfig):  # Admin(client): same brokers and security

@@ -23,9 +23,11 @@ from .types import TopicPartition
 
 class Client:
     """A Kafka client: ``Client(brokers="host:port,...", **options)``; see ``ClientConfig``
-    for every option. Bad options raise at once, naming the option."""
+    for every option. Bad options raise at once, naming the option. Without ``brokers``:
+    ``$KAFKAEV_BROKERS``, else the running ``kafkaev broker start``, else 127.0.0.1:9092
+    (``kafkaev.local_broker``)."""
 
-    def __init__(self, brokers: Any = "127.0.0.1:9092", **options: Any) -> None:
+    def __init__(self, brokers: Any = None, **options: Any) -> None:
         self.config = config = ClientConfig.from_kwargs(brokers=brokers, **options)
         self.loop = loop = config.loop if config.loop is not None else default_loop()
         self._pool = ConnectionPool(config, loop, on_connection_error=self._on_connection_error, on_error=self._report)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from .backoff import BackoffPolicy
+from .local_broker import default_brokers
 from .protocol.defaults import (
     DEFAULT_CLIENT_ID,
     DEFAULT_RECONNECT_BACKOFF_MAX_MS,
@@ -159,7 +160,7 @@ class ClientConfig:
     """All options of ``kafkaev.Client``; ``docs/options.md`` says what each one does."""
 
     # --- connection and cluster ---
-    brokers: Any = "127.0.0.1:9092"
+    brokers: Any = None  # None: local_broker.default_brokers() ($KAFKAEV_BROKERS, the local broker, 127.0.0.1:9092)
     client_id: str = DEFAULT_CLIENT_ID
     request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS
     connect_timeout_ms: int = 10000
@@ -241,6 +242,8 @@ class ClientConfig:
 
     def __post_init__(self) -> None:
         put = object.__setattr__  # frozen: normalised values are set once, here
+        if self.brokers is None:
+            put(self, "brokers", default_brokers())
         put(self, "bootstrap", parse_brokers(self.brokers))
         if not isinstance(self.client_id, str):
             raise TypeError(f"kafkaev.Client: 'client_id' must be a str, got {type(self.client_id).__name__}")

@@ -143,3 +143,44 @@ def test_produce_files_one_record_each_to_a_partition(kafka, make_topic, tmp_pat
     assert consumed.stdout == "".join(f"1|file {i}\nsecond line\n--\n" for i in range(3))
     missing = kafkaev("produce", topic, str(tmp_path / "nope"), brokers=kafka.bootstrap)
     assert missing.returncode == 1 and "cannot read" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def _broker(action: str, state: Path) -> subprocess.CompletedProcess[str]:
+    return kafkaev("broker", action, "--state-file", str(state))
+
+
+def test_broker_status_of_a_live_record_prints_address_pid_and_version(tmp_path):
+    from kafkaev.local_broker import LocalBroker
+
+    state = tmp_path / "broker.json"
+    LocalBroker(os.getpid(), "127.0.0.1:9093", "4.4.0", str(tmp_path)).write(state)  # this process: alive
+    result = _broker("status", state)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"broker running: 127.0.0.1:9093 (pid {os.getpid()}, Apache Kafka 4.4.0)\n"
+
+
+def test_broker_status_and_stop_without_a_broker_are_one_line_and_exit_1(tmp_path):
+    from kafkaev.local_broker import LocalBroker
+
+    state = tmp_path / "broker.json"
+    for action in ("status", "stop"):
+        result = _broker(action, state)
+        assert result.returncode == 1 and result.stdout == ""
+        assert result.stderr == f"kafkaev broker: no broker is running (none recorded in {state})\n"
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    LocalBroker(dead.pid, "127.0.0.1:9092", "4.4.0", str(tmp_path)).write(state)
+    status = _broker("status", state)
+    assert status.returncode == 1
+    assert status.stderr == (f"kafkaev broker: no broker is running (the one recorded in {state}, "
+                             f"pid {dead.pid}, has exited)\n")
+    assert state.exists(), "status only reads the record"
+    assert _broker("stop", state).returncode == 1
+    assert not state.exists(), "stop removes a stale record"
+
+
+def test_broker_start_rejects_a_bad_node_count_in_one_line(tmp_path):
+    for args in (("--nodes", "0"), ("--nodes", "0", "--detach")):
+        result = kafkaev("broker", "start", *args, "--state-file", str(tmp_path / "broker.json"))
+        assert result.returncode == 1
+        assert result.stderr == "kafkaev broker: --nodes must be >= 1, got 0\n"

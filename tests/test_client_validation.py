@@ -9,7 +9,10 @@ import pytest
 from kafkaev.config import COMPRESSION_LZ4, ClientConfig, parse_brokers
 
 
-def test_defaults_are_valid_and_derived_fields_filled():
+def test_defaults_are_valid_and_derived_fields_filled(monkeypatch, tmp_path):
+    # Neither $KAFKAEV_BROKERS nor a developer's own `kafkaev broker start` may change the default.
+    monkeypatch.delenv("KAFKAEV_BROKERS", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
     cfg = ClientConfig()
     assert cfg.bootstrap == (("127.0.0.1", 9092),)
     assert cfg.acks == -1 and cfg.linger_ms == 5.0 and cfg.batch_size == 16384

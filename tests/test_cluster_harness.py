@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from kafkaev.testing import jars, probe, versions
-from kafkaev.testing.admin import KafkaCluster, UnknownPartition
+from kafkaev.testing.admin import Capability, KafkaCluster, UnknownPartition
 from kafkaev.testing.certs import make_tls_files
-from kafkaev.testing.cluster import BrokerStartError, LocalCluster
+from kafkaev.testing.cluster import BrokerNode, BrokerStartError, LocalCluster
 from kafkaev.testing.config import NodePorts, SecuritySetup, render_server_properties
 from kafkaev.testing.peer import PeerRecord, consume, produce, round_trip
 from kafkaev.testing.versions import KafkaVersion, KafkaVersionError
@@ -267,6 +267,35 @@ def test_older_brokers_get_only_the_settings_they_know(tmp_path: Path) -> None:
     assert versions.format_feature_arguments(KafkaVersion(3, 9, 1)) == []
     assert versions.format_feature_arguments(KafkaVersion(4, 1, 1)) == ["--feature", "share.version=1"]
     assert versions.format_feature_arguments(KafkaVersion(4, 4, 0)) == []
+
+
+def test_a_cluster_without_security_has_plaintext_and_controller_listeners_only(tmp_path: Path) -> None:
+    ports = {1: NodePorts(9092, None, None, None, 9096)}
+    text = render_server_properties(1, ports, tmp_path / "data", None, KafkaVersion.parse("4.4.0"))
+    props = dict(line.split("=", 1) for line in text.splitlines())
+    assert props["listeners"] == "PLAINTEXT\\://127.0.0.1\\:9092,CONTROLLER\\://127.0.0.1\\:9096"
+    assert props["advertised.listeners"] == "PLAINTEXT\\://127.0.0.1\\:9092"
+    assert not [key for key in props if key.startswith(("ssl.", "sasl.", "listener.name."))]
+    cluster = LocalCluster(security=False, plaintext_port=9092, directory=tmp_path)
+    assert Capability.SECURITY not in cluster.capabilities
+    cluster.nodes = {1: BrokerNode(1, ports[1], tmp_path)}
+    assert cluster.bootstrap == "127.0.0.1:9092"
+    with pytest.raises(RuntimeError, match="no SSL listener"):
+        _ = cluster.ssl_bootstrap
+    with pytest.raises(RuntimeError, match="no certificates"):
+        _ = cluster.ca_cert
+    with pytest.raises(ValueError, match="plaintext_port"):
+        LocalCluster(plaintext_port=0)
+
+
+def test_a_cluster_without_security_needs_neither_cryptography_nor_confluent_kafka() -> None:
+    script = (
+        "import sys\n"
+        "sys.modules['cryptography'] = sys.modules['confluent_kafka'] = None  # as on a plain install\n"
+        "import kafkaev.testing.cluster, kafkaev.cli.broker\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
 
 
 _ORPHAN_SCRIPT = textwrap.dedent(

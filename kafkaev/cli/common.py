@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Callable
 from typing import Any
 
 from kafkaev.errors import NONE, KafkaError, error_name
-
-BROKERS_ENV = "KAFKAEV_BROKERS"
-DEFAULT_BROKERS = "127.0.0.1:9092"
+from kafkaev.local_broker import BROKERS_ENV, FALLBACK_BROKERS
 
 
 class CliError(Exception):
@@ -18,8 +15,10 @@ class CliError(Exception):
 
 
 def add_brokers(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-b", "--brokers", default=os.environ.get(BROKERS_ENV, DEFAULT_BROKERS),
-                        help=f"bootstrap brokers host:port,... (default ${BROKERS_ENV} or {DEFAULT_BROKERS})")
+    # None: Client/Admin apply kafkaev.local_broker's rule, so the command line and Python agree.
+    parser.add_argument("-b", "--brokers", default=None,
+                        help=f"bootstrap brokers host:port,... (default: ${BROKERS_ENV}, else the broker "
+                             f"'kafkaev broker start' runs, else {FALLBACK_BROKERS})")
 
 
 def parse_key_values(items: list[str] | None, what: str) -> dict[str, str]:

@@ -69,7 +69,7 @@ class Connection:
 
     def __init__(
         self,
-        loop: asyncio.AbstractEventLoop | None = None,
+        loop: asyncio.AbstractEventLoop | None = None,  # None: kafkaev's default loop, which kafkaev.run() turns
         *,
         client_id: str | None = ...,  # DEFAULT_CLIENT_ID (kafkaev.protocol.defaults)
         request_timeout_ms: int = ...,  # DEFAULT_REQUEST_TIMEOUT_MS

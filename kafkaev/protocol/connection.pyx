@@ -69,6 +69,7 @@ from kafkaev.protocol.defaults import (
 )
 from kafkaev.errors import KafkaError, ProtocolError
 from kafkaev.protocol.sasl import SASLFailure, authenticator_for
+from kafkaev.runner import default_loop
 from kafkaev.security import InsecureCredentialsWarning, SASLConfig, ssl_context
 
 include "connection_api_keys.pxi"
@@ -354,7 +355,8 @@ cdef class BaseConnection:
         self._high_water = _check_int("write_high_water", write_high_water, 1, INT64_MAX)
         self._low_water = _check_int("write_low_water", write_low_water, 0, write_high_water)
         self._max_response_size = _check_int("max_response_size", max_response_size, 1024, INT32_MAX)
-        self._loop = loop if loop is not None else asyncio.get_event_loop()
+        # kafkaev's default loop, as Client's: the one kafkaev.run() turns.
+        self._loop = loop if loop is not None else default_loop()
         self._client_id = client_id
         self._sasl = sasl
         self._auto_reconnect = bool(auto_reconnect)

@@ -1,7 +1,9 @@
 """Admin helpers shared by every kind of test cluster, through confluent-kafka's AdminClient.
 
 The peer client does the admin work on purpose: the harness must be trustworthy before kafkaev's own
-client exists, and a test of kafkaev should not rely on kafkaev to set itself up.
+client exists, and a test of kafkaev should not rely on kafkaev to set itself up. confluent-kafka is a
+test extra, imported only by the helpers that use it: ``kafkaev broker start`` runs a ``LocalCluster``
+(a ``KafkaCluster``) on a plain install.
 """
 
 from __future__ import annotations
@@ -13,13 +15,10 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
-from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient, ClusterMetadata, NewTopic
-
 from .probe import BrokerApiVersions, ProbeError, api_versions
 
 if TYPE_CHECKING:
-    from confluent_kafka.admin import TopicMetadata
+    from confluent_kafka.admin import AdminClient, ClusterMetadata, TopicMetadata
 
 ADMIN_TIMEOUT_S = 30.0
 POLL_INTERVAL_S = 0.1
@@ -45,8 +44,11 @@ class UnknownPartition(KeyError):
     """The metadata asked does not (yet) list the partition."""
 
 
-# What a wait treats as "not yet": the cluster is mid-change (a node just died or was created).
-TRANSIENT_ERRORS = (KafkaException, UnknownPartition, ProbeError, OSError)
+def transient_errors() -> tuple[type[Exception], ...]:
+    """What a wait treats as "not yet": the cluster is mid-change (a node just died or was created)."""
+    from confluent_kafka import KafkaException
+
+    return (KafkaException, UnknownPartition, ProbeError, OSError)
 
 
 class ClusterTimeout(AssertionError):
@@ -56,8 +58,9 @@ class ClusterTimeout(AssertionError):
 def wait_until(check: Callable[[], T | None | bool], timeout: float, what: str) -> T:
     """Poll ``check`` until it returns something other than None/False and return it, else ClusterTimeout.
 
-    TRANSIENT_ERRORS while polling count as "not yet": the cluster may be mid-change (a node just died).
+    transient_errors() while polling count as "not yet": the cluster may be mid-change (a node just died).
     """
+    transient = transient_errors()
     deadline = time.monotonic() + timeout
     last_error: Exception | None = None
     while True:
@@ -65,7 +68,7 @@ def wait_until(check: Callable[[], T | None | bool], timeout: float, what: str) 
             result = check()
             if result is not None and result is not False:
                 return result  # type: ignore[return-value]
-        except TRANSIENT_ERRORS as exc:
+        except transient as exc:
             last_error = exc
         if time.monotonic() >= deadline:
             suffix = f" (last error: {last_error})" if last_error else ""
@@ -102,6 +105,8 @@ class KafkaCluster(abc.ABC):
 
     def admin(self) -> AdminClient:
         """A confluent-kafka AdminClient on the current bootstrap (rebuilt when the bootstrap changes)."""
+        from confluent_kafka.admin import AdminClient
+
         bootstrap = self._admin_servers()
         if self._admin is None or self._admin_bootstrap != bootstrap:
             self._admin = AdminClient({"bootstrap.servers": bootstrap, "client.id": "kafkaev-test-admin"})
@@ -134,6 +139,8 @@ class KafkaCluster(abc.ABC):
             raise ValueError("name: a topic name is required")
         if partitions < 1:
             raise ValueError(f"partitions: must be >= 1, got {partitions}")
+        from confluent_kafka.admin import NewTopic
+
         replication = replication_factor if replication_factor is not None else min(3, self.node_count)
         if replication < 1:
             raise ValueError(f"replication_factor: must be >= 1, got {replication}")
@@ -178,7 +185,7 @@ class KafkaCluster(abc.ABC):
         def check() -> int | None:
             try:
                 leader = self.leader_of(topic, partition)
-            except TRANSIENT_ERRORS:
+            except transient_errors():
                 return None
             if leader == NO_LEADER or leader == not_on:
                 return None

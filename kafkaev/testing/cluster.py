@@ -2,7 +2,9 @@
 
 Every node is a combined broker+controller; the nodes form one static quorum. Each node listens on
 PLAINTEXT, SSL (mutual TLS), SASL_PLAINTEXT and SASL_SSL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512), plus its
-CONTROLLER listener, all on free ports picked at start. Logs stay in the cluster directory; a node that
+CONTROLLER listener, all on free ports picked at start (``plaintext_port`` fixes the first node's PLAINTEXT
+port; ``security=False`` leaves only PLAINTEXT and CONTROLLER, and then no TLS material is made, so
+``cryptography`` is not needed). Logs stay in the cluster directory; a node that
 dies or does not become ready raises BrokerStartError with the tail of its log.
 
     with LocalCluster(nodes=3) as cluster:
@@ -28,6 +30,7 @@ from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from . import jars, process, versions
 from .admin import (
@@ -40,7 +43,6 @@ from .admin import (
     wait_until,
 )
 from .cds import ClassDataArchive
-from .certs import TlsFiles, make_tls_files
 from .config import (
     NodePorts,
     SaslCredentials,
@@ -50,6 +52,10 @@ from .config import (
     write_log4j2_config,
 )
 from .probe import NodeMetadata, ProbeError, node_metadata, quorum_leader
+
+if TYPE_CHECKING:
+    # certs imports cryptography (a test extra): imported at run time only where TLS is set up.
+    from .certs import TlsFiles
 
 START_TIMEOUT_S = 120.0
 STOP_GRACE_S = 15.0
@@ -77,8 +83,10 @@ STORAGE_TOOL_MAIN_CLASS = "kafka.tools.StorageTool"
 BIND_FAILURE_MARKERS = ("Address already in use", "BindException")
 VERSION_LINE = re.compile(r"Kafka version: (\S+)")
 LISTENERS_PER_NODE = 5
+PLAINTEXT_LISTENERS_PER_NODE = 2  # security=False: PLAINTEXT and CONTROLLER
 PORT_CLAIM_ATTEMPTS = 3
 FIRST_NODE_ID = 1
+MAX_PORT = 65535
 READINESS_PROBE_TIMEOUT_S = 2.0
 DEFAULT_LOG_TAIL_LINES = 60
 # pause() returns once every thread of the JVM is stopped: SIGSTOP is delivered to each
@@ -212,6 +220,10 @@ class LocalCluster(KafkaCluster):
 
     ``directory`` holds configs, data and logs; by default a temporary folder (in ``temp_parent``,
     or the system's temporary directory) removed by ``stop()``.
+
+    ``plaintext_port`` is the first node's PLAINTEXT port (default: a free one, as for every other
+    listener); ``kafkaev broker start`` asks for 9092. ``security=False`` starts PLAINTEXT (and
+    CONTROLLER) listeners only: no SSL or SASL, no certificates.
     """
 
     capabilities = frozenset({Capability.SECURITY, Capability.FAULTS})
@@ -227,10 +239,18 @@ class LocalCluster(KafkaCluster):
         start_timeout: float = START_TIMEOUT_S,
         broker_config: dict[str, str] | None = None,
         temp_parent: Path | str | None = None,
+        plaintext_port: int | None = None,
+        security: bool = True,
     ) -> None:
         super().__init__()
         if nodes < 1:
             raise ValueError(f"nodes: must be >= 1, got {nodes}")
+        if plaintext_port is not None and not 1 <= plaintext_port <= MAX_PORT:
+            raise ValueError(f"plaintext_port: must be in 1..{MAX_PORT}, got {plaintext_port}")
+        self.plaintext_port = plaintext_port
+        self.security = security
+        if not security:
+            self.capabilities = frozenset({Capability.FAULTS})
         if start_timeout <= 0:
             raise ValueError(f"start_timeout: must be > 0, got {start_timeout}")
         self.node_count = nodes
@@ -265,6 +285,8 @@ class LocalCluster(KafkaCluster):
     def _listener_bootstrap(self, field: str) -> str:
         if not self.nodes:
             raise RuntimeError("the cluster has no ports yet: call start() first")
+        if field != "plaintext" and not self.security:
+            raise RuntimeError(f"the cluster has no {field.upper()} listener: it was made with security=False")
         return ",".join(f"127.0.0.1:{getattr(n.ports, field)}" for n in self.nodes.values())
 
     @property
@@ -288,6 +310,8 @@ class LocalCluster(KafkaCluster):
         return self._listener_bootstrap("sasl_ssl")
 
     def _tls(self) -> TlsFiles:
+        if not self.security:
+            raise RuntimeError("the cluster has no certificates: it was made with security=False")
         if self.tls is None:
             raise RuntimeError("the cluster has no certificates yet: call start() first")
         return self.tls
@@ -326,7 +350,10 @@ class LocalCluster(KafkaCluster):
         began = time.monotonic()
         classpath = jars.classpath(self.version)
         self._cds = ClassDataArchive(self.version, _java(), self.jvm_options)
-        self.tls = make_tls_files(self.directory / "tls")
+        if self.security:
+            from .certs import make_tls_files
+
+            self.tls = make_tls_files(self.directory / "tls")
         write_log4j2_config(self._log4j_config)
         for attempt in range(1, PORT_CLAIM_ATTEMPTS + 1):
             self._plan_nodes()
@@ -348,17 +375,24 @@ class LocalCluster(KafkaCluster):
         return self
 
     def _plan_nodes(self) -> None:
-        ports = _free_ports(LISTENERS_PER_NODE * self.node_count)
+        per_node = LISTENERS_PER_NODE if self.security else PLAINTEXT_LISTENERS_PER_NODE
+        # One spare: the kernel may hand out the fixed port itself, which is then dropped here.
+        ports = [p for p in _free_ports(per_node * self.node_count + 1) if p != self.plaintext_port]
+        if self.plaintext_port is not None:
+            ports[0] = self.plaintext_port
         self.nodes = {}
         for index in range(self.node_count):
             node_id = FIRST_NODE_ID + index
-            own = ports[index * LISTENERS_PER_NODE : (index + 1) * LISTENERS_PER_NODE]
+            own = ports[index * per_node : (index + 1) * per_node]
+            node_ports = (
+                NodePorts(*own) if self.security else NodePorts(own[0], None, None, None, controller=own[1])
+            )
             node_dir = self.directory / f"node-{node_id}"
             shutil.rmtree(node_dir, ignore_errors=True)
             node_dir.mkdir(parents=True)
-            self.nodes[node_id] = BrokerNode(node_id, NodePorts(*own), node_dir)
+            self.nodes[node_id] = BrokerNode(node_id, node_ports, node_dir)
         all_ports = {node_id: node.ports for node_id, node in self.nodes.items()}
-        security = SecuritySetup(self._tls(), (self.sasl_plain,), self.scram_users)
+        security = SecuritySetup(self._tls(), (self.sasl_plain,), self.scram_users) if self.security else None
         for node in self.nodes.values():
             node.config_path.write_text(
                 render_server_properties(
@@ -395,7 +429,7 @@ class LocalCluster(KafkaCluster):
                 self.cluster_id,
                 "--config",
                 str(node.config_path),
-                *scram_format_arguments(self.scram_users),
+                *(scram_format_arguments(self.scram_users) if self.security else ()),
                 *versions.format_feature_arguments(self.kafka_version),
             )
             return subprocess.run(

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .certs import TlsFiles
 from .versions import CONSUMER_GROUP_PROTOCOL, SHARE_GROUPS, KafkaVersion
 
 CONTROLLER_LISTENER = "CONTROLLER"
@@ -39,6 +39,10 @@ GROUP_HEARTBEAT_INTERVAL_MS = 500
 GROUP_MIN_HEARTBEAT_INTERVAL_MS = 100
 GROUP_MIN_SESSION_TIMEOUT_MS = 1000
 
+if TYPE_CHECKING:
+    # certs imports cryptography, which a cluster without TLS listeners must not need.
+    from .certs import TlsFiles
+
 
 @dataclass(frozen=True, slots=True)
 class SaslCredentials:
@@ -51,22 +55,25 @@ class SaslCredentials:
 
 @dataclass(frozen=True, slots=True)
 class NodePorts:
-    """The loopback ports of one node, one per listener."""
+    """The loopback ports of one node, one per listener; None for a listener the node does not have
+    (a cluster without security has PLAINTEXT and CONTROLLER only)."""
 
     plaintext: int
-    ssl: int
-    sasl_plaintext: int
-    sasl_ssl: int
+    ssl: int | None
+    sasl_plaintext: int | None
+    sasl_ssl: int | None
     controller: int
 
     def by_listener(self) -> dict[str, int]:
-        return {
+        """The node's listeners, name -> port."""
+        ports = {
             "PLAINTEXT": self.plaintext,
             "SSL": self.ssl,
             "SASL_PLAINTEXT": self.sasl_plaintext,
             "SASL_SSL": self.sasl_ssl,
             CONTROLLER_LISTENER: self.controller,
         }
+        return {name: port for name, port in ports.items() if port is not None}
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,12 +98,12 @@ def render_server_properties(
     node_id: int,
     all_ports: dict[int, NodePorts],
     data_dir: Path,
-    security: SecuritySetup,
+    security: SecuritySetup | None,
     version: KafkaVersion,
     overrides: dict[str, str] | None = None,
 ) -> str:
     """server.properties for combined broker+controller ``node_id`` of the cluster ``all_ports``,
-    on Apache Kafka ``version``."""
+    on Apache Kafka ``version``; with ``security`` None, PLAINTEXT and CONTROLLER listeners only."""
     ports = all_ports[node_id]
     node_count = len(all_ports)
     replication = min(3, node_count)
@@ -108,10 +115,7 @@ def render_server_properties(
         if name != CONTROLLER_LISTENER
     )
     voters = ",".join(f"{nid}@127.0.0.1:{p.controller}" for nid, p in sorted(all_ports.items()))
-    tls = security.tls
-    # Inline PEM: Kafka's file-based PEM keystore insists on an encrypted key, inline does not.
-    keystore_chain = tls.broker_cert.read_text()
-    keystore_key = tls.broker_key.read_text()
+    protocols = {name: LISTENER_PROTOCOLS[name] for name in ports.by_listener()}
 
     props: dict[str, str] = {
         "process.roles": "broker,controller",
@@ -121,7 +125,7 @@ def render_server_properties(
         "listeners": listeners,
         "advertised.listeners": advertised,
         "inter.broker.listener.name": "PLAINTEXT",
-        "listener.security.protocol.map": ",".join(f"{n}:{p}" for n, p in LISTENER_PROTOCOLS.items()),
+        "listener.security.protocol.map": ",".join(f"{n}:{p}" for n, p in protocols.items()),
         "log.dirs": str(data_dir),
         # Sized for 2 shared cores.
         "num.network.threads": "2",
@@ -150,25 +154,9 @@ def render_server_properties(
         "replica.lag.time.max.ms": "10000",
         # Leadership moves only when a test causes it.
         "auto.leader.rebalance.enable": "false",
-        # SSL listener: mutual TLS; SASL_SSL below is server-authenticated TLS only.
-        "ssl.keystore.type": "PEM",
-        "ssl.keystore.certificate.chain": keystore_chain,
-        "ssl.keystore.key": keystore_key,
-        "ssl.truststore.type": "PEM",
-        "ssl.truststore.location": str(tls.ca_cert),
-        "listener.name.ssl.ssl.client.auth": "required",
-        "listener.name.sasl_ssl.ssl.client.auth": "none",
-        "sasl.enabled.mechanisms": ",".join(SASL_MECHANISMS),
     }
-    plain_users = " ".join(f"user_{u.username}={_jaas_value(u.password)}" for u in security.plain_users)
-    for listener in ("sasl_plaintext", "sasl_ssl"):
-        props[f"listener.name.{listener}.plain.sasl.jaas.config"] = (
-            f"{PLAIN_LOGIN_MODULE} required {plain_users};"
-        )
-        for mechanism in ("scram-sha-256", "scram-sha-512"):
-            props[f"listener.name.{listener}.{mechanism}.sasl.jaas.config"] = (
-                f"{SCRAM_LOGIN_MODULE} required;"
-            )
+    if security is not None:
+        props.update(_security_properties(security))
     # Only for the versions that have them (versions.py): 3.9 gets none of these.
     if CONSUMER_GROUP_PROTOCOL.enabled_on(version):
         props.update(_group_timing("consumer"))
@@ -179,6 +167,29 @@ def render_server_properties(
         props["share.coordinator.state.topic.num.partitions"] = str(INTERNAL_TOPIC_PARTITIONS)
     props.update(overrides or {})
     return "".join(f"{key}={_escape(value)}\n" for key, value in props.items())
+
+
+def _security_properties(security: SecuritySetup) -> dict[str, str]:
+    """The SSL and SASL listeners' settings: TLS material and the SASL users."""
+    tls = security.tls
+    props = {
+        # SSL listener: mutual TLS; SASL_SSL below is server-authenticated TLS only.
+        # Inline PEM: Kafka's file-based PEM keystore insists on an encrypted key, inline does not.
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.certificate.chain": tls.broker_cert.read_text(),
+        "ssl.keystore.key": tls.broker_key.read_text(),
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": str(tls.ca_cert),
+        "listener.name.ssl.ssl.client.auth": "required",
+        "listener.name.sasl_ssl.ssl.client.auth": "none",
+        "sasl.enabled.mechanisms": ",".join(SASL_MECHANISMS),
+    }
+    plain_users = " ".join(f"user_{u.username}={_jaas_value(u.password)}" for u in security.plain_users)
+    for listener in ("sasl_plaintext", "sasl_ssl"):
+        props[f"listener.name.{listener}.plain.sasl.jaas.config"] = f"{PLAIN_LOGIN_MODULE} required {plain_users};"
+        for mechanism in ("scram-sha-256", "scram-sha-512"):
+            props[f"listener.name.{listener}.{mechanism}.sasl.jaas.config"] = f"{SCRAM_LOGIN_MODULE} required;"
+    return props
 
 
 def _group_timing(kind: str) -> dict[str, str]:

@@ -10,9 +10,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from kafkaev.local_broker import BROKERS_ENV  # also the default brokers of Client() and the CLI
+
 from .admin import KafkaCluster
 
-BROKERS_ENV = "KAFKAEV_BROKERS"
 TESTCONTAINERS_ENV = "KAFKAEV_TESTCONTAINERS"
 TESTCONTAINERS_IMAGE_ENV = "KAFKAEV_TESTCONTAINERS_IMAGE"
 # testcontainers' KafkaContainer drives Confluent's image; cp-kafka 8.1 carries Apache Kafka 4.1.
