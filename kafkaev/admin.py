@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from .backoff import Backoff
 from .cluster.metadata import ClusterMetadata, Metadata, TopicInfo, topic_from_response
@@ -35,11 +35,14 @@ from .errors import (
     KafkaError,
     error_name,
 )
-from .protocol import connection
+from .protocol import codec, connection
 from .protocol.connection import Connection, OffsetLookup
 from .types import NO_LEADER_EPOCH, NO_OFFSET, OFFSET_END, TopicPartition
 
-Callback = Callable[[Any, KafkaError | None], object]
+Result = TypeVar("Result")  # what an operation hands its callback
+Part = TypeVar("Part")  # one broker's share of it
+ResultCallback = Callable[[Result | None, KafkaError | None], object]
+ConnCallback = Callable[[Connection | None, KafkaError | None], object]
 
 COORDINATOR_GROUP = 0
 DEFAULT_REPLICATION = -1  # the broker's default.replication.factor
@@ -97,17 +100,17 @@ def _error_or_none(code: int, message: str | None = None) -> KafkaError | None:
     return None if code == NONE else KafkaError(code, message or error_name(code))
 
 
-class _Once:
+class _Once(Generic[Result]):
     """Guards a user callback: called at most once, exceptions go to the admin's on_error."""
 
     __slots__ = ("cb", "report", "done")
 
-    def __init__(self, cb: Callback, report: Callable[[BaseException], object]) -> None:
+    def __init__(self, cb: ResultCallback[Result], report: Callable[[BaseException], object]) -> None:
         self.cb = cb
         self.report = report
         self.done = False
 
-    def __call__(self, result: Any, err: KafkaError | None) -> None:
+    def __call__(self, result: Result | None, err: KafkaError | None) -> None:
         if self.done:
             return
         self.done = True
@@ -147,7 +150,7 @@ class Admin:
         like the Client does) and exceptions raised by user callbacks (never silently lost)."""
         report_error(self.loop, self._on_error, "kafkaev.Admin", exc)
 
-    def _once(self, cb: Callback) -> _Once:
+    def _once(self, cb: ResultCallback[Result]) -> _Once[Result]:
         if not callable(cb):
             raise TypeError(f"kafkaev.Admin: 'cb' must be callable, got {type(cb).__name__}")
         return _Once(cb, self._report)
@@ -158,7 +161,7 @@ class Admin:
         else:
             self._metadata.bootstrap(cb)
 
-    def _connection(self, node_id: int | None, cb: Callable[[Any, KafkaError | None], object]) -> None:
+    def _connection(self, node_id: int | None, cb: ConnCallback) -> None:
         """A ready ADMIN connection to ``node_id`` (None: any broker)."""
 
         def on_cluster(md: ClusterMetadata | None, err: KafkaError | None) -> None:
@@ -170,9 +173,9 @@ class Admin:
 
         self._cluster(on_cluster)
 
-    def _on_any(self, done: _Once, send: Callable[[Any], None]) -> None:
-        def on_conn(conn: Any, err: KafkaError | None) -> None:
-            if err is not None:
+    def _on_any(self, done: _Once[Result], send: Callable[[Connection], None]) -> None:
+        def on_conn(conn: Connection | None, err: KafkaError | None) -> None:
+            if conn is None or err is not None:
                 done(None, err)
                 return
             try:
@@ -183,33 +186,34 @@ class Admin:
         self._connection(None, on_conn)
 
     # --- topics ---------------------------------------------------------------------------------
-    def list_topics(self, cb: Callback, *, internal: bool = False) -> None:
+    def list_topics(self, cb: ResultCallback[dict[str, TopicInfo]], *, internal: bool = False) -> None:
         """``cb({name: TopicInfo}, err)`` for every topic (internal ones only when asked)."""
         done = self._once(cb)
 
-        def on_response(resp: Any, err: KafkaError | None) -> None:
-            if err is not None:
+        def on_response(resp: codec.MetadataResponse | None, err: KafkaError | None) -> None:
+            if resp is None or err is not None:
                 done(None, err)
                 return
-            topics = {t.name: topic_from_response(t) for t in resp.topics}
+            topics = {info.name: info for info in map(topic_from_response, resp.topics)}
             done({n: t for n, t in sorted(topics.items()) if internal or not t.is_internal}, None)
 
         self._on_any(done, lambda conn: conn.metadata(None, on_response, allow_auto_topic_creation=False))
 
-    def describe_topics(self, names: Iterable[str], cb: Callback) -> None:
+    def describe_topics(self, names: Iterable[str], cb: ResultCallback[dict[str, TopicInfo]]) -> None:
         """``cb({name: TopicInfo}, err)``; a missing topic has ``error_code`` UNKNOWN_TOPIC_OR_PARTITION."""
         wanted = _names("names", names)
         done = self._once(cb)
 
-        def on_response(resp: Any, err: KafkaError | None) -> None:
-            if err is not None:
+        def on_response(resp: codec.MetadataResponse | None, err: KafkaError | None) -> None:
+            if resp is None or err is not None:
                 done(None, err)
                 return
-            done({t.name: topic_from_response(t) for t in resp.topics}, None)
+            done({info.name: info for info in map(topic_from_response, resp.topics)}, None)
 
         self._on_any(done, lambda conn: conn.metadata(wanted, on_response, allow_auto_topic_creation=False))
 
-    def create_topics(self, topics: Iterable[NewTopic | str], cb: Callback, *, timeout_ms: int = 30000,
+    def create_topics(self, topics: Iterable[NewTopic | str], cb: ResultCallback[dict[str, KafkaError | None]], *,
+                      timeout_ms: int = 30000,
                       validate_only: bool = False) -> None:
         """``cb({name: KafkaError | None}, err)``: per topic, None when it was created."""
         wanted = [t if isinstance(t, NewTopic) else NewTopic(t) for t in _list("topics", topics)]
@@ -218,8 +222,8 @@ class Admin:
                 raise ValueError(f"kafkaev.Admin: 'topics' holds a topic without a name: {t!r}")
         done = self._once(cb)
 
-        def on_response(resp: Any, err: KafkaError | None) -> None:
-            if err is not None:
+        def on_response(resp: codec.CreateTopicsResponse | None, err: KafkaError | None) -> None:
+            if resp is None or err is not None:
                 done(None, err)
                 return
             done({r.name: _error_or_none(r.error_code, r.error_message) for r in resp.topics}, None)
@@ -230,21 +234,23 @@ class Admin:
 
         self._on_any(done, send)
 
-    def delete_topics(self, names: Iterable[str], cb: Callback, *, timeout_ms: int = 30000) -> None:
+    def delete_topics(self, names: Iterable[str], cb: ResultCallback[dict[str, KafkaError | None]], *,
+                      timeout_ms: int = 30000) -> None:
         """``cb({name: KafkaError | None}, err)``: per topic, None when it was deleted."""
         wanted = _names("names", names)
         done = self._once(cb)
 
-        def on_response(resp: Any, err: KafkaError | None) -> None:
-            if err is not None:
+        def on_response(resp: codec.DeleteTopicsResponse | None, err: KafkaError | None) -> None:
+            if resp is None or err is not None:
                 done(None, err)
                 return
-            done({r.name: _error_or_none(r.error_code, r.error_message) for r in resp.responses}, None)
+            # A name is null only in an answer to a deletion by topic id, which this does not send.
+            done({r.name or "": _error_or_none(r.error_code, r.error_message) for r in resp.responses}, None)
 
         self._on_any(done, lambda conn: conn.delete_topics(wanted, on_response, timeout_ms=timeout_ms))
 
     # --- groups ---------------------------------------------------------------------------------
-    def list_groups(self, cb: Callback) -> None:
+    def list_groups(self, cb: ResultCallback[list[GroupListing]]) -> None:
         """``cb([GroupListing], err)``: the groups of every broker (each coordinates some)."""
         done = self._once(cb)
 
@@ -256,24 +262,25 @@ class Admin:
             def flatten(per_broker: list[list[GroupListing]] | None, err: KafkaError | None) -> None:
                 done(None if per_broker is None else [g for listing in per_broker for g in listing], err)
 
-            gather = _Gather(len(md.brokers), flatten)
+            gather = _Gather[list[GroupListing]](len(md.brokers), flatten)
             for node_id in md.brokers:
                 self._pool.get(node_id, Role.ADMIN, self._lister(node_id, gather))
 
         self._cluster(on_cluster)
 
-    def _lister(self, node_id: int, gather: _Gather) -> Callable[[Any, KafkaError | None], None]:
-        def on_conn(conn: Any, err: KafkaError | None) -> None:
+    def _lister(self, node_id: int, gather: _Gather[list[GroupListing]]) -> ConnCallback:
+        def on_conn(conn: Connection | None, err: KafkaError | None) -> None:
             self._list_on(node_id, conn, err, gather)
         return on_conn
 
-    def _list_on(self, node_id: int, conn: Any, err: KafkaError | None, gather: _Gather) -> None:
-        if err is not None:
+    def _list_on(self, node_id: int, conn: Connection | None, err: KafkaError | None,
+                 gather: _Gather[list[GroupListing]]) -> None:
+        if conn is None or err is not None:
             gather.fail(err)
             return
 
-        def on_response(resp: Any, err: KafkaError | None) -> None:
-            if err is not None:
+        def on_response(resp: codec.ListGroupsResponse | None, err: KafkaError | None) -> None:
+            if resp is None or err is not None:
                 gather.fail(err)
             elif resp.error_code != NONE:
                 gather.fail(KafkaError(resp.error_code, f"ListGroups on broker {node_id}"))
@@ -283,7 +290,7 @@ class Admin:
 
         conn.list_groups(on_response)
 
-    def find_coordinator(self, group_id: str, cb: Callback) -> None:
+    def find_coordinator(self, group_id: str, cb: ResultCallback[int]) -> None:
         """``cb(node_id, err)``: the broker coordinating ``group_id``. While the cluster says no
         coordinator is ready yet (the offsets topic is being created, or loaded after a move),
         it asks again until ``request_timeout_ms`` has passed."""
@@ -294,8 +301,8 @@ class Admin:
         def ask() -> None:
             self._on_any(done, lambda conn: conn.find_coordinator(group_id, on_response, key_type=COORDINATOR_GROUP))
 
-        def on_response(resp: Any, err: KafkaError | None) -> None:
-            if err is not None:
+        def on_response(resp: codec.FindCoordinatorResponse | None, err: KafkaError | None) -> None:
+            if resp is None or err is not None:
                 done(None, err)
                 return
             if resp.coordinators:  # v4+: one entry per key
@@ -311,14 +318,14 @@ class Admin:
 
         ask()
 
-    def _on_coordinator(self, group_id: str, done: _Once, send: Callable[[Any, int], None]) -> None:
+    def _on_coordinator(self, group_id: str, done: _Once[Result], send: Callable[[Connection, int], None]) -> None:
         def on_node(node_id: int | None, err: KafkaError | None) -> None:
             if err is not None or node_id is None:
                 done(None, err)
                 return
 
-            def on_conn(conn: Any, err: KafkaError | None) -> None:
-                if err is not None:
+            def on_conn(conn: Connection | None, err: KafkaError | None) -> None:
+                if conn is None or err is not None:
                     done(None, err)
                 else:
                     send(conn, node_id)
@@ -327,23 +334,24 @@ class Admin:
 
         self.find_coordinator(group_id, on_node)
 
-    def describe_groups(self, group_ids: Iterable[str], cb: Callback) -> None:
+    def describe_groups(self, group_ids: Iterable[str], cb: ResultCallback[dict[str, GroupDescription]]) -> None:
         """``cb({group_id: GroupDescription}, err)``; a group-level error is in ``.error``."""
         wanted = _names("group_ids", group_ids)
         done = self._once(cb)
 
-        def merge(parts: list[Any] | None, err: KafkaError | None) -> None:
+        def merge(parts: list[list[GroupDescription]] | None, err: KafkaError | None) -> None:
             done(None if parts is None else {d.group_id: d for part in parts for d in part}, err)
 
-        gather = _Gather(len(wanted), merge)
+        gather = _Gather[list[GroupDescription]](len(wanted), merge)
         deadline = self.loop.time() + self.config.request_timeout_ms / 1000.0
         for group_id in wanted:
             self._describe_one(group_id, gather, Backoff(self.config.retry_backoff), deadline)
 
-    def _describe_one(self, group_id: str, gather: _Gather, backoff: Backoff, deadline: float) -> None:
-        def send(conn: Any, node_id: int) -> None:
-            def on_response(resp: Any, err: KafkaError | None) -> None:
-                if err is not None:
+    def _describe_one(self, group_id: str, gather: _Gather[list[GroupDescription]], backoff: Backoff,
+                      deadline: float) -> None:
+        def send(conn: Connection, node_id: int) -> None:
+            def on_response(resp: codec.DescribeGroupsResponse | None, err: KafkaError | None) -> None:
+                if resp is None or err is not None:
                     gather.fail(err)
                     return
                 moved = any(g.error_code in COORDINATOR_NOT_READY for g in resp.groups)
@@ -355,17 +363,18 @@ class Admin:
 
             conn.describe_groups([group_id], on_response)
 
-        self._on_coordinator(group_id, _Once(lambda r, e: gather.fail(e) if e else None, self._report), send)
+        failed = _Once[object](lambda _result, e: gather.fail(e) if e else None, self._report)
+        self._on_coordinator(group_id, failed, send)
 
-    def group_lag(self, group_id: str, cb: Callback) -> None:
+    def group_lag(self, group_id: str, cb: ResultCallback[list[PartitionLag]]) -> None:
         """``cb([PartitionLag], err)`` for every partition the group has committed offsets for."""
         done = self._once(cb)
 
-        def send(conn: Any, _node: int) -> None:
+        def send(conn: Connection, _node: int) -> None:
             conn.offset_fetch(group_id, None, on_committed)
 
-        def on_committed(resp: Any, err: KafkaError | None) -> None:
-            if err is not None:
+        def on_committed(resp: codec.OffsetFetchResponse | None, err: KafkaError | None) -> None:
+            if resp is None or err is not None:
                 done(None, err)
                 return
             try:
@@ -376,25 +385,30 @@ class Admin:
             if not committed:
                 done([], None)
                 return
-            self._end_offsets(list(committed), lambda ends, e: done(None, e) if e else done(
-                [PartitionLag(tp.topic, tp.partition, off, ends[tp],
-                              ends[tp] - off if off >= 0 else ends[tp])
-                 for tp, off in sorted(committed.items())], None))
+
+            def with_ends(ends: dict[TopicPartition, int] | None, e: KafkaError | None) -> None:
+                if ends is None or e is not None:
+                    done(None, e)
+                    return
+                done([PartitionLag(tp.topic, tp.partition, off, ends[tp], ends[tp] - off if off >= 0 else ends[tp])
+                      for tp, off in sorted(committed.items())], None)
+
+            self._end_offsets(list(committed), with_ends)
 
         self._on_coordinator(group_id, done, send)
 
-    def end_offsets(self, partitions: Iterable[TopicPartition], cb: Callback) -> None:
+    def end_offsets(self, partitions: Iterable[TopicPartition], cb: ResultCallback[dict[TopicPartition, int]]) -> None:
         """``cb({TopicPartition: end offset}, err)``, asking each partition's leader."""
         self._end_offsets(_list("partitions", partitions), self._once(cb))
 
-    def _end_offsets(self, partitions: list[TopicPartition], done: Callable[[Any, Any], None]) -> None:
+    def _end_offsets(self, partitions: list[TopicPartition], done: ResultCallback[dict[TopicPartition, int]]) -> None:
         topics = sorted({tp.topic for tp in partitions})
 
-        def on_metadata(resp: Any, err: KafkaError | None) -> None:
-            if err is not None:
+        def on_metadata(resp: codec.MetadataResponse | None, err: KafkaError | None) -> None:
+            if resp is None or err is not None:
                 done(None, err)
                 return
-            infos = {t.name: topic_from_response(t) for t in resp.topics}
+            infos = {info.name: info for info in map(topic_from_response, resp.topics)}
             by_leader: dict[int, list[TopicPartition]] = {}
             for tp in partitions:
                 info = infos.get(tp.topic)
@@ -404,30 +418,31 @@ class Admin:
                     return
                 by_leader.setdefault(info.partitions[tp.partition].leader, []).append(tp)
 
-            def merge(parts: list[Any] | None, e: KafkaError | None) -> None:
+            def merge(parts: list[list[tuple[TopicPartition, int]]] | None, e: KafkaError | None) -> None:
                 done(None if parts is None else {tp: off for part in parts for tp, off in part}, e)
 
-            gather = _Gather(len(by_leader), merge)
+            gather = _Gather[list[tuple[TopicPartition, int]]](len(by_leader), merge)
             for leader, tps in by_leader.items():
                 self._connection(leader, self._offsets_lister(tps, gather))
 
-        def send(conn: Any) -> None:
+        def send(conn: Connection) -> None:
             conn.metadata(topics, on_metadata, allow_auto_topic_creation=False)
 
         self._on_any(_Once(done, self._report), send)
 
-    def _offsets_lister(self, tps: list[TopicPartition], gather: _Gather) -> Callable[[Any, KafkaError | None], None]:
-        def on_conn(conn: Any, err: KafkaError | None) -> None:
+    def _offsets_lister(self, tps: list[TopicPartition], gather: _Gather[list[tuple[TopicPartition, int]]]) -> ConnCallback:
+        def on_conn(conn: Connection | None, err: KafkaError | None) -> None:
             self._list_offsets(conn, err, tps, gather)
         return on_conn
 
-    def _list_offsets(self, conn: Any, err: KafkaError | None, tps: list[TopicPartition], gather: _Gather) -> None:
-        if err is not None:
+    def _list_offsets(self, conn: Connection | None, err: KafkaError | None, tps: list[TopicPartition],
+                      gather: _Gather[list[tuple[TopicPartition, int]]]) -> None:
+        if conn is None or err is not None:
             gather.fail(err)
             return
 
-        def on_response(resp: Any, err: KafkaError | None) -> None:
-            if err is not None:
+        def on_response(resp: codec.ListOffsetsResponse | None, err: KafkaError | None) -> None:
+            if resp is None or err is not None:
                 gather.fail(err)
                 return
             found = []
@@ -462,22 +477,22 @@ class Admin:
         self._pool.close()
 
 
-class _Gather:
+class _Gather(Generic[Part]):
     """Collects ``count`` partial results, then calls ``done(parts, None)``; the first failure
     wins and calls ``done(None, err)``."""
 
     __slots__ = ("remaining", "done", "parts", "finished")
 
-    def __init__(self, count: int, done: Callable[[list[Any] | None, KafkaError | None], object]) -> None:
+    def __init__(self, count: int, done: Callable[[list[Part] | None, KafkaError | None], object]) -> None:
         self.remaining = count
         self.done = done
-        self.parts: list[Any] = []
+        self.parts: list[Part] = []
         self.finished = False
         if count == 0:
             self.finished = True
             done([], None)
 
-    def add(self, part: Any) -> None:
+    def add(self, part: Part) -> None:
         if self.finished:
             return
         self.parts.append(part)
@@ -510,7 +525,7 @@ def _names(name: str, values: Iterable[str]) -> list[str]:
     return result
 
 
-def _description(g: Any, node_id: int) -> GroupDescription:
+def _description(g: codec.DescribedGroup, node_id: int) -> GroupDescription:
     from .protocol.codec import decode_consumer_protocol_assignment
 
     members = []
@@ -533,7 +548,8 @@ def _description(g: Any, node_id: int) -> GroupDescription:
                             _error_or_none(code, message))
 
 
-def _committed_offsets(resp: Any, group_id: str) -> dict[TopicPartition, int]:
+def _committed_offsets(resp: codec.OffsetFetchResponse, group_id: str) -> dict[TopicPartition, int]:
+    topics: list[codec.OffsetFetchResponseTopics] | list[codec.OffsetFetchResponseTopic]
     if resp.groups:  # OffsetFetch v8+: per-group results
         group = resp.groups[0]
         failure = _error_or_none(group.error_code, f"OffsetFetch for group {group_id!r}")

@@ -24,7 +24,7 @@ import random
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from ..backoff import Backoff, BackoffPolicy
 from ..config import ClientConfig
@@ -39,8 +39,10 @@ from ..errors import (
     UNKNOWN_TOPIC_WAIT_TIMEOUT,
     KafkaError,
 )
+from ..protocol import codec
+from ..protocol.connection import Connection
 from ..types import NO_LEADER_EPOCH
-from .pool import ConnectionPool, Role
+from .pool import ConnectionFactory, ConnectionPool, Role
 
 # A node id that names no broker: no leader during an election, no controller or coordinator known.
 NO_NODE = -1
@@ -94,7 +96,7 @@ class ClusterMetadata:
         return info.partitions[partition].leader
 
 
-def topic_from_response(t: Any) -> TopicInfo:
+def topic_from_response(t: codec.MetadataResponseTopic) -> TopicInfo:
     """A TopicInfo from one ``MetadataResponse.topics`` entry."""
     parts = sorted(
         (
@@ -117,10 +119,11 @@ def topic_from_response(t: Any) -> TopicInfo:
             by_index.get(i, PartitionInfo(i, NO_LEADER, NO_LEADER_EPOCH, (), (), NONE))
             for i in range(max(by_index) + 1)
         ]
-    topic_id = t.topic_id
-    if topic_id is not None and topic_id.int == 0:
-        topic_id = None
-    return TopicInfo(t.name, topic_id, tuple(parts), t.error_code, bool(t.is_internal))
+    # The zero UUID is "no id" (a broker or version without topic ids).
+    topic_id = t.topic_id if t.topic_id is not None and t.topic_id.int != 0 else None
+    # A name is null only in an answer to a lookup by id, which kafkaev never sends.
+    name = t.name if t.name is not None else ""
+    return TopicInfo(name, topic_id, tuple(parts), t.error_code, bool(t.is_internal))
 
 
 def _keep_newer_leaders(old: TopicInfo, new: TopicInfo) -> TopicInfo:
@@ -153,7 +156,7 @@ class Metadata:
         loop: asyncio.AbstractEventLoop,
         pool: ConnectionPool,
         *,
-        connection_factory: Callable[[ClientConfig, asyncio.AbstractEventLoop], Any] | None = None,
+        connection_factory: ConnectionFactory | None = None,
         on_error: Callable[[BaseException], object] | None = None,
     ) -> None:
         self._config = config
@@ -268,7 +271,7 @@ class Metadata:
         self._round = _Round(self, requests)
         self._round.start()
 
-    def _finish_round(self, responses: list[Any] | None, err: KafkaError | None) -> None:
+    def _finish_round(self, responses: list[codec.MetadataResponse] | None, err: KafkaError | None) -> None:
         self._in_flight = False
         self._round = None
         if responses is not None:
@@ -295,7 +298,7 @@ class Metadata:
             self._again = False
             self.request_refresh()
 
-    def _apply(self, responses: list[Any]) -> None:
+    def _apply(self, responses: list[codec.MetadataResponse]) -> None:
         cur = self.current
         brokers: dict[int, BrokerInfo] = {}
         for resp in responses:
@@ -427,7 +430,7 @@ class Metadata:
             self._delayed = self._loop.call_later(self._topic_retry.next_delay_s(), self._delayed_refresh)
 
     # --- helpers -------------------------------------------------------------------------------
-    def _call(self, cb: Callable[..., object], *args: Any) -> None:
+    def _call(self, cb: Callable[..., object], *args: object) -> None:
         try:
             cb(*args)
         except Exception as exc:  # noqa: BLE001 - a caller's bug is reported, never swallowed
@@ -467,14 +470,14 @@ class _Round:
     def __init__(self, md: Metadata, requests: list[tuple[list[str] | None, bool]]) -> None:
         self.md = md
         self.requests = requests
-        known: list[Any] = list(md.current.brokers)
+        known: list[int | tuple[str, int]] = list(md.current.brokers)
         random.shuffle(known)
         # bootstrap addresses last: they may be a load balancer or stale, but they are the way back
-        self.targets: list[Any] = known + list(md._config.bootstrap)
-        self.responses: list[Any] = []
+        self.targets: list[int | tuple[str, int]] = known + list(md._config.bootstrap)
+        self.responses: list[codec.MetadataResponse] = []
         self.tried: list[str] = []
         self.last_err: KafkaError | None = None
-        self.conn: Any = None  # the bootstrap connection in use, kept alive until it answers
+        self.conn: Connection | None = None  # the bootstrap connection in use, kept alive until it answers
 
     def start(self) -> None:
         self._next_target()
@@ -501,15 +504,15 @@ class _Round:
             conn.on_error = md._on_error
             conn.connect(host, port, md._config.connect_timeout_ms / 1000.0, self._on_bootstrap_conn)
 
-    def _on_pooled(self, conn: Any, err: KafkaError | None) -> None:
-        if err is not None:
+    def _on_pooled(self, conn: Connection | None, err: KafkaError | None) -> None:
+        if conn is None or err is not None:
             self.last_err = err
             self._next_target()
             return
         self.responses = []
         self._send(conn, owned=False)
 
-    def _on_bootstrap_conn(self, conn: Any, err: KafkaError | None) -> None:
+    def _on_bootstrap_conn(self, conn: Connection, err: KafkaError | None) -> None:
         if err is not None:
             self.last_err = err
             conn.disconnect()
@@ -518,19 +521,19 @@ class _Round:
         self.responses = []
         self._send(conn, owned=True)
 
-    def _send(self, conn: Any, owned: bool) -> None:
+    def _send(self, conn: Connection, owned: bool) -> None:
         remaining = len(self.requests)
         failed: list[KafkaError] = []
 
-        def on_response(resp: Any, err: KafkaError | None) -> None:
+        def on_response(resp: codec.MetadataResponse | None, err: KafkaError | None) -> None:
             nonlocal remaining
             remaining -= 1
-            if err is None and resp.error_code != NONE:
+            if err is None and resp is not None and resp.error_code != NONE:
                 # Metadata v13+ can refuse the whole request (KIP-1102).
                 err = KafkaError(resp.error_code, f"Metadata from {conn.host}:{conn.port}")
             if err is not None:
                 failed.append(err)
-            else:
+            elif resp is not None:
                 self.responses.append(resp)
             if remaining:
                 return
@@ -553,7 +556,7 @@ class _Round:
                 self.md._loop.call_soon(on_response, None, exc)
 
 
-def _default_factory(config: ClientConfig, loop: asyncio.AbstractEventLoop) -> Any:
+def _default_factory(config: ClientConfig, loop: asyncio.AbstractEventLoop) -> Connection:
     from .pool import default_connection_factory
 
     return default_connection_factory(config, loop)

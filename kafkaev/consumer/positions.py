@@ -9,7 +9,7 @@ unknown or moved are retried after a metadata refresh until request_timeout_ms.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, NamedTuple
+from typing import Generic, NamedTuple, TypeVar
 
 from kafkaev.backoff import Backoff, BackoffPolicy, RetryTimer
 from kafkaev.cluster.metadata import NO_LEADER
@@ -22,7 +22,8 @@ from kafkaev.errors import (
     UNSUPPORTED_VERSION,
     KafkaError,
 )
-from kafkaev.protocol.connection import EpochLookup, OffsetLookup
+from kafkaev.protocol import codec
+from kafkaev.protocol.connection import Connection, EpochLookup, OffsetLookup
 from kafkaev.types import NO_LEADER_EPOCH, TopicPartition
 
 from .context import STALE_METADATA_ERRORS, ConsumerContext
@@ -40,8 +41,15 @@ class OffsetAnswer(NamedTuple):
 
 OffsetsCallback = Callable[[dict[TopicPartition, OffsetAnswer], dict[TopicPartition, KafkaError]], object]
 
+Query = TypeVar("Query")  # what is asked per partition (a timestamp, a leader epoch)
+Response = TypeVar("Response")  # the broker's answer to one leader's request
+Answer = TypeVar("Answer")  # what is kept per partition from it
 
-class _LeaderRequest:
+QueryRows = list[tuple[TopicPartition, Query]]
+AnswerRows = Iterable[tuple[TopicPartition, int, Answer]]  # partition, error code, answer
+
+
+class _LeaderRequest(Generic[Query, Response, Answer]):
     """One logical request over many partitions, split per leader and retried where the
     error says fresh metadata will help. ``done(answers, errors)`` is called once."""
 
@@ -51,14 +59,14 @@ class _LeaderRequest:
     def __init__(
         self,
         ctx: ConsumerContext,
-        items: dict[TopicPartition, Any],
-        send: Callable[[Any, list[tuple[TopicPartition, Any]], Callable[[Any, KafkaError | None], None]], None],
-        parse: Callable[[Any], Iterable[tuple[TopicPartition, int, Any]]],
-        done: Callable[[dict[TopicPartition, Any], dict[TopicPartition, KafkaError]], object],
+        items: dict[TopicPartition, Query],
+        send: Callable[[Connection, QueryRows[Query], Callable[[Response | None, KafkaError | None], None]], None],
+        parse: Callable[[Response], AnswerRows[Answer]],
+        done: Callable[[dict[TopicPartition, Answer], dict[TopicPartition, KafkaError]], object],
     ) -> None:
         self.ctx = ctx
         self.pending = dict(items)
-        self.answers: dict[TopicPartition, Any] = {}
+        self.answers: dict[TopicPartition, Answer] = {}
         self.errors: dict[TopicPartition, KafkaError] = {}
         self.deadline = ctx.loop.time() + ctx.config.request_timeout_ms / 1000.0
         self.send = send
@@ -71,7 +79,7 @@ class _LeaderRequest:
         if not self.pending:
             self._finish()
             return
-        by_leader: dict[int, list[tuple[TopicPartition, Any]]] = {}
+        by_leader: dict[int, QueryRows[Query]] = {}
         waiting = False
         for tp, item in self.pending.items():
             leader, _epoch = self.ctx.leader(tp.topic, tp.partition)
@@ -95,11 +103,11 @@ class _LeaderRequest:
         for leader, rows in by_leader.items():
             self.ctx.pool.get(leader, Role.ADMIN, self._conn_callback(rows))
 
-    def _conn_callback(self, rows: list[tuple[TopicPartition, Any]]) -> Callable[[Any, KafkaError | None], None]:
+    def _conn_callback(self, rows: QueryRows[Query]) -> Callable[[Connection | None, KafkaError | None], None]:
         return lambda conn, err: self._on_conn(conn, err, rows)
 
-    def _on_conn(self, conn: Any, err: KafkaError | None, rows: list[tuple[TopicPartition, Any]]) -> None:
-        if err is not None:
+    def _on_conn(self, conn: Connection | None, err: KafkaError | None, rows: QueryRows[Query]) -> None:
+        if conn is None or err is not None:
             self._on_response(None, err, rows)
             return
         try:
@@ -107,7 +115,7 @@ class _LeaderRequest:
         except KafkaError as exc:
             self.ctx.loop.call_soon(self._on_response, None, exc, rows)
 
-    def _on_response(self, resp: Any, err: KafkaError | None, rows: list[tuple[TopicPartition, Any]]) -> None:
+    def _on_response(self, resp: Response | None, err: KafkaError | None, rows: QueryRows[Query]) -> None:
         self.outstanding -= 1
         retry = False
         if err is not None:
@@ -118,7 +126,7 @@ class _LeaderRequest:
                 for tp, _item in rows:
                     self.errors[tp] = err
                     self.pending.pop(tp, None)
-        else:
+        elif resp is not None:
             for tp, code, answer in self.parse(resp):
                 if tp not in self.pending:
                     continue
@@ -159,20 +167,21 @@ def list_offsets(
 ) -> None:
     """``queries`` maps partition -> timestamp (OFFSET_BEGINNING, OFFSET_END or ms)."""
 
-    def send(conn: Any, rows: list[tuple[TopicPartition, Any]], cb: Callable[[Any, KafkaError | None], None]) -> None:
+    def send(conn: Connection, rows: QueryRows[int],
+             cb: Callable[[codec.ListOffsetsResponse | None, KafkaError | None], None]) -> None:
         conn.list_offsets(
             [OffsetLookup(tp.topic, tp.partition, ts, ctx.leader(tp.topic, tp.partition)[1]) for tp, ts in rows],
             cb,
             isolation_level=isolation,
         )
 
-    def parse(resp: Any) -> Iterable[tuple[TopicPartition, int, Any]]:
+    def parse(resp: codec.ListOffsetsResponse) -> AnswerRows[OffsetAnswer]:
         for t in resp.topics:
             for p in t.partitions:
                 epoch = getattr(p, "leader_epoch", NO_LEADER_EPOCH)
                 yield TopicPartition(t.name, p.partition_index), p.error_code, OffsetAnswer(p.offset, p.timestamp, epoch)
 
-    _LeaderRequest(ctx, queries, send, parse, done).start()
+    _LeaderRequest[int, codec.ListOffsetsResponse, OffsetAnswer](ctx, queries, send, parse, done).start()
 
 
 class EpochEnd(NamedTuple):
@@ -187,18 +196,19 @@ def offsets_for_leader_epochs(
 ) -> None:
     """``queries`` maps partition -> the leader epoch of the position to check."""
 
-    def send(conn: Any, rows: list[tuple[TopicPartition, Any]], cb: Callable[[Any, KafkaError | None], None]) -> None:
+    def send(conn: Connection, rows: QueryRows[int],
+             cb: Callable[[codec.OffsetForLeaderEpochResponse | None, KafkaError | None], None]) -> None:
         conn.offset_for_leader_epoch(
             [EpochLookup(tp.topic, tp.partition, epoch, ctx.leader(tp.topic, tp.partition)[1]) for tp, epoch in rows],
             cb,
         )
 
-    def parse(resp: Any) -> Iterable[tuple[TopicPartition, int, Any]]:
+    def parse(resp: codec.OffsetForLeaderEpochResponse) -> AnswerRows[EpochEnd]:
         for t in resp.topics:
             for p in t.partitions:
                 yield TopicPartition(t.topic, p.partition), p.error_code, EpochEnd(p.leader_epoch, p.end_offset)
 
-    _LeaderRequest(ctx, queries, send, parse, done).start()
+    _LeaderRequest[int, codec.OffsetForLeaderEpochResponse, EpochEnd](ctx, queries, send, parse, done).start()
 
 
 class PositionResolver:
