@@ -118,6 +118,10 @@ cdef class ReadBuffer:
     cdef int skip_tagged_fields(self) except -1
     cdef ReadBuffer sub(self, Py_ssize_t n)       # a bounded cursor over the next n bytes
 
+# A ReadBuffer over ``size`` bytes at ``data``, kept alive by ``owner`` (a received frame),
+# naming ``api`` (b"Fetch v12 response") in its errors: no copy, no buffer-protocol call.
+cdef ReadBuffer read_buffer_over(object owner, const char *data, Py_ssize_t size, bytes api)
+
 
 # --- hashing (codec_hashing.pxi) ---
 # CRC-32C continuing from `crc` (0 to start), SSE4.2 when available.

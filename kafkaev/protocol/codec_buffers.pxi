@@ -561,6 +561,16 @@ cdef ReadBuffer _new_read_buffer():
     return ReadBuffer.__new__(ReadBuffer)
 
 
+cdef ReadBuffer read_buffer_over(object owner, const char *data, Py_ssize_t size, bytes api):
+    cdef ReadBuffer r = _new_read_buffer()
+    r._owner = owner
+    r._data = data
+    r._end = size
+    r._api_owner = api
+    r.api = PyBytes_AS_STRING(api)
+    return r
+
+
 cdef class ReadBuffer:
     """A bounds-checked cursor over one complete frame.
 

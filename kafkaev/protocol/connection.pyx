@@ -55,6 +55,7 @@ from kafkaev.protocol.codec cimport (
     decode_response_body,
     decode_response_header,
     encode_request,
+    read_buffer_over,
 )
 
 from kafkaev.protocol import codec
@@ -838,14 +839,7 @@ cdef class BaseConnection:
             return
         entry = self._inflight.popleft()
         self.responses_received += 1
-        reader = ReadBuffer.__new__(ReadBuffer)
-        reader._owner = frame
-        reader._data = data
-        reader._pos = 0
-        reader._end = size
-        label = response_label(entry.api_key, entry.version)
-        reader._api_owner = label
-        reader.api = PyBytes_AS_STRING(label)
+        reader = read_buffer_over(frame, data, size, response_label(entry.api_key, entry.version))
         version = entry.version
         try:
             correlation_id = decode_response_header(reader, entry.api_key, version)
