@@ -853,12 +853,6 @@ cdef class BaseConnection:
                 f"{_request_name(entry.api_key, version)} response from {self._host}:{self._port} carries "
                 f"correlation id {correlation_id}, expected {entry.correlation_id}"))
             return
-        if entry.api_key == API_API_VERSIONS and version > 0 and reader._end - reader._pos >= 2:
-            # A broker that does not know our ApiVersions version answers UNSUPPORTED_VERSION
-            # in the v0 body layout, listing what it supports (protocol.html, ApiVersions).
-            if ((<uint8_t>reader._data[reader._pos] << 8) | <uint8_t>reader._data[reader._pos + 1]) \
-                    == errors.UNSUPPORTED_VERSION:
-                version = 0
         try:
             response = decode_response_body(reader, entry.api_key, version)
         except KafkaError as exc:
