@@ -29,13 +29,11 @@ from typing import Any
 
 from ..config import ClientConfig
 from ..errors import QUEUE_FULL, KafkaError
-from ..protocol.codec import ChunkedBatch, read_records
+from ..protocol.codec import BATCH_HEADER_SIZE, ChunkedBatch, read_records
 from .core import PartitionState, ProducerBatch, TopicState
 
 __all__ = ["Accumulator", "BufferFullError", "PartitionState", "ProducerBatch", "TopicState"]
 
-# RecordBatch v2 header: base offset .. record count.
-BATCH_HEADER_SIZE = 61
 # Emptied builders kept for the next batches of the default size: their grown buffers are
 # reused instead of being reallocated (and page-faulted in) batch after batch. Each holds
 # up to batch_size bytes outside buffer_memory.

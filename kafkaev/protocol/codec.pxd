@@ -147,6 +147,64 @@ cdef bytes compress_payload_level(int codec, object data, int level)
 cdef bytes decompress_payload(int codec, object data, Py_ssize_t max_size)
 
 
+# --- RecordBatch v2 layout (implementation.html, "Record Batch"), defined here only: the
+# builder stamps it, the reader parses it.
+#
+#   BaseOffset => Int64                    0
+#   BatchLength => Int32                   8   bytes after this field
+#   PartitionLeaderEpoch => Int32         12
+#   Magic => Int8 (2)                     16
+#   CRC => Uint32                         17   CRC-32C of Attributes..end
+#   Attributes => Int16                   21
+#   LastOffsetDelta => Int32              23
+#   BaseTimestamp => Int64                27
+#   MaxTimestamp => Int64                 35
+#   ProducerId => Int64                   43
+#   ProducerEpoch => Int16                51
+#   BaseSequence => Int32                 53
+#   RecordCount => Int32                  57
+#   Records => [Record]                   61   compressed as one block when a codec is set
+#
+#   Record =>
+#     Length => Varint                    bytes after this field
+#     Attributes => Int8 (unused, 0)
+#     TimestampDelta => Varlong           from BaseTimestamp
+#     OffsetDelta => Varint               from BaseOffset
+#     KeyLength => Varint (-1 for null), Key => Bytes
+#     ValueLength => Varint (-1 for null), Value => Bytes
+#     HeaderCount => Varint
+#     [HeaderKeyLength => Varint, HeaderKey => String (UTF-8),
+#      HeaderValueLength => Varint (-1 for null), HeaderValue => Bytes]
+cdef enum:
+    # Where each header field starts, in bytes from the batch's start.
+    RB_BASE_OFFSET = 0
+    RB_BATCH_LENGTH = 8
+    RB_LEADER_EPOCH = 12
+    RB_MAGIC = 16
+    RB_CRC = 17
+    RB_ATTRIBUTES = 21
+    RB_LAST_OFFSET_DELTA = 23
+    RB_BASE_TIMESTAMP = 27
+    RB_MAX_TIMESTAMP = 35
+    RB_PRODUCER_ID = 43
+    RB_PRODUCER_EPOCH = 51
+    RB_BASE_SEQUENCE = 53
+    RB_RECORD_COUNT = 57
+    # BaseOffset and BatchLength, which BatchLength does not count. A legacy message (magic 0
+    # and 1) starts the same way, its magic at RB_MAGIC too, so a reader can tell them apart.
+    RB_LOG_OVERHEAD = 12
+    RB_MAGIC_VALUE = 2
+    # Attributes bits (the first two mean the same in a legacy message's Int8 attributes).
+    RB_ATTR_COMPRESSION_MASK = 0x07
+    RB_ATTR_LOG_APPEND_TIME = 0x08
+    RB_ATTR_TRANSACTIONAL = 0x10
+    RB_ATTR_CONTROL = 0x20
+
+# Also a module constant, for the producer's sizing of batches.
+cpdef enum:
+    BATCH_HEADER_SIZE = 61      # RecordCount's end: where the records start
+
+
 # --- RecordBatch v2 encoder (codec_record_builder.pxi) ---
 # An uncompressed batch with large values referenced instead of copied: the builder's buffer
 # holds the header and everything else, and the values are slotted in when it is written.

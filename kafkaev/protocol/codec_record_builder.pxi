@@ -1,32 +1,7 @@
 # RecordBatchBuilder: the RecordBatch v2 encoder (implementation.html,
 # "Record Batch" and "Record").
 #
-# RecordBatch =>
-#   BaseOffset => Int64                    0
-#   BatchLength => Int32                   8   bytes after this field
-#   PartitionLeaderEpoch => Int32         12
-#   Magic => Int8 (2)                     16
-#   CRC => Uint32                         17   CRC-32C of Attributes..end
-#   Attributes => Int16                   21
-#   LastOffsetDelta => Int32              23
-#   BaseTimestamp => Int64                27
-#   MaxTimestamp => Int64                 35
-#   ProducerId => Int64                   43
-#   ProducerEpoch => Int16                51
-#   BaseSequence => Int32                 53
-#   RecordCount => Int32                  57
-#   Records => [Record]                   61   compressed as one block when a codec is set
-#
-# Record =>
-#   Length => Varint                      bytes after this field
-#   Attributes => Int8 (unused, 0)
-#   TimestampDelta => Varlong             from BaseTimestamp
-#   OffsetDelta => Varint                 from BaseOffset
-#   KeyLength => Varint (-1 for null), Key => Bytes
-#   ValueLength => Varint (-1 for null), Value => Bytes
-#   HeaderCount => Varint
-#   [HeaderKeyLength => Varint, HeaderKey => String (UTF-8),
-#    HeaderValueLength => Varint (-1 for null), HeaderValue => Bytes]
+# The batch and record layout, and the header's field positions: codec.pxd.
 #
 # Records are appended one at a time into the builder's own buffer, with no
 # per-record Python objects. That buffer is a bytes object with room for the
@@ -66,29 +41,6 @@ cdef extern from "<time.h>" nogil:
 
 
 cdef enum:
-    BATCH_HEADER_SIZE = 61
-    RECORD_BATCH_MAGIC = 2
-    # Byte offsets of the header fields (see the layout above).
-    OFFSET_BASE_OFFSET = 0
-    OFFSET_BATCH_LENGTH = 8
-    OFFSET_LEADER_EPOCH = 12
-    OFFSET_MAGIC = 16
-    OFFSET_CRC = 17
-    OFFSET_ATTRIBUTES = 21
-    OFFSET_LAST_OFFSET_DELTA = 23
-    OFFSET_BASE_TIMESTAMP = 27
-    OFFSET_MAX_TIMESTAMP = 35
-    OFFSET_PRODUCER_ID = 43
-    OFFSET_PRODUCER_EPOCH = 51
-    OFFSET_BASE_SEQUENCE = 53
-    OFFSET_RECORD_COUNT = 57
-    # BatchLength counts from PartitionLeaderEpoch: it excludes BaseOffset and itself.
-    BATCH_LENGTH_EXCLUDED = 12
-    # Attributes bits.
-    ATTR_COMPRESSION_MASK = 0x07
-    ATTR_TIMESTAMP_LOG_APPEND = 0x08
-    ATTR_TRANSACTIONAL = 0x10
-    ATTR_CONTROL = 0x20
     # A record's worst-case framing besides key/value/headers:
     # length (5) + attributes (1) + timestamp delta (10) + offset delta (5)
     # + key/value lengths (5 + 5) + header count (5).
@@ -511,36 +463,36 @@ cdef class RecordBatchBuilder:
                             int64_t producer_id, int16_t producer_epoch, int32_t base_sequence,
                             bint transactional, bint is_control) noexcept:
         cdef uint32_t crc
-        cdef int16_t attributes = <int16_t>(self._codec & ATTR_COMPRESSION_MASK)
+        cdef int16_t attributes = <int16_t>(self._codec & RB_ATTR_COMPRESSION_MASK)
         if transactional:
-            attributes |= ATTR_TRANSACTIONAL
+            attributes |= RB_ATTR_TRANSACTIONAL
         if is_control:
-            attributes |= ATTR_CONTROL
-        _pack_int64(out + OFFSET_BASE_OFFSET, base_offset)
-        _pack_int32(out + OFFSET_BATCH_LENGTH, <int32_t>(total - BATCH_LENGTH_EXCLUDED))
-        _pack_int32(out + OFFSET_LEADER_EPOCH, partition_leader_epoch)
-        out[OFFSET_MAGIC] = RECORD_BATCH_MAGIC
-        _pack_int16(out + OFFSET_ATTRIBUTES, attributes)
-        _pack_int32(out + OFFSET_LAST_OFFSET_DELTA, <int32_t>(self._record_count - 1))
-        _pack_int64(out + OFFSET_BASE_TIMESTAMP, self._base_timestamp)
-        _pack_int64(out + OFFSET_MAX_TIMESTAMP, self._max_timestamp)
-        _pack_int64(out + OFFSET_PRODUCER_ID, producer_id)
-        _pack_int16(out + OFFSET_PRODUCER_EPOCH, producer_epoch)
-        _pack_int32(out + OFFSET_BASE_SEQUENCE, base_sequence)
-        _pack_int32(out + OFFSET_RECORD_COUNT, <int32_t>self._record_count)
+            attributes |= RB_ATTR_CONTROL
+        _pack_int64(out + RB_BASE_OFFSET, base_offset)
+        _pack_int32(out + RB_BATCH_LENGTH, <int32_t>(total - RB_LOG_OVERHEAD))
+        _pack_int32(out + RB_LEADER_EPOCH, partition_leader_epoch)
+        out[RB_MAGIC] = RB_MAGIC_VALUE
+        _pack_int16(out + RB_ATTRIBUTES, attributes)
+        _pack_int32(out + RB_LAST_OFFSET_DELTA, <int32_t>(self._record_count - 1))
+        _pack_int64(out + RB_BASE_TIMESTAMP, self._base_timestamp)
+        _pack_int64(out + RB_MAX_TIMESTAMP, self._max_timestamp)
+        _pack_int64(out + RB_PRODUCER_ID, producer_id)
+        _pack_int16(out + RB_PRODUCER_EPOCH, producer_epoch)
+        _pack_int32(out + RB_BASE_SEQUENCE, base_sequence)
+        _pack_int32(out + RB_RECORD_COUNT, <int32_t>self._record_count)
         if self._codec == COMPRESSION_NONE and self._crc_len == 0 and self._referenced_len == 0:
             # Nothing summed while appending (a batch under RUNNING_CRC_CHUNK): the records
             # follow the header in place, and one pass costs less than joining two CRCs.
-            crc = crc32c_update(0, out + OFFSET_ATTRIBUTES, total - OFFSET_ATTRIBUTES)
+            crc = crc32c_update(0, out + RB_ATTRIBUTES, total - RB_ATTRIBUTES)
         elif self._codec == COMPRESSION_NONE:
             # The records follow the header unchanged: join the header's CRC to theirs.
             self._sum_records_crc()
-            crc = crc32c_combine(crc32c_update(0, out + OFFSET_ATTRIBUTES, BATCH_HEADER_SIZE - OFFSET_ATTRIBUTES),
+            crc = crc32c_combine(crc32c_update(0, out + RB_ATTRIBUTES, BATCH_HEADER_SIZE - RB_ATTRIBUTES),
                                  self._records_crc, self._records_len + self._referenced_len)
         else:
             with nogil:
-                crc = crc32c_update(0, out + OFFSET_ATTRIBUTES, total - OFFSET_ATTRIBUTES)
-        _pack_int32(out + OFFSET_CRC, <int32_t>crc)
+                crc = crc32c_update(0, out + RB_ATTRIBUTES, total - RB_ATTRIBUTES)
+        _pack_int32(out + RB_CRC, <int32_t>crc)
 
     cpdef bytes build(self, int64_t base_offset=0, int32_t partition_leader_epoch=-1,
                       int64_t producer_id=-1, int16_t producer_epoch=-1, int32_t base_sequence=-1,
@@ -560,7 +512,7 @@ cdef class RecordBatchBuilder:
             payload = PyBytes_AS_STRING(compressed)
             payload_len = PyBytes_GET_SIZE(compressed)
         total = BATCH_HEADER_SIZE + payload_len
-        if total - BATCH_LENGTH_EXCLUDED > INT32_MAX_LENGTH:
+        if total - RB_LOG_OVERHEAD > INT32_MAX_LENGTH:
             raise ValueError(f"RecordBatchBuilder.build: batch of {total} bytes exceeds the Int32 length")
         batch = PyBytes_FromStringAndSize(NULL, total)
         out = PyBytes_AS_STRING(batch)
@@ -593,7 +545,7 @@ cdef class RecordBatchBuilder:
                                transactional, is_control)
             self.reset()  # keeps the records buffer: a compressed batch is a new object anyway
             return batch
-        if total - BATCH_LENGTH_EXCLUDED > INT32_MAX_LENGTH:
+        if total - RB_LOG_OVERHEAD > INT32_MAX_LENGTH:
             raise ValueError(f"RecordBatchBuilder.finish: batch of {total} bytes exceeds the Int32 length")
         self._stamp_header(PyBytes_AS_STRING(<object>self._storage), total, base_offset, partition_leader_epoch,
                            producer_id, producer_epoch, base_sequence, transactional, is_control)
