@@ -13,7 +13,6 @@ NO_PARTITION: int  # StickyPartition.current when the next keyless record must c
 NO_SEQUENCE: int  # ProducerBatch.base_seq before its first (idempotent) send
 NO_LEADER: int  # PartitionState.leader while the metadata names none
 NO_EPOCH: int  # unknown leader epoch / producer epoch
-RECORD_OVERHEAD: int  # bytes a record adds to a batch beyond key, value and headers (upper bound)
 
 # --- state (core_state.pxi) ---
 

@@ -200,9 +200,11 @@ cdef enum:
     RB_ATTR_TRANSACTIONAL = 0x10
     RB_ATTR_CONTROL = 0x20
 
-# Also a module constant, for the producer's sizing of batches.
+# Also module constants, for the producer's sizing of batches and records.
 cpdef enum:
     BATCH_HEADER_SIZE = 61      # RecordCount's end: where the records start
+    # A record's framing besides its key, value and headers, at most, wherever it lands in a batch:
+    RECORD_OVERHEAD_MAX = 36    # Attributes 1 + TimestampDelta varlong 10 + 5 varints (Length, OffsetDelta, Key/ValueLength, HeaderCount) of 5
 
 
 # --- RecordBatch v2 encoder (codec_record_builder.pxi) ---

@@ -39,6 +39,7 @@ def _crc32c_table(data: _BytesLike, crc: int = 0) -> int: ...
 # --- RecordBatch v2 encoder (codec_record_builder.pxi) ---
 
 BATCH_HEADER_SIZE: int  # a RecordBatch v2 header's bytes: where its records start
+RECORD_OVERHEAD_MAX: int  # a record's largest framing besides its key, value and headers
 
 class ChunkedBatch:
     def __len__(self) -> int: ...

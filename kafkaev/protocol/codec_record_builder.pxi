@@ -41,10 +41,6 @@ cdef extern from "<time.h>" nogil:
 
 
 cdef enum:
-    # A record's worst-case framing besides key/value/headers:
-    # length (5) + attributes (1) + timestamp delta (10) + offset delta (5)
-    # + key/value lengths (5 + 5) + header count (5).
-    RECORD_OVERHEAD_MAX = 36
     DEFAULT_MAX_BATCH_SIZE = 1048576   # the broker's default max.message.bytes, rounded
     # finish() hands its buffer out as bytes only up to this size. Larger blocks come from
     # mmap (glibc's threshold starts at 128 KiB and only follows the sizes freed): a fresh
