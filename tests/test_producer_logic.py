@@ -35,7 +35,8 @@ from kafkaev.errors import (
     KafkaError,
 )
 from kafkaev.producer import BufferFullError, Producer
-from kafkaev.producer.idempotence import next_sequence, restamp_batch
+from kafkaev.producer.idempotence import next_sequence
+from kafkaev.protocol.codec import EncodedBatch
 
 HEADER = struct.Struct(">qiiBIhiqqqhii")  # RecordBatch v2 header, 61 bytes
 
@@ -70,13 +71,14 @@ class FakeBuilder:
         return head + body
 
     def finish(self, **stamp):
-        data = self.build(**stamp)
+        data = EncodedBatch(self.build(**stamp))
         self.records = []
         self.size = HEADER.size
         return data
 
 
 def parse(data):
+    data = bytes(data)
     f = HEADER.unpack_from(data)
     return NS(pid=f[9], epoch=f[10], seq=f[11], count=f[12], records=pickle.loads(data[HEADER.size:]))
 
@@ -431,7 +433,7 @@ def test_sequence_wraps():
     data = FakeBuilder(0, 1000)
     data.append(0, None, b"x", None)
     raw = data.build(producer_id=5, producer_epoch=1, base_sequence=7)
-    again = parse(restamp_batch(raw, 6, 2, 0))
+    again = parse(EncodedBatch(raw).restamped(6, 2, 0))
     assert (again.pid, again.epoch, again.seq, again.count) == (6, 2, 0, 1)
 
 

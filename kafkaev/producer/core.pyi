@@ -5,7 +5,7 @@ from typing import Any
 
 from kafkaev.errors import KafkaError
 from kafkaev.producer.accumulator import Accumulator
-from kafkaev.protocol.codec import ChunkedBatch
+from kafkaev.protocol.codec import EncodedBatch
 
 DeliveryCallback = Callable[[Any, KafkaError | None], object]
 
@@ -40,7 +40,7 @@ class ProducerBatch:
     @property
     def deadline(self) -> float: ...
     reserved: int
-    data: bytes | memoryview | ChunkedBatch | None
+    data: EncodedBatch | None
     record_count: int
     base_seq: int
     producer_epoch: int

@@ -148,7 +148,7 @@ cdef bytes decompress_payload(int codec, object data, Py_ssize_t max_size)
 
 
 # --- RecordBatch v2 layout (implementation.html, "Record Batch"), defined here only: the
-# builder stamps it, the reader parses it.
+# builder stamps it, the reader parses it, EncodedBatch re-stamps it.
 #
 #   BaseOffset => Int64                    0
 #   BatchLength => Int32                   8   bytes after this field
@@ -207,19 +207,27 @@ cpdef enum:
     RECORD_OVERHEAD_MAX = 36    # Attributes 1 + TimestampDelta varlong 10 + 5 varints (Length, OffsetDelta, Key/ValueLength, HeaderCount) of 5
 
 
-# --- RecordBatch v2 encoder (codec_record_builder.pxi) ---
-# An uncompressed batch with large values referenced instead of copied: the builder's buffer
-# holds the header and everything else, and the values are slotted in when it is written.
+# --- encoded batches and the RecordBatch v2 encoder (codec_record_builder.pxi) ---
+# One encoded RecordBatch, as the connection writes it and the producer keeps it for retries.
+# Its bytes are _storage's first _stored_len, with each of _values slotted in at its offset:
+# the builder's buffer handed over (bytes) or lent (a larger bytes it takes back once this is
+# gone), or a new bytes (compressed, re-stamped).
 @cython.final
-cdef class ChunkedBatch:
+cdef class EncodedBatch:
     cdef:
-        object _storage             # bytes lent by the builder: header, then records minus the values
-        Py_ssize_t _stored_len      # bytes of _storage in use
+        object _storage             # bytes: the header, then the records minus referenced values
+        Py_ssize_t _stored_len      # bytes of _storage that are the batch's
         Py_ssize_t _size            # the batch's length on the wire
-        list _values                # the referenced values (bytes), in order
+        # With no values referenced, what the connection references for a large batch:
+        # _storage itself, or a read-only view of its first _stored_len bytes. Else None.
+        object _whole
+        list _values                # referenced values (bytes) in order, or None
         Py_ssize_t *_value_offsets  # where in _storage each value belongs (bytes before it)
 
-    cdef int write_pieces(self, WriteBuffer buf) except -1   # gaps copied, values referenced
+    # Length prefix (classic Int32 or compact), then the batch: copied, or referenced in pieces.
+    cdef int write_to(self, WriteBuffer buf, bint compact, const char *what) except -1
+    # The same batch with new producer fields and CRC, as a new EncodedBatch.
+    cpdef EncodedBatch restamped(self, int64_t producer_id, int16_t producer_epoch, int32_t base_sequence)
 
 
 # final: no subclasses, so method calls bind directly instead of through the vtable.
@@ -249,7 +257,7 @@ cdef class RecordBatchBuilder:
         uint32_t _records_crc
         Py_ssize_t _crc_len
         # Uncompressed: bytes values of VALUE_REFERENCE_MIN_SIZE or more are referenced, not
-        # copied (see ChunkedBatch). The objects, where in _records each belongs, their bytes.
+        # copied (see EncodedBatch). The objects, where in _records each belongs, their bytes.
         list _value_refs
         Py_ssize_t *_value_ref_offsets
         Py_ssize_t _value_ref_capacity
@@ -271,9 +279,9 @@ cdef class RecordBatchBuilder:
     cpdef bytes build(self, int64_t base_offset=*, int32_t partition_leader_epoch=*,
                       int64_t producer_id=*, int16_t producer_epoch=*, int32_t base_sequence=*,
                       bint transactional=*, bint is_control=*)
-    cpdef object finish(self, int64_t base_offset=*, int32_t partition_leader_epoch=*,
-                       int64_t producer_id=*, int16_t producer_epoch=*, int32_t base_sequence=*,
-                       bint transactional=*, bint is_control=*)
+    cpdef EncodedBatch finish(self, int64_t base_offset=*, int32_t partition_leader_epoch=*,
+                              int64_t producer_id=*, int16_t producer_epoch=*, int32_t base_sequence=*,
+                              bint transactional=*, bint is_control=*)
     cdef void _stamp_header(self, char *out, Py_ssize_t total, int64_t base_offset, int32_t partition_leader_epoch,
                             int64_t producer_id, int16_t producer_epoch, int32_t base_sequence,
                             bint transactional, bint is_control) noexcept

@@ -32,10 +32,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from kafkaev.errors import KafkaError
+from kafkaev.protocol.codec import EncodedBatch
 from kafkaev.security import SASLConfig, TLSConfig
 
 Callback = Callable[[Any, KafkaError | None], object]
 State = Literal["disconnected", "connecting", "handshaking", "ready", "closed"]
+Records = EncodedBatch | bytes | bytearray | memoryview  # one encoded RecordBatch (or several, as bytes)
 
 DEFAULT_WRITE_HIGH_WATER: int  # 4 MiB
 DEFAULT_WRITE_LOW_WATER: int  # 1 MiB
@@ -144,7 +146,7 @@ class Connection:
         self,
         topic: str,
         partition: int,
-        records: bytes | bytearray | memoryview,
+        records: Records,
         cb: Callback,
         *,
         acks: int = -1,
@@ -152,14 +154,13 @@ class Connection:
         transactional_id: str | None = None,
         topic_id: uuid.UUID | None = None,
     ) -> None:
-        """``records`` = encoded RecordBatch bytes. acks=0: no response is awaited; cb(None, None)
+        """``records`` = an encoded RecordBatch (``RecordBatchBuilder.finish()``) or its bytes. acks=0: no response is awaited; cb(None, None)
         right after the socket write. With ``topic_id`` the request may use Produce v13+, which
         names the topic by id (its response too); without, it stays at v12."""
     def produce_batch(
         self,
         batches: Iterable[
-            tuple[str, int, bytes | bytearray | memoryview]
-            | tuple[str, int, bytes | bytearray | memoryview, uuid.UUID | None]
+            tuple[str, int, Records] | tuple[str, int, Records, uuid.UUID | None]
         ],
         cb: Callback,
         *,

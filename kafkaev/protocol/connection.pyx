@@ -49,7 +49,7 @@ from kafkaev.protocol.codec cimport (
     API_SASL_HANDSHAKE,
     API_SYNC_GROUP,
     API_TXN_OFFSET_COMMIT,
-    ChunkedBatch,
+    EncodedBatch,
     ReadBuffer,
     WriteBuffer,
     decode_response_body,
@@ -165,8 +165,8 @@ cdef inline int64_t _int64(str what, object value) except? -1:
 
 
 cdef inline int _check_records(object records) except -1:
-    if not isinstance(records, (bytes, bytearray, memoryview, ChunkedBatch)):
-        raise TypeError(f"records must be bytes-like or a ChunkedBatch (an encoded RecordBatch), "
+    if not isinstance(records, (bytes, bytearray, memoryview, EncodedBatch)):
+        raise TypeError(f"records must be an EncodedBatch or bytes-like (an encoded RecordBatch), "
                         f"not {type(records).__name__}")
     return 0
 
