@@ -16,7 +16,7 @@ from kafkaev.producer.accumulator import (
     BufferFullError,
     TopicState,
 )
-from kafkaev.protocol.codec import RecordBatchBuilder, read_records
+from kafkaev.protocol.codec import EncodedBatch, RecordBatchBuilder, read_records
 
 HEADER = struct.Struct(">qiiBIhiqqqhii")  # RecordBatch v2 header, 61 bytes
 
@@ -51,7 +51,7 @@ class FakeBuilder:
         return head + body
 
     def finish(self, **stamp):
-        data = self.build(**stamp)
+        data = EncodedBatch(self.build(**stamp))
         self.records = []
         self.size = HEADER.size
         return data

@@ -32,8 +32,8 @@ from kafkaev.errors import (
     KafkaError,
 )
 from kafkaev.producer import BufferFullError, Producer
-from kafkaev.producer.idempotence import next_sequence, restamp_batch
-from kafkaev.protocol.codec import ApiKey, RecordBatchBuilder, decode_record_batches
+from kafkaev.producer.idempotence import next_sequence
+from kafkaev.protocol.codec import ApiKey, EncodedBatch, RecordBatchBuilder, decode_record_batches
 
 TOPIC = "t"
 
@@ -310,7 +310,7 @@ def test_sequence_wraps():
     builder = RecordBatchBuilder(0)
     builder.append(0, None, b"x", None)
     raw = builder.build(producer_id=5, producer_epoch=1, base_sequence=7)
-    [again] = decode_record_batches(restamp_batch(raw, 6, 2, 0))  # its CRC checked
+    [again] = decode_record_batches(bytes(EncodedBatch(raw).restamped(6, 2, 0)))  # its CRC checked
     assert (again.producer_id, again.producer_epoch, again.base_sequence, again.records_count) == (6, 2, 0, 1)
 
 

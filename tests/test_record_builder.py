@@ -12,8 +12,14 @@ from aiokafka.record.default_records import DefaultRecordBatch, DefaultRecordBat
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafkaev.producer.idempotence import restamp_batch
-from kafkaev.protocol.codec import ChunkedBatch, RecordBatchBuilder, WriteBuffer, crc32c
+from kafkaev.protocol.codec import (
+    BATCH_HEADER_SIZE,
+    EncodedBatch,
+    RecordBatchBuilder,
+    WriteBuffer,
+    crc32c,
+    read_records,
+)
 
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 HEADER = struct.Struct(">qiibIhiqqqhii")  # the 61-byte RecordBatch v2 header
@@ -160,15 +166,19 @@ def test_finish_equals_build_then_empties_the_builder(codec_name, max_batch_size
     expected = builder.build(**stamp)
     finished = builder.finish(**stamp)
     lent = codec_name == "none" and max_batch_size > HANDOVER_MAX_SIZE
-    assert type(finished) is (memoryview if lent else bytes) and finished == expected
+    assert type(finished) is EncodedBatch and bytes(finished) == expected and len(finished) == len(expected)
+    (whole,) = finished.pieces  # no value referenced: one piece, the batch
+    assert type(whole) is (memoryview if lent else bytes) and whole == expected
     if lent:
-        assert finished.readonly
-    assert builder.record_count == 0 and builder.estimated_size == 61
+        assert whole.readonly
+    else:
+        assert bytes(finished) is whole  # handed over: its bytes are the builder's buffer, not a copy
+    assert builder.record_count == 0 and builder.estimated_size == BATCH_HEADER_SIZE
     # The next batch starts clean and never writes into the one handed out.
     builder.append(5_000, None, b"next", None)
-    assert finished == expected
-    assert [r.value for r in DefaultRecordBatch(builder.finish())] == [b"next"]
-    assert DefaultRecordBatch(finished).validate_crc() and len(list(DefaultRecordBatch(finished))) == 40
+    assert bytes(finished) == expected
+    assert [r.value for r in DefaultRecordBatch(bytes(builder.finish()))] == [b"next"]
+    assert DefaultRecordBatch(bytes(finished)).validate_crc() and len(list(DefaultRecordBatch(bytes(finished)))) == 40
 
 
 @pytest.mark.parametrize("value_sizes", [[1000] * 100, [40_000, 10, 70_000, 3] * 3, [5] * 7000],
@@ -195,7 +205,8 @@ def test_a_lent_buffer_is_taken_back_only_once_no_view_of_it_is_left():
         # Values below VALUE_REFERENCE_MIN_SIZE are copied in: 200 x 2000 B is a buffer past the handover size.
         for i in range(200):
             builder.append(i, None, tag * 2_000, None)
-        return builder.finish()
+        (view,) = builder.finish().pieces  # the batch's one piece: a view of the builder's buffer
+        return view
 
     first = fill(b"a")
     buffer = first.obj
@@ -229,7 +240,7 @@ def test_large_bytes_values_are_referenced_and_the_batch_is_unchanged():
     expected = builder.build(**stamp)
     assert builder.estimated_size == len(expected)
     batch = builder.finish(**stamp)
-    assert type(batch) is ChunkedBatch and repr(batch).endswith("3 values referenced>")
+    assert type(batch) is EncodedBatch and repr(batch).endswith("3 values referenced>")
     assert len(batch) == len(expected) and bytes(batch) == expected
     parsed = DefaultRecordBatch(bytes(batch))
     assert parsed.validate_crc()
@@ -243,10 +254,8 @@ def test_large_bytes_values_are_referenced_and_the_batch_is_unchanged():
     for round_ in range(3):
         builder.append(5_000, None, b"%d" % round_ * 20_000, [("r", b"%d" % round_)])
         again = builder.finish()
-        assert type(again) is ChunkedBatch and DefaultRecordBatch(bytes(again)).validate_crc()
+        assert len(again.pieces) == 3 and DefaultRecordBatch(bytes(again)).validate_crc()
         assert [r.value for r in DefaultRecordBatch(bytes(again))] == [b"%d" % round_ * 20_000]
-    with pytest.raises(TypeError, match="made by"):
-        ChunkedBatch()
 
 
 @pytest.mark.parametrize("codec_name", [name for name in CODECS if name != "none"])
@@ -254,7 +263,8 @@ def test_compressed_batches_copy_large_values(codec_name):
     builder = RecordBatchBuilder(codec=CODECS[codec_name])
     builder.append(1, None, b"z" * 50_000, None)
     batch = builder.finish()
-    assert type(batch) is bytes and [r.value for r in DefaultRecordBatch(batch)] == [b"z" * 50_000]
+    assert [type(p) for p in batch.pieces] == [bytes] and [r.value for r in DefaultRecordBatch(bytes(batch))] == [
+        b"z" * 50_000]
 
 
 def test_a_chunked_batch_is_written_as_pieces_and_restamped_whole():
@@ -269,16 +279,76 @@ def test_a_chunked_batch_is_written_as_pieces_and_restamped_whole():
     assert [c for c in chunks if len(c) == 10_000] == big and all(any(c is v for v in big) for c in chunks[1::2])
     compact_length = WriteBuffer().write("uvarint", len(batch) + 1).to_bytes()
     assert buf.to_bytes() == compact_length + bytes(batch)
-    restamped = restamp_batch(batch, 5, 1, 0)
+    restamped = bytes(batch.restamped(5, 1, 0))
     assert header_of(restamped)["producer_epoch"] == 1 and DefaultRecordBatch(restamped).validate_crc()
     assert [r.value for r in DefaultRecordBatch(restamped)] == big
 
 
+# (codec, max_batch_size, value size): what finish() makes of each.
+BATCH_SHAPES = {
+    "handed-over": (0, 16384, 100),  # uncompressed, small: the builder's buffer as one bytes
+    "lent": (0, 1 << 20, 2_000),  # uncompressed, large: a view of the builder's buffer
+    "chunked": (0, 1 << 20, 10_000),  # uncompressed with large bytes values referenced
+    "compressed": (CODECS["zstd"], 1 << 20, 10_000),
+}
+
+
+def shaped_builder(shape: str) -> RecordBatchBuilder:
+    codec, max_batch_size, value_size = BATCH_SHAPES[shape]
+    builder = RecordBatchBuilder(codec=codec, max_batch_size=max_batch_size)
+    for i in range(60):
+        if builder.append(1_000 + i * 7, b"k%d" % i, bytes([i]) * value_size, [("h", b"%d" % i)] if i % 2 else None) < 0:
+            break
+    return builder
+
+
+@pytest.mark.parametrize("shape", list(BATCH_SHAPES))
+def test_restamping_in_c_equals_a_batch_built_with_those_ids(shape):
+    stamp = {"base_offset": 0, "partition_leader_epoch": -1, "transactional": True}
+    fresh = shaped_builder(shape).build(producer_id=4242, producer_epoch=7, base_sequence=1234, **stamp)
+    batch = shaped_builder(shape).finish(producer_id=4242, producer_epoch=3, base_sequence=99, **stamp)
+    restamped = batch.restamped(4242, 7, 1234)
+    assert type(restamped) is EncodedBatch and bytes(restamped) == fresh and len(restamped) == len(fresh)
+    assert [type(p) for p in restamped.pieces][1::2] == [type(p) for p in batch.pieces][1::2]  # values still referenced
+    assert header_of(bytes(batch))["producer_epoch"] == 3  # the original is left as it was
+    assert header_of(fresh)["crc"] == independent_crc(fresh) and DefaultRecordBatch(fresh).validate_crc()
+    fetched = read_records("t", 0, bytes(restamped), 0)  # CRCs checked
+    assert len(fetched.messages) == len(list(DefaultRecordBatch(fresh)))
+    assert bytes(restamped.restamped(4242, 8, 0)) == shaped_builder(shape).build(
+        producer_id=4242, producer_epoch=8, base_sequence=0, **stamp)
+
+
+@pytest.mark.parametrize("shape", list(BATCH_SHAPES))
+def test_the_pieces_of_an_encoded_batch_join_to_its_bytes_and_length(shape):
+    expected = shaped_builder(shape).build(producer_id=1, producer_epoch=0, base_sequence=0)
+    batch = shaped_builder(shape).finish(producer_id=1, producer_epoch=0, base_sequence=0)
+    pieces = batch.pieces
+    assert b"".join(pieces) == bytes(batch) == expected
+    assert sum(len(p) for p in pieces) == len(batch) == len(expected)
+    assert all(type(p) is bytes or (type(p) is memoryview and p.readonly) for p in pieces)
+    assert (len(pieces) > 1) == (shape == "chunked")
+    # As a request field the connection writes the same bytes, behind their length.
+    buf = WriteBuffer()
+    buf.write("int32", len(batch)).write("bytes", batch)
+    assert buf.to_bytes() == len(batch).to_bytes(4, "big") * 2 + expected
+
+
+def test_an_encoded_batch_wraps_the_bytes_of_a_batch():
+    data = RecordBatchBuilder().build(producer_id=2, producer_epoch=0, base_sequence=5)
+    batch = EncodedBatch(data)
+    assert bytes(batch) is data and batch.pieces == (data,) and len(batch) == len(data)
+    again = batch.restamped(2, 1, 0)
+    assert header_of(bytes(again))["producer_epoch"] == 1 and DefaultRecordBatch(bytes(again)).validate_crc()
+    for not_a_batch in (data[:BATCH_HEADER_SIZE - 1], data[:16] + b"\x01" + data[17:]):
+        with pytest.raises(ValueError, match="not a RecordBatch v2"):
+            EncodedBatch(not_a_batch)
+
+
 def test_finish_of_an_empty_builder_and_of_an_oversized_first_record():
     builder = RecordBatchBuilder(max_batch_size=100)
-    assert header_of(builder.finish())["record_count"] == 0
+    assert header_of(bytes(builder.finish()))["record_count"] == 0
     builder.append(1, None, b"x" * 3_000, None)  # past max_batch_size: the buffer grew to take it
-    assert [r.value for r in DefaultRecordBatch(builder.finish())] == [b"x" * 3_000]
+    assert [r.value for r in DefaultRecordBatch(bytes(builder.finish()))] == [b"x" * 3_000]
 
 
 def test_transactional_and_control_bits():

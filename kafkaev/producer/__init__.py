@@ -20,8 +20,9 @@ from ..cluster.metadata import ClusterMetadata, Metadata, TopicInfo
 from ..cluster.pool import ConnectionPool
 from ..config import ClientConfig
 from ..errors import DESTROY, MESSAGE_TOO_LARGE, STATE, UNKNOWN_TOPIC_OR_PARTITION, KafkaError
+from ..protocol.codec import RECORD_OVERHEAD_MAX
 from .accumulator import Accumulator, BufferFullError, TopicState
-from .core import RECORD_OVERHEAD, ProducerCore, coerce_bytes
+from .core import ProducerCore, coerce_bytes
 from .partitioner import custom_partition
 from .sender import Sender
 
@@ -96,7 +97,7 @@ class Producer(ProducerCore):
                 f"{self._waiting_count} records already wait for the metadata of unknown topics "
                 f"(metadata_wait_max_records={config.metadata_wait_max_records})"
             )
-        size = RECORD_OVERHEAD + (len(key) if key else 0) + (len(value) if value else 0)
+        size = RECORD_OVERHEAD_MAX + (len(key) if key else 0) + (len(value) if value else 0)
         if size > self._max_request_size:
             raise KafkaError(MESSAGE_TOO_LARGE, f"produce: record of {size} bytes is larger than max_request_size "
                              f"({self._max_request_size})")

@@ -29,13 +29,11 @@ from typing import Any
 
 from ..config import ClientConfig
 from ..errors import QUEUE_FULL, KafkaError
-from ..protocol.codec import ChunkedBatch, read_records
+from ..protocol.codec import BATCH_HEADER_SIZE, read_records
 from .core import PartitionState, ProducerBatch, TopicState
 
 __all__ = ["Accumulator", "BufferFullError", "PartitionState", "ProducerBatch", "TopicState"]
 
-# RecordBatch v2 header: base offset .. record count.
-BATCH_HEADER_SIZE = 61
 # Emptied builders kept for the next batches of the default size: their grown buffers are
 # reused instead of being reallocated (and page-faulted in) batch after batch. Each holds
 # up to batch_size bytes outside buffer_memory.
@@ -218,9 +216,7 @@ class Accumulator:
         config = self._config
         data = batch.data
         assert data is not None  # refused by the broker, so it was built
-        if isinstance(data, ChunkedBatch):
-            data = bytes(data)  # its pieces joined: splitting is rare
-        records = read_records(part.topic, part.partition, data).messages
+        records = read_records(part.topic, part.partition, bytes(data)).messages  # splitting is rare
         half = len(records) // 2
         halves = ((records[:half], batch.deliveries), (records[half:], batch.deliveries.split(half)))
         reserved = batch.reserved  # what the built batch holds passes to the first half

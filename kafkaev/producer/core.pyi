@@ -5,7 +5,7 @@ from typing import Any
 
 from kafkaev.errors import KafkaError
 from kafkaev.producer.accumulator import Accumulator
-from kafkaev.protocol.codec import ChunkedBatch
+from kafkaev.protocol.codec import EncodedBatch
 
 DeliveryCallback = Callable[[Any, KafkaError | None], object]
 
@@ -13,7 +13,6 @@ NO_PARTITION: int  # StickyPartition.current when the next keyless record must c
 NO_SEQUENCE: int  # ProducerBatch.base_seq before its first (idempotent) send
 NO_LEADER: int  # PartitionState.leader while the metadata names none
 NO_EPOCH: int  # unknown leader epoch / producer epoch
-RECORD_OVERHEAD: int  # bytes a record adds to a batch beyond key, value and headers (upper bound)
 
 # --- state (core_state.pxi) ---
 
@@ -41,7 +40,7 @@ class ProducerBatch:
     @property
     def deadline(self) -> float: ...
     reserved: int
-    data: bytes | memoryview | ChunkedBatch | None
+    data: EncodedBatch | None
     record_count: int
     base_seq: int
     producer_epoch: int

@@ -19,7 +19,9 @@ from cpython.object cimport PyObject
 from cpython.unicode cimport PyUnicode_CheckExact
 from libc.stdint cimport int32_t, int64_t
 
-from kafkaev.protocol.codec cimport RecordBatchBuilder, murmur2_positive
+# RECORD_OVERHEAD_MAX: what a record adds to a batch beyond key, value and headers, at most: the
+# bound of the oversize check and the memory reserved for a batch.
+from kafkaev.protocol.codec cimport RECORD_OVERHEAD_MAX, RecordBatchBuilder, murmur2_positive
 
 import random
 from collections import deque

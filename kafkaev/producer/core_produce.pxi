@@ -12,11 +12,6 @@ cdef extern from "<time.h>" nogil:
     int clock_gettime(clockid_t clk, timespec *ts)
     clockid_t CLOCK_REALTIME
 
-cpdef enum:
-    # Bytes a record adds to a batch beyond key, value and headers (length, attributes,
-    # deltas, varint prefixes): the bound used for the oversize check and memory reservation.
-    RECORD_OVERHEAD = 32
-
 cdef enum:
     # What each header adds beyond its key and value (the two varint lengths, rounded up).
     HEADER_OVERHEAD = 8
@@ -207,7 +202,7 @@ cdef class ProducerCore:
         cdef Py_ssize_t size
         key = coerce_bytes(key, "key")
         value = coerce_bytes(value, "value")
-        size = RECORD_OVERHEAD + (len(key) if key is not None else 0) + (len(value) if value is not None else 0)
+        size = RECORD_OVERHEAD_MAX + (len(key) if key is not None else 0) + (len(value) if value is not None else 0)
         if headers:
             for name, header_value in headers:
                 size += len(name) + (len(header_value) if header_value is not None else 0) + HEADER_OVERHEAD

@@ -62,9 +62,8 @@ cdef class ProducerBatch:
     cdef readonly double created        # loop time
     cdef readonly double deadline       # loop time after which the records fail with MSG_TIMED_OUT
     cdef public Py_ssize_t reserved     # bytes of buffer_memory held
-    # The encoded batch, built once at first send and resent as is: bytes, or for a large
-    # uncompressed batch a read-only view of its builder's buffer, or a ChunkedBatch when
-    # it references large values.
+    # The EncodedBatch, built once at first send and resent as is (re-stamped after an epoch
+    # bump); a large uncompressed one holds its builder's buffer.
     cdef public object data
     cdef public Py_ssize_t record_count
     cdef public int64_t base_seq

@@ -13,40 +13,20 @@
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable
 
 from ..errors import NONE, KafkaError
-from ..protocol.codec import ChunkedBatch, InitProducerIdResponse, crc32c
+from ..protocol.codec import InitProducerIdResponse
 from ..protocol.connection import Connection
 
 SEQUENCE_MODULUS = 1 << 31
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 
-# RecordBatch v2 header layout (implementation.html): the fields a re-sequenced batch rewrites.
-_CRC_OFFSET = 17  # crc => uint32, covers attributes .. end of batch
-_ATTRIBUTES_OFFSET = 21
-_PRODUCER_OFFSET = 43  # producerId => int64, producerEpoch => int16, baseSequence => int32
-_PRODUCER_FIELDS = struct.Struct(">qhi")
-_CRC = struct.Struct(">I")
-
 
 def next_sequence(sequence: int, increment: int) -> int:
     """``sequence + increment`` in the broker's 31-bit sequence space (wraps to 0)."""
     return (sequence + increment) % SEQUENCE_MODULUS
-
-
-def restamp_batch(
-    data: bytes | memoryview | ChunkedBatch, producer_id: int, producer_epoch: int, base_sequence: int
-) -> bytes:
-    """The same RecordBatch with new producer id, epoch and base sequence (and its CRC redone).
-    Used only after an epoch bump, for batches that were never written under the old epoch
-    (rare enough that joining a ChunkedBatch's pieces first costs nothing that matters)."""
-    buf = bytearray(bytes(data) if isinstance(data, ChunkedBatch) else data)
-    _PRODUCER_FIELDS.pack_into(buf, _PRODUCER_OFFSET, producer_id, producer_epoch, base_sequence)
-    _CRC.pack_into(buf, _CRC_OFFSET, crc32c(memoryview(buf)[_ATTRIBUTES_OFFSET:]))
-    return bytes(buf)
 
 
 class ProducerIdentity:

@@ -51,11 +51,11 @@ from ..errors import (
     UNKNOWN_TOPIC_OR_PARTITION,
     KafkaError,
 )
-from ..protocol.codec import ProduceResponse
+from ..protocol.codec import EncodedBatch, ProduceResponse
 from ..protocol.connection import Connection, ProducePartition
 from ..types import NO_OFFSET, NO_TIMESTAMP
 from .accumulator import Accumulator, PartitionState, ProducerBatch
-from .idempotence import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, ProducerIdentity, next_sequence, restamp_batch
+from .idempotence import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, ProducerIdentity, next_sequence
 
 # Errors meaning "your idea of the leader is stale": look up the leader again.
 LEADER_ERRORS = frozenset({
@@ -239,7 +239,7 @@ class Sender:
             self._send_request(conn, request)
             parts = again
 
-    def _build(self, batch: ProducerBatch) -> bytes:
+    def _build(self, batch: ProducerBatch) -> EncodedBatch:
         part = batch.part
         identity = self.identity
         if identity is not None:
@@ -251,7 +251,7 @@ class Sender:
         else:
             data = batch.builder.finish()
         # The builder stays with the batch until it completes (Accumulator.release): a large
-        # batch's data is a view of the builder's buffer, taken back warm for a later batch.
+        # batch's data holds the builder's buffer, taken back warm for a later batch.
         acc = self._acc
         acc.buffered += len(data) - batch.reserved
         batch.reserved = len(data)
@@ -479,8 +479,8 @@ class Sender:
                         else:
                             batch.base_seq = part.next_seq
                             batch.producer_epoch = identity.producer_epoch
-                            batch.data = restamp_batch(batch.data, identity.producer_id, identity.producer_epoch,
-                                                       batch.base_seq)
+                            batch.data = batch.data.restamped(identity.producer_id, identity.producer_epoch,
+                                                              batch.base_seq)
                             part.next_seq = next_sequence(part.next_seq, batch.record_count)
                 else:
                     earlier.update(batch for batch in part.queue if batch.data is not None)

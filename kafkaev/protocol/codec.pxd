@@ -118,6 +118,10 @@ cdef class ReadBuffer:
     cdef int skip_tagged_fields(self) except -1
     cdef ReadBuffer sub(self, Py_ssize_t n)       # a bounded cursor over the next n bytes
 
+# A ReadBuffer over ``size`` bytes at ``data``, kept alive by ``owner`` (a received frame),
+# naming ``api`` (b"Fetch v12 response") in its errors: no copy, no buffer-protocol call.
+cdef ReadBuffer read_buffer_over(object owner, const char *data, Py_ssize_t size, bytes api)
+
 
 # --- hashing (codec_hashing.pxi) ---
 # CRC-32C continuing from `crc` (0 to start), SSE4.2 when available.
@@ -143,19 +147,90 @@ cdef bytes compress_payload_level(int codec, object data, int level)
 cdef bytes decompress_payload(int codec, object data, Py_ssize_t max_size)
 
 
-# --- RecordBatch v2 encoder (codec_record_builder.pxi) ---
-# An uncompressed batch with large values referenced instead of copied: the builder's buffer
-# holds the header and everything else, and the values are slotted in when it is written.
+# --- RecordBatch v2 layout (implementation.html, "Record Batch"), defined here only: the
+# builder stamps it, the reader parses it, EncodedBatch re-stamps it.
+#
+#   BaseOffset => Int64                    0
+#   BatchLength => Int32                   8   bytes after this field
+#   PartitionLeaderEpoch => Int32         12
+#   Magic => Int8 (2)                     16
+#   CRC => Uint32                         17   CRC-32C of Attributes..end
+#   Attributes => Int16                   21
+#   LastOffsetDelta => Int32              23
+#   BaseTimestamp => Int64                27
+#   MaxTimestamp => Int64                 35
+#   ProducerId => Int64                   43
+#   ProducerEpoch => Int16                51
+#   BaseSequence => Int32                 53
+#   RecordCount => Int32                  57
+#   Records => [Record]                   61   compressed as one block when a codec is set
+#
+#   Record =>
+#     Length => Varint                    bytes after this field
+#     Attributes => Int8 (unused, 0)
+#     TimestampDelta => Varlong           from BaseTimestamp
+#     OffsetDelta => Varint               from BaseOffset
+#     KeyLength => Varint (-1 for null), Key => Bytes
+#     ValueLength => Varint (-1 for null), Value => Bytes
+#     HeaderCount => Varint
+#     [HeaderKeyLength => Varint, HeaderKey => String (UTF-8),
+#      HeaderValueLength => Varint (-1 for null), HeaderValue => Bytes]
+cdef enum:
+    # Where each header field starts, in bytes from the batch's start.
+    RB_BASE_OFFSET = 0
+    RB_BATCH_LENGTH = 8
+    RB_LEADER_EPOCH = 12
+    RB_MAGIC = 16
+    RB_CRC = 17
+    RB_ATTRIBUTES = 21
+    RB_LAST_OFFSET_DELTA = 23
+    RB_BASE_TIMESTAMP = 27
+    RB_MAX_TIMESTAMP = 35
+    RB_PRODUCER_ID = 43
+    RB_PRODUCER_EPOCH = 51
+    RB_BASE_SEQUENCE = 53
+    RB_RECORD_COUNT = 57
+    # BaseOffset and BatchLength, which BatchLength does not count. A legacy message (magic 0
+    # and 1) starts the same way, its magic at RB_MAGIC too, so a reader can tell them apart.
+    RB_LOG_OVERHEAD = 12
+    RB_MAGIC_VALUE = 2
+    # Attributes bits (the first two mean the same in a legacy message's Int8 attributes).
+    RB_ATTR_COMPRESSION_MASK = 0x07
+    RB_ATTR_LOG_APPEND_TIME = 0x08
+    RB_ATTR_TRANSACTIONAL = 0x10
+    RB_ATTR_CONTROL = 0x20
+
+# Also module constants, for the producer's sizing of batches and records.
+cpdef enum:
+    BATCH_HEADER_SIZE = 61      # RecordCount's end: where the records start
+    # A record's framing besides its key, value and headers, at most, wherever it lands in a batch:
+    RECORD_OVERHEAD_MAX = 36    # Attributes 1 + TimestampDelta varlong 10 + 5 varints (Length, OffsetDelta, Key/ValueLength, HeaderCount) of 5
+
+
+# --- encoded batches and the RecordBatch v2 encoder (codec_record_builder.pxi) ---
+# One encoded RecordBatch, as the connection writes it and the producer keeps it for retries.
+# Its bytes are _storage's first _stored_len, with each of _values slotted in at its offset:
+# the builder's buffer handed over (bytes) or lent (a larger bytes it takes back once this is
+# gone), or a new bytes (compressed, re-stamped). One per batch sent: a freelist, and no GC
+# tracking (it holds only bytes, views of bytes and a list of bytes, so no cycle).
 @cython.final
-cdef class ChunkedBatch:
+@cython.no_gc
+@cython.freelist(16)
+cdef class EncodedBatch:
     cdef:
-        object _storage             # bytes lent by the builder: header, then records minus the values
-        Py_ssize_t _stored_len      # bytes of _storage in use
+        object _storage             # bytes: the header, then the records minus referenced values
+        Py_ssize_t _stored_len      # bytes of _storage that are the batch's
         Py_ssize_t _size            # the batch's length on the wire
-        list _values                # the referenced values (bytes), in order
+        # With no values referenced, what the connection references for a large batch:
+        # _storage itself, or a read-only view of its first _stored_len bytes. Else None.
+        object _whole
+        list _values                # referenced values (bytes) in order, or None
         Py_ssize_t *_value_offsets  # where in _storage each value belongs (bytes before it)
 
-    cdef int write_pieces(self, WriteBuffer buf) except -1   # gaps copied, values referenced
+    # Length prefix (classic Int32 or compact), then the batch: copied, or referenced in pieces.
+    cdef int write_to(self, WriteBuffer buf, bint compact, const char *what) except -1
+    # The same batch with new producer fields and CRC, as a new EncodedBatch.
+    cpdef EncodedBatch restamped(self, int64_t producer_id, int16_t producer_epoch, int32_t base_sequence)
 
 
 # final: no subclasses, so method calls bind directly instead of through the vtable.
@@ -185,7 +260,7 @@ cdef class RecordBatchBuilder:
         uint32_t _records_crc
         Py_ssize_t _crc_len
         # Uncompressed: bytes values of VALUE_REFERENCE_MIN_SIZE or more are referenced, not
-        # copied (see ChunkedBatch). The objects, where in _records each belongs, their bytes.
+        # copied (see EncodedBatch). The objects, where in _records each belongs, their bytes.
         list _value_refs
         Py_ssize_t *_value_ref_offsets
         Py_ssize_t _value_ref_capacity
@@ -207,9 +282,9 @@ cdef class RecordBatchBuilder:
     cpdef bytes build(self, int64_t base_offset=*, int32_t partition_leader_epoch=*,
                       int64_t producer_id=*, int16_t producer_epoch=*, int32_t base_sequence=*,
                       bint transactional=*, bint is_control=*)
-    cpdef object finish(self, int64_t base_offset=*, int32_t partition_leader_epoch=*,
-                       int64_t producer_id=*, int16_t producer_epoch=*, int32_t base_sequence=*,
-                       bint transactional=*, bint is_control=*)
+    cpdef EncodedBatch finish(self, int64_t base_offset=*, int32_t partition_leader_epoch=*,
+                              int64_t producer_id=*, int16_t producer_epoch=*, int32_t base_sequence=*,
+                              bint transactional=*, bint is_control=*)
     cdef void _stamp_header(self, char *out, Py_ssize_t total, int64_t base_offset, int32_t partition_leader_epoch,
                             int64_t producer_id, int16_t producer_epoch, int32_t base_sequence,
                             bint transactional, bint is_control) noexcept

@@ -30,10 +30,10 @@ cdef enum:
     MAX_VARINT64_BYTES = 10
     UUID_SIZE = 16
     INLINE_BUFFER_SIZE = 512     # must match WriteBuffer._small in codec.pxd
-    # A bytes value (or a read-only view of one: a large batch lent by its builder) at least
-    # this large, a record batch typically, is referenced by the buffer instead of copied
-    # into it, and goes to the socket as its own write chunk; below it one memcpy is cheaper
-    # than one more chunk.
+    # A bytes value (or a read-only view of one) at least this large, a record batch
+    # typically (EncodedBatch follows the same rule), is referenced by the buffer instead of
+    # copied into it, and goes to the socket as its own write chunk; below it one memcpy is
+    # cheaper than one more chunk.
     REFERENCE_MIN_SIZE = 16384
 
 cdef char _EMPTY[1]
@@ -337,16 +337,8 @@ cdef class WriteBuffer:
         if PyBytes_CheckExact(b):
             p = PyBytes_AS_STRING(b)
             n = PyBytes_GET_SIZE(b)
-        elif type(b) is ChunkedBatch:
-            # A record batch whose large values are referenced: the length, then its pieces.
-            n = (<ChunkedBatch>b)._size
-            if n >= INT32_MAX_LENGTH:
-                raise ValueError(f"{what.decode()}: {n} bytes exceed the Int32 length limit")
-            if compact:
-                self.write_uvarint(<uint64_t>n + 1)
-            else:
-                self.write_int32(<int32_t>n)
-            return (<ChunkedBatch>b).write_pieces(self)
+        elif type(b) is EncodedBatch:
+            return (<EncodedBatch>b).write_to(self, compact, what)
         else:
             try:
                 PyObject_GetBuffer(b, &view, PyBUF_SIMPLE)
@@ -559,6 +551,16 @@ cdef class WriteBuffer:
 
 cdef ReadBuffer _new_read_buffer():
     return ReadBuffer.__new__(ReadBuffer)
+
+
+cdef ReadBuffer read_buffer_over(object owner, const char *data, Py_ssize_t size, bytes api):
+    cdef ReadBuffer r = _new_read_buffer()
+    r._owner = owner
+    r._data = data
+    r._end = size
+    r._api_owner = api
+    r.api = PyBytes_AS_STRING(api)
+    return r
 
 
 cdef class ReadBuffer:

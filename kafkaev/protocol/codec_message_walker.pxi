@@ -300,8 +300,8 @@ cdef int _check_scalar(_StructSpec spec, _FieldSpec f, object value) except -1:
         if not PyObject_CheckBuffer(value):
             raise TypeError(f"{spec.name}.{f.name} must be bytes-like, got {type(value).__name__}")
     elif kind == K_RECORDS:
-        if not PyObject_CheckBuffer(value) and type(value) is not ChunkedBatch:
-            raise TypeError(f"{spec.name}.{f.name} must be bytes-like or a ChunkedBatch, got {type(value).__name__}")
+        if not PyObject_CheckBuffer(value) and type(value) is not EncodedBatch:
+            raise TypeError(f"{spec.name}.{f.name} must be bytes-like or an EncodedBatch, got {type(value).__name__}")
     elif kind == K_UUID:
         if not isinstance(value, _uuid.UUID):
             raise TypeError(f"{spec.name}.{f.name} must be a uuid.UUID, got {type(value).__name__}")

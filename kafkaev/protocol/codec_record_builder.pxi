@@ -1,48 +1,22 @@
-# RecordBatchBuilder: the RecordBatch v2 encoder (implementation.html,
+# RecordBatchBuilder, the RecordBatch v2 encoder, and EncodedBatch, what it makes (implementation.html,
 # "Record Batch" and "Record").
 #
-# RecordBatch =>
-#   BaseOffset => Int64                    0
-#   BatchLength => Int32                   8   bytes after this field
-#   PartitionLeaderEpoch => Int32         12
-#   Magic => Int8 (2)                     16
-#   CRC => Uint32                         17   CRC-32C of Attributes..end
-#   Attributes => Int16                   21
-#   LastOffsetDelta => Int32              23
-#   BaseTimestamp => Int64                27
-#   MaxTimestamp => Int64                 35
-#   ProducerId => Int64                   43
-#   ProducerEpoch => Int16                51
-#   BaseSequence => Int32                 53
-#   RecordCount => Int32                  57
-#   Records => [Record]                   61   compressed as one block when a codec is set
-#
-# Record =>
-#   Length => Varint                      bytes after this field
-#   Attributes => Int8 (unused, 0)
-#   TimestampDelta => Varlong             from BaseTimestamp
-#   OffsetDelta => Varint                 from BaseOffset
-#   KeyLength => Varint (-1 for null), Key => Bytes
-#   ValueLength => Varint (-1 for null), Value => Bytes
-#   HeaderCount => Varint
-#   [HeaderKeyLength => Varint, HeaderKey => String (UTF-8),
-#    HeaderValueLength => Varint (-1 for null), HeaderValue => Bytes]
+# The batch and record layout, and the header's field positions: codec.pxd.
 #
 # Records are appended one at a time into the builder's own buffer, with no
 # per-record Python objects. That buffer is a bytes object with room for the
 # batch header in front, so finish() can stamp the header in place and hand
 # the object out as the batch: an uncompressed batch of up to 128 KiB is never
 # copied between its records' append and the socket. Large bytes values are not
-# copied at all: the buffer leaves a gap where each belongs, and the batch goes out
-# as a ChunkedBatch, the gaps' values referenced by the connection's write list
-# (writev). build() instead copies and keeps the
-# records, so a batch can be built again with a new producer epoch or base
+# copied at all: the buffer leaves a gap where each belongs, and the EncodedBatch
+# references them, for the connection's write list (writev). build() instead copies and
+# keeps the records, so a batch can be built again with a new producer epoch or base
 # sequence by re-stamping the header and re-computing the CRC; the compressed
-# payload is cached between builds.
+# payload is cached between builds. A finished EncodedBatch re-stamps itself.
 
 from cpython.long cimport PyLong_CheckExact
 from cpython.ref cimport Py_INCREF, Py_XDECREF
-from cpython.mem cimport PyMem_Realloc, PyMem_Free
+from cpython.mem cimport PyMem_Malloc, PyMem_Realloc, PyMem_Free
 from cpython.memoryview cimport PyMemoryView_FromMemory
 from cpython.buffer cimport PyBUF_READ
 from libc.time cimport time_t
@@ -66,33 +40,6 @@ cdef extern from "<time.h>" nogil:
 
 
 cdef enum:
-    BATCH_HEADER_SIZE = 61
-    RECORD_BATCH_MAGIC = 2
-    # Byte offsets of the header fields (see the layout above).
-    OFFSET_BASE_OFFSET = 0
-    OFFSET_BATCH_LENGTH = 8
-    OFFSET_LEADER_EPOCH = 12
-    OFFSET_MAGIC = 16
-    OFFSET_CRC = 17
-    OFFSET_ATTRIBUTES = 21
-    OFFSET_LAST_OFFSET_DELTA = 23
-    OFFSET_BASE_TIMESTAMP = 27
-    OFFSET_MAX_TIMESTAMP = 35
-    OFFSET_PRODUCER_ID = 43
-    OFFSET_PRODUCER_EPOCH = 51
-    OFFSET_BASE_SEQUENCE = 53
-    OFFSET_RECORD_COUNT = 57
-    # BatchLength counts from PartitionLeaderEpoch: it excludes BaseOffset and itself.
-    BATCH_LENGTH_EXCLUDED = 12
-    # Attributes bits.
-    ATTR_COMPRESSION_MASK = 0x07
-    ATTR_TIMESTAMP_LOG_APPEND = 0x08
-    ATTR_TRANSACTIONAL = 0x10
-    ATTR_CONTROL = 0x20
-    # A record's worst-case framing besides key/value/headers:
-    # length (5) + attributes (1) + timestamp delta (10) + offset delta (5)
-    # + key/value lengths (5 + 5) + header count (5).
-    RECORD_OVERHEAD_MAX = 36
     DEFAULT_MAX_BATCH_SIZE = 1048576   # the broker's default max.message.bytes, rounded
     # finish() hands its buffer out as bytes only up to this size. Larger blocks come from
     # mmap (glibc's threshold starts at 128 KiB and only follows the sizes freed): a fresh
@@ -204,21 +151,52 @@ cdef void _join_pieces(char *out, const char *stored, Py_ssize_t stored_len, lis
     memcpy(out, stored + pos, stored_len - pos)
 
 
-cdef class ChunkedBatch:
-    """A finished uncompressed RecordBatch whose large values were referenced, not copied.
+cdef uint32_t _pieces_crc(const char *stored, Py_ssize_t start, Py_ssize_t stored_len, list values,
+                          const Py_ssize_t *offsets) noexcept:
+    """CRC-32C of the batch's bytes from ``start`` (before the first value's offset) to its end:
+    ``stored`` with each bytes of ``values`` slotted in at its offset."""
+    cdef uint32_t crc = 0
+    cdef Py_ssize_t i, pos = start, offset
+    if values is not None:
+        for i in range(len(values)):
+            offset = offsets[i]
+            crc = crc32c_update(crc, stored + pos, offset - pos)
+            value = values[i]
+            crc = crc32c_update(crc, PyBytes_AS_STRING(value), PyBytes_GET_SIZE(value))
+            pos = offset
+    return crc32c_update(crc, stored + pos, stored_len - pos)
 
-    The builder's buffer holds the header and every byte but those values; each value belongs
-    at a recorded offset in it. The connection writes it as a gather list: the gaps copied into
-    its write buffer (a few bytes of record framing each), the values referenced. Immutable:
-    ``len()`` is its size on the wire, ``bytes()`` joins it (for the rare paths that decode or
-    re-stamp a batch).
+
+cdef inline EncodedBatch _whole_batch(bytes data):
+    """An EncodedBatch that is all of ``data``."""
+    cdef EncodedBatch batch = EncodedBatch.__new__(EncodedBatch)
+    batch._storage = data
+    batch._stored_len = batch._size = PyBytes_GET_SIZE(data)
+    batch._whole = data
+    return batch
+
+
+cdef class EncodedBatch:
+    """One encoded RecordBatch v2: what ``RecordBatchBuilder.finish()`` returns, the producer
+    keeps for retries and the connection writes.
+
+    Immutable. ``len()`` is its size on the wire, ``bytes()`` its bytes (joined, for the rare
+    paths that decode a batch), ``pieces`` what the connection writes: the whole batch as one
+    object, or, when the builder referenced large ``bytes`` values instead of copying them, the
+    stretches of its buffer between them and the values themselves. ``restamped()`` gives the
+    batch with other producer fields (after an epoch bump). ``EncodedBatch(data)`` wraps a
+    complete batch held in a bytes object.
     """
 
     def __cinit__(self):
         self._value_offsets = NULL
 
-    def __init__(self):
-        raise TypeError("ChunkedBatch is made by RecordBatchBuilder.finish()")
+    def __init__(self, bytes data not None):
+        if PyBytes_GET_SIZE(data) < BATCH_HEADER_SIZE or PyBytes_AS_STRING(data)[RB_MAGIC] != RB_MAGIC_VALUE:
+            raise ValueError(f"EncodedBatch: not a RecordBatch v2 ({PyBytes_GET_SIZE(data)} bytes)")
+        self._storage = data
+        self._stored_len = self._size = PyBytes_GET_SIZE(data)
+        self._whole = data
 
     def __dealloc__(self):
         PyMem_Free(self._value_offsets)
@@ -228,17 +206,51 @@ cdef class ChunkedBatch:
         return self._size
 
     def __bytes__(self):
-        cdef bytes out = PyBytes_FromStringAndSize(NULL, self._size)
+        cdef bytes out
+        if self._values is None:
+            if self._stored_len == PyBytes_GET_SIZE(self._storage):
+                return self._storage
+            return PyBytes_FromStringAndSize(PyBytes_AS_STRING(self._storage), self._stored_len)
+        out = PyBytes_FromStringAndSize(NULL, self._size)
         _join_pieces(PyBytes_AS_STRING(out), PyBytes_AS_STRING(self._storage), self._stored_len, self._values,
                      self._value_offsets)
         return out
 
-    def __repr__(self):
-        return f"<ChunkedBatch {self._size} bytes, {len(self._values)} values referenced>"
-
-    cdef int write_pieces(self, WriteBuffer buf) except -1:
-        cdef const char *stored = PyBytes_AS_STRING(self._storage)
+    @property
+    def pieces(self):
+        """The batch as the connection writes it, in order: bytes and read-only memoryviews."""
         cdef Py_ssize_t i, pos = 0, offset
+        if self._values is None:
+            return (self._whole,)
+        stored = memoryview(self._storage)
+        out = []
+        for i in range(len(self._values)):
+            offset = self._value_offsets[i]
+            out.append(stored[pos:offset])
+            out.append(self._values[i])
+            pos = offset
+        out.append(stored[pos:self._stored_len])
+        return tuple(out)
+
+    def __repr__(self):
+        cdef Py_ssize_t referenced = 0 if self._values is None else len(self._values)
+        return f"<EncodedBatch {self._size} bytes, {referenced} values referenced>"
+
+    cdef int write_to(self, WriteBuffer buf, bint compact, const char *what) except -1:
+        cdef const char *stored = PyBytes_AS_STRING(self._storage)
+        cdef Py_ssize_t i, pos = 0, offset, n = self._size
+        if n >= INT32_MAX_LENGTH:
+            raise ValueError(f"{what.decode()}: {n} bytes exceed the Int32 length limit")
+        if compact:
+            buf.write_uvarint(<uint64_t>n + 1)
+        else:
+            buf.write_int32(<int32_t>n)
+        if self._values is None:
+            # As any bytes value: referenced when large, else copied into the buffer.
+            if n >= REFERENCE_MIN_SIZE:
+                return buf.write_ref(self._whole, n)
+            return buf.write_raw(stored, n)
+        # The gaps (a few bytes of record framing each) copied, the values referenced.
         for i in range(len(self._values)):
             offset = self._value_offsets[i]
             buf.write_raw(stored + pos, offset - pos)
@@ -246,6 +258,33 @@ cdef class ChunkedBatch:
             buf.write_ref(value, PyBytes_GET_SIZE(value))
             pos = offset
         return buf.write_raw(stored + pos, self._stored_len - pos)
+
+    cpdef EncodedBatch restamped(self, int64_t producer_id, int16_t producer_epoch, int32_t base_sequence):
+        """The same batch with new ProducerId, ProducerEpoch and BaseSequence, and its CRC
+        redone: a new EncodedBatch (the referenced values shared). Not stamped in place: a
+        closing connection's transport may still be sending this one."""
+        cdef bytes storage = PyBytes_FromStringAndSize(PyBytes_AS_STRING(self._storage), self._stored_len)
+        cdef char *out = PyBytes_AS_STRING(storage)
+        cdef EncodedBatch batch = EncodedBatch.__new__(EncodedBatch)
+        cdef Py_ssize_t count
+        if self._values is not None:
+            count = len(self._values)
+            batch._value_offsets = <Py_ssize_t *>PyMem_Malloc(count * sizeof(Py_ssize_t))
+            if batch._value_offsets is NULL:
+                raise MemoryError()
+            memcpy(batch._value_offsets, self._value_offsets, count * sizeof(Py_ssize_t))
+            batch._values = self._values  # never changed once finished
+        else:
+            batch._whole = storage
+        batch._storage = storage
+        batch._stored_len = self._stored_len
+        batch._size = self._size
+        _pack_int64(out + RB_PRODUCER_ID, producer_id)
+        _pack_int16(out + RB_PRODUCER_EPOCH, producer_epoch)
+        _pack_int32(out + RB_BASE_SEQUENCE, base_sequence)
+        _pack_int32(out + RB_CRC, <int32_t>_pieces_crc(out, RB_ATTRIBUTES, self._stored_len, self._values,
+                                                        self._value_offsets))
+        return batch
 
 
 cdef class RecordBatchBuilder:
@@ -511,36 +550,36 @@ cdef class RecordBatchBuilder:
                             int64_t producer_id, int16_t producer_epoch, int32_t base_sequence,
                             bint transactional, bint is_control) noexcept:
         cdef uint32_t crc
-        cdef int16_t attributes = <int16_t>(self._codec & ATTR_COMPRESSION_MASK)
+        cdef int16_t attributes = <int16_t>(self._codec & RB_ATTR_COMPRESSION_MASK)
         if transactional:
-            attributes |= ATTR_TRANSACTIONAL
+            attributes |= RB_ATTR_TRANSACTIONAL
         if is_control:
-            attributes |= ATTR_CONTROL
-        _pack_int64(out + OFFSET_BASE_OFFSET, base_offset)
-        _pack_int32(out + OFFSET_BATCH_LENGTH, <int32_t>(total - BATCH_LENGTH_EXCLUDED))
-        _pack_int32(out + OFFSET_LEADER_EPOCH, partition_leader_epoch)
-        out[OFFSET_MAGIC] = RECORD_BATCH_MAGIC
-        _pack_int16(out + OFFSET_ATTRIBUTES, attributes)
-        _pack_int32(out + OFFSET_LAST_OFFSET_DELTA, <int32_t>(self._record_count - 1))
-        _pack_int64(out + OFFSET_BASE_TIMESTAMP, self._base_timestamp)
-        _pack_int64(out + OFFSET_MAX_TIMESTAMP, self._max_timestamp)
-        _pack_int64(out + OFFSET_PRODUCER_ID, producer_id)
-        _pack_int16(out + OFFSET_PRODUCER_EPOCH, producer_epoch)
-        _pack_int32(out + OFFSET_BASE_SEQUENCE, base_sequence)
-        _pack_int32(out + OFFSET_RECORD_COUNT, <int32_t>self._record_count)
+            attributes |= RB_ATTR_CONTROL
+        _pack_int64(out + RB_BASE_OFFSET, base_offset)
+        _pack_int32(out + RB_BATCH_LENGTH, <int32_t>(total - RB_LOG_OVERHEAD))
+        _pack_int32(out + RB_LEADER_EPOCH, partition_leader_epoch)
+        out[RB_MAGIC] = RB_MAGIC_VALUE
+        _pack_int16(out + RB_ATTRIBUTES, attributes)
+        _pack_int32(out + RB_LAST_OFFSET_DELTA, <int32_t>(self._record_count - 1))
+        _pack_int64(out + RB_BASE_TIMESTAMP, self._base_timestamp)
+        _pack_int64(out + RB_MAX_TIMESTAMP, self._max_timestamp)
+        _pack_int64(out + RB_PRODUCER_ID, producer_id)
+        _pack_int16(out + RB_PRODUCER_EPOCH, producer_epoch)
+        _pack_int32(out + RB_BASE_SEQUENCE, base_sequence)
+        _pack_int32(out + RB_RECORD_COUNT, <int32_t>self._record_count)
         if self._codec == COMPRESSION_NONE and self._crc_len == 0 and self._referenced_len == 0:
             # Nothing summed while appending (a batch under RUNNING_CRC_CHUNK): the records
             # follow the header in place, and one pass costs less than joining two CRCs.
-            crc = crc32c_update(0, out + OFFSET_ATTRIBUTES, total - OFFSET_ATTRIBUTES)
+            crc = crc32c_update(0, out + RB_ATTRIBUTES, total - RB_ATTRIBUTES)
         elif self._codec == COMPRESSION_NONE:
             # The records follow the header unchanged: join the header's CRC to theirs.
             self._sum_records_crc()
-            crc = crc32c_combine(crc32c_update(0, out + OFFSET_ATTRIBUTES, BATCH_HEADER_SIZE - OFFSET_ATTRIBUTES),
+            crc = crc32c_combine(crc32c_update(0, out + RB_ATTRIBUTES, BATCH_HEADER_SIZE - RB_ATTRIBUTES),
                                  self._records_crc, self._records_len + self._referenced_len)
         else:
             with nogil:
-                crc = crc32c_update(0, out + OFFSET_ATTRIBUTES, total - OFFSET_ATTRIBUTES)
-        _pack_int32(out + OFFSET_CRC, <int32_t>crc)
+                crc = crc32c_update(0, out + RB_ATTRIBUTES, total - RB_ATTRIBUTES)
+        _pack_int32(out + RB_CRC, <int32_t>crc)
 
     cpdef bytes build(self, int64_t base_offset=0, int32_t partition_leader_epoch=-1,
                       int64_t producer_id=-1, int16_t producer_epoch=-1, int32_t base_sequence=-1,
@@ -560,7 +599,7 @@ cdef class RecordBatchBuilder:
             payload = PyBytes_AS_STRING(compressed)
             payload_len = PyBytes_GET_SIZE(compressed)
         total = BATCH_HEADER_SIZE + payload_len
-        if total - BATCH_LENGTH_EXCLUDED > INT32_MAX_LENGTH:
+        if total - RB_LOG_OVERHEAD > INT32_MAX_LENGTH:
             raise ValueError(f"RecordBatchBuilder.build: batch of {total} bytes exceeds the Int32 length")
         batch = PyBytes_FromStringAndSize(NULL, total)
         out = PyBytes_AS_STRING(batch)
@@ -572,66 +611,65 @@ cdef class RecordBatchBuilder:
                            base_sequence, transactional, is_control)
         return batch
 
-    cpdef object finish(self, int64_t base_offset=0, int32_t partition_leader_epoch=-1,
-                        int64_t producer_id=-1, int16_t producer_epoch=-1, int32_t base_sequence=-1,
-                        bint transactional=False, bint is_control=False):
-        """The batch, as ``build`` makes it, after which the builder is empty (as after
-        ``reset``). Uncompressed, the builder's own buffer becomes the batch, header stamped
-        in place, with no copy: with referenced values, as a ChunkedBatch over the buffer;
-        otherwise up to HANDOVER_MAX_SIZE as bytes (a fresh buffer comes with the next
-        record), above it as a read-only memoryview of the buffer. A buffer lent out (the
-        last two) is taken back when the builder is next reset or filled once nothing holds
-        it, so a large batch's pages stay mapped and warm. Compressed, a new bytes."""
+    cpdef EncodedBatch finish(self, int64_t base_offset=0, int32_t partition_leader_epoch=-1,
+                              int64_t producer_id=-1, int16_t producer_epoch=-1, int32_t base_sequence=-1,
+                              bint transactional=False, bint is_control=False):
+        """The batch, as ``build`` makes it, as an EncodedBatch, after which the builder is
+        empty (as after ``reset``). Uncompressed, the builder's own buffer becomes the batch,
+        header stamped in place, with no copy: with referenced values, the buffer and the
+        values; otherwise up to HANDOVER_MAX_SIZE the buffer itself (a fresh one comes with
+        the next record), above it a read-only memoryview of the buffer. A buffer lent out
+        (the first and last) is taken back when the builder is next reset or filled once
+        nothing holds it, so a large batch's pages stay mapped and warm. Compressed, a new
+        bytes."""
         cdef Py_ssize_t stored = BATCH_HEADER_SIZE + self._records_len
         cdef Py_ssize_t total = stored + self._referenced_len
-        cdef bytes batch
-        cdef object lent
-        cdef ChunkedBatch chunked
+        cdef EncodedBatch batch
+        cdef object storage
         cdef Py_ssize_t i
         if self._codec != COMPRESSION_NONE or self._storage is NULL:
-            batch = self.build(base_offset, partition_leader_epoch, producer_id, producer_epoch, base_sequence,
-                               transactional, is_control)
+            batch = _whole_batch(self.build(base_offset, partition_leader_epoch, producer_id, producer_epoch,
+                                            base_sequence, transactional, is_control))
             self.reset()  # keeps the records buffer: a compressed batch is a new object anyway
             return batch
-        if total - BATCH_LENGTH_EXCLUDED > INT32_MAX_LENGTH:
+        if total - RB_LOG_OVERHEAD > INT32_MAX_LENGTH:
             raise ValueError(f"RecordBatchBuilder.finish: batch of {total} bytes exceeds the Int32 length")
         self._stamp_header(PyBytes_AS_STRING(<object>self._storage), total, base_offset, partition_leader_epoch,
                            producer_id, producer_epoch, base_sequence, transactional, is_control)
+        if not self._referenced_len and BATCH_HEADER_SIZE + self._capacity <= HANDOVER_MAX_SIZE:
+            # Handed over: the buffer, shrunk to the batch, becomes its bytes.
+            if total < BATCH_HEADER_SIZE + self._capacity:
+                try:
+                    _PyBytes_Resize(&self._storage, total)  # a shrink: in place
+                except MemoryError:  # the storage is gone (freed by the failed resize): start empty
+                    self._records = NULL
+                    self._capacity = 0
+                    self.reset()
+                    raise
+            storage = <bytes>self._storage  # a new reference: the builder's own is dropped below
+            Py_XDECREF(self._storage)
+            self._storage = NULL
+            self._records = NULL
+            self._capacity = 0
+            self.reset()
+            return _whole_batch(storage)
+        # Lent: the batch holds the buffer (refcount > 1 while it or a view of it is alive).
+        batch = EncodedBatch.__new__(EncodedBatch)
+        batch._storage = <object>self._storage
+        batch._stored_len = stored
+        batch._size = total
         if self._referenced_len:
-            chunked = ChunkedBatch.__new__(ChunkedBatch)
-            chunked._storage = <object>self._storage  # holds the buffer: refcount > 1 while alive
-            chunked._stored_len = stored
-            chunked._size = total
-            chunked._values = self._value_refs
-            chunked._value_offsets = self._value_ref_offsets
+            batch._values = self._value_refs
+            batch._value_offsets = self._value_ref_offsets
             for i in range(len(self._value_refs)):
                 self._value_ref_offsets[i] += BATCH_HEADER_SIZE  # from the records' start to the batch's
             self._value_refs = None
             self._value_ref_offsets = NULL
             self._value_ref_capacity = 0
-            lent = chunked
-        elif BATCH_HEADER_SIZE + self._capacity > HANDOVER_MAX_SIZE:
-            lent = memoryview(<object>self._storage)[:total]  # holds the buffer: refcount > 1 while alive
         else:
-            lent = None
-        if lent is not None:
-            Py_XDECREF(self._lent_storage)  # an earlier lent one not taken back yet: let it go
-            self._lent_storage = self._storage
-            self._storage = NULL
-            self._records = NULL
-            self._capacity = 0
-            self.reset()
-            return lent
-        if total < BATCH_HEADER_SIZE + self._capacity:
-            try:
-                _PyBytes_Resize(&self._storage, total)  # a shrink: in place
-            except MemoryError:  # the storage is gone (freed by the failed resize): start empty
-                self._records = NULL
-                self._capacity = 0
-                self.reset()
-                raise
-        batch = <bytes>self._storage  # a new reference: the builder's own is dropped below
-        Py_XDECREF(self._storage)
+            batch._whole = memoryview(batch._storage)[:total]
+        Py_XDECREF(self._lent_storage)  # an earlier lent one not taken back yet: let it go
+        self._lent_storage = self._storage
         self._storage = NULL
         self._records = NULL
         self._capacity = 0

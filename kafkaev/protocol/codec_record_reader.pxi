@@ -1,30 +1,17 @@
 # Record-set reader for the records section of a Fetch response partition (or a log
 # segment), which is a sequence of entries whose format is told by the magic byte at
-# offset 16 of each entry:
+# offset 16 of each entry: a RecordBatch (magic 2; its layout, and its records', is in
+# codec.pxd, with the names of its header fields' positions) or a legacy message:
 #
-#   RecordBatch (magic 2)                  Legacy message (magic 0 and 1)
-#   BaseOffset            => Int64    0    Offset      => Int64    0
-#   BatchLength           => Int32    8    MessageSize => Int32    8
-#   PartitionLeaderEpoch  => Int32   12    Crc         => Uint32  12 (CRC-32, magic..end)
-#   Magic                 => Int8    16    Magic       => Int8    16
-#   Crc                   => Uint32  17    Attributes  => Int8    17 (bits 0-2 codec, 3 ts type)
-#   Attributes            => Int16   21    Timestamp   => Int64   18 (magic 1 only)
-#   LastOffsetDelta       => Int32   23    Key         => Bytes (Int32 length, -1 null)
-#   BaseTimestamp         => Int64   27    Value       => Bytes (compressed: an inner set)
-#   MaxTimestamp          => Int64   35
-#   ProducerId            => Int64   43
-#   ProducerEpoch         => Int16   51
-#   BaseSequence          => Int32   53
-#   RecordsCount          => Int32   57
-#   Records (possibly compressed)    61
-#
-#   Record (inside a batch)
-#   Length         => Varint          HeadersCount => Varint
-#   Attributes     => Int8            Headers      => [HeaderKey   => Varint length + UTF-8
-#   TimestampDelta => Varlong                          HeaderValue => Varint length (-1 null) + bytes]
-#   OffsetDelta    => Varint
-#   Key            => Varint length (-1 null) + bytes
-#   Value          => Varint length (-1 null) + bytes
+#   Legacy message (magic 0 and 1)
+#   Offset      => Int64    0
+#   MessageSize => Int32    8
+#   Crc         => Uint32  12 (CRC-32, magic..end)
+#   Magic       => Int8    16
+#   Attributes  => Int8    17 (bits 0-2 codec, 3 ts type)
+#   Timestamp   => Int64   18 (magic 1 only)
+#   Key         => Bytes (Int32 length, -1 null)
+#   Value       => Bytes (compressed: an inner set)
 #
 # The broker may cut the last entry short (fetch size limits): that is reported as
 # `truncated`, not as an error. Anything else malformed is a ProtocolError. Every length,
@@ -51,21 +38,11 @@ CONTROL_ABORT = 0
 CONTROL_COMMIT = 1
 
 cdef enum:
-    _RR_LOG_OVERHEAD = 12            # Offset/BaseOffset + Length: every entry starts so
-    _RR_V2_LEADER_EPOCH_OFFSET = 12
-    _RR_MAGIC_OFFSET = 16
-    _RR_V2_CRC_OFFSET = 17
-    _RR_V2_ATTRIBUTES_OFFSET = 21
-    _RR_V2_HEADER_SIZE = 61          # up to and including RecordsCount
+    # RecordBatch (magic 2): the layout and attributes bits of codec.pxd (RB_*, BATCH_HEADER_SIZE).
     _RR_LEGACY_CRC_OFFSET = 12
     _RR_LEGACY_V0_MIN_SIZE = 14      # MessageSize of a magic 0 message with null key and value
     _RR_LEGACY_V1_MIN_SIZE = 22      # ... magic 1 (adds Timestamp)
     _RR_CONTROL_KEY_SIZE = 4         # version Int16 + type Int16
-
-    _RR_ATTR_COMPRESSION_MASK = 0x07
-    _RR_ATTR_LOG_APPEND_TIME = 0x08
-    _RR_ATTR_TRANSACTIONAL = 0x10
-    _RR_ATTR_CONTROL = 0x20
 
     _RR_MAX_VARINT_BYTES = 5
     _RR_MAX_VARLONG_BYTES = 10
@@ -482,19 +459,19 @@ cdef struct _BatchHeader:
 
 
 cdef inline void _rr_read_v2_header(const uint8_t *p, _BatchHeader *h) noexcept nogil:
-    h.base_offset = _rr_be64(p)
-    h.batch_length = _rr_be32(p + 8)
-    h.leader_epoch = _rr_be32(p + _RR_V2_LEADER_EPOCH_OFFSET)
-    h.magic = <int8_t>p[16]
-    h.crc = <uint32_t>_rr_be32(p + 17)
-    h.attributes = _rr_be16(p + 21)
-    h.last_offset_delta = _rr_be32(p + 23)
-    h.base_timestamp = _rr_be64(p + 27)
-    h.max_timestamp = _rr_be64(p + 35)
-    h.producer_id = _rr_be64(p + 43)
-    h.producer_epoch = _rr_be16(p + 51)
-    h.base_sequence = _rr_be32(p + 53)
-    h.records_count = _rr_be32(p + 57)
+    h.base_offset = _rr_be64(p + RB_BASE_OFFSET)
+    h.batch_length = _rr_be32(p + RB_BATCH_LENGTH)
+    h.leader_epoch = _rr_be32(p + RB_LEADER_EPOCH)
+    h.magic = <int8_t>p[RB_MAGIC]
+    h.crc = <uint32_t>_rr_be32(p + RB_CRC)
+    h.attributes = _rr_be16(p + RB_ATTRIBUTES)
+    h.last_offset_delta = _rr_be32(p + RB_LAST_OFFSET_DELTA)
+    h.base_timestamp = _rr_be64(p + RB_BASE_TIMESTAMP)
+    h.max_timestamp = _rr_be64(p + RB_MAX_TIMESTAMP)
+    h.producer_id = _rr_be64(p + RB_PRODUCER_ID)
+    h.producer_epoch = _rr_be16(p + RB_PRODUCER_EPOCH)
+    h.base_sequence = _rr_be32(p + RB_BASE_SEQUENCE)
+    h.records_count = _rr_be32(p + RB_RECORD_COUNT)
 
 
 cdef object _rr_error(_BatchHeader *h, str detail):
@@ -504,8 +481,8 @@ cdef object _rr_error(_BatchHeader *h, str detail):
 cdef object _rr_short_v2_header(const uint8_t *entry):
     # Only the first 17 bytes (up to the magic) are known to be inside the entry here.
     return ProtocolError(
-        f"record batch (magic 2) at offset {_rr_be64(entry)}: batch length {_rr_be32(entry + 8)} "
-        f"is shorter than the v2 header ({_RR_V2_HEADER_SIZE - _RR_LOG_OVERHEAD})")
+        f"record batch (magic 2) at offset {_rr_be64(entry)}: batch length {_rr_be32(entry + RB_BATCH_LENGTH)} "
+        f"is shorter than the v2 header ({BATCH_HEADER_SIZE - RB_LOG_OVERHEAD})")
 
 
 cdef object _rr_record_error(_BatchHeader *h, Py_ssize_t index, _RecordFault fault):
@@ -518,8 +495,8 @@ cdef object _rr_record_error(_BatchHeader *h, Py_ssize_t index, _RecordFault fau
 
 cdef int _rr_check_v2_crc(_BatchHeader *h, const uint8_t *entry) except -1:
     cdef uint32_t computed = crc32c_update(
-        0, <const char *>entry + _RR_V2_ATTRIBUTES_OFFSET,
-        h.batch_length + _RR_LOG_OVERHEAD - _RR_V2_ATTRIBUTES_OFFSET)
+        0, <const char *>entry + RB_ATTRIBUTES,
+        h.batch_length + RB_LOG_OVERHEAD - RB_ATTRIBUTES)
     if computed != h.crc:
         raise _rr_error(h, f"CRC-32C mismatch (stored 0x{h.crc:08x}, computed 0x{computed:08x})")
     return 0
@@ -605,7 +582,7 @@ cdef class _RecordSetReader:
         cdef str topic = self.topic
         cdef int64_t fetch_offset = self.fetch_offset
 
-        if entry_size < _RR_V2_HEADER_SIZE:
+        if entry_size < BATCH_HEADER_SIZE:
             raise _rr_short_v2_header(entry)
         _rr_read_v2_header(entry, &h)
         if self.check_crcs:
@@ -618,17 +595,17 @@ cdef class _RecordSetReader:
         self.out.last_leader_epoch = h.leader_epoch
         self.out.next_offset = max(self.out.next_offset, h.base_offset + h.last_offset_delta + 1)
 
-        codec = h.attributes & _RR_ATTR_COMPRESSION_MASK
-        p = entry + _RR_V2_HEADER_SIZE
+        codec = h.attributes & RB_ATTR_COMPRESSION_MASK
+        p = entry + BATCH_HEADER_SIZE
         end = entry + entry_size
 
         if self.read_committed and h.producer_id >= 0:
             self._consume_aborted_up_to(h.base_offset + h.last_offset_delta)
-            if (not (h.attributes & _RR_ATTR_CONTROL) and h.attributes & _RR_ATTR_TRANSACTIONAL
+            if (not (h.attributes & RB_ATTR_CONTROL) and h.attributes & RB_ATTR_TRANSACTIONAL
                     and h.producer_id in self.aborted_producers):
                 self.out.aborted_count += h.records_count
                 return 0
-        if not (h.attributes & _RR_ATTR_CONTROL) and h.base_offset + h.last_offset_delta < fetch_offset:
+        if not (h.attributes & RB_ATTR_CONTROL) and h.base_offset + h.last_offset_delta < fetch_offset:
             return 0      # all below the fetch offset: not even decompressed
 
         if codec != COMPRESSION_NONE:
@@ -636,10 +613,10 @@ cdef class _RecordSetReader:
             p = <const uint8_t *>PyBytes_AS_STRING(plain)
             end = p + PyBytes_GET_SIZE(plain)
 
-        if h.attributes & _RR_ATTR_CONTROL:
+        if h.attributes & RB_ATTR_CONTROL:
             return self._read_control_batch(&h, p, end)
 
-        log_append_time = h.attributes & _RR_ATTR_LOG_APPEND_TIME
+        log_append_time = h.attributes & RB_ATTR_LOG_APPEND_TIME
         timestamp_type = TIMESTAMP_LOG_APPEND_TIME if log_append_time else TIMESTAMP_CREATE_TIME
         for i in range(h.records_count):
             fault = _rr_parse_record(p, end, &r)
@@ -699,7 +676,7 @@ cdef class _RecordSetReader:
         cdef int32_t kept_epoch
         while pos < n:
             remaining = n - pos
-            if remaining < _RR_LOG_OVERHEAD:
+            if remaining < RB_LOG_OVERHEAD:
                 out.truncated = True
                 break
             if not self.stop_at_corrupt:
@@ -726,23 +703,23 @@ cdef class _RecordSetReader:
 
     cdef Py_ssize_t _read_entry(self, const uint8_t *entry, Py_ssize_t pos, Py_ssize_t remaining) except -1:
         """Read the entry at byte ``pos``; its size, or 0 when the set ends inside it."""
-        cdef int32_t length = _rr_be32(entry + 8)
+        cdef int32_t length = _rr_be32(entry + RB_BATCH_LENGTH)
         cdef int magic
         if length < _RR_LEGACY_V0_MIN_SIZE:
             raise ProtocolError(
                 f"record set entry at offset {_rr_be64(entry)} (byte {pos}): length {length} "
                 f"is below the smallest entry ({_RR_LEGACY_V0_MIN_SIZE})")
-        if length > remaining - _RR_LOG_OVERHEAD:
+        if length > remaining - RB_LOG_OVERHEAD:
             return 0
-        magic = entry[_RR_MAGIC_OFFSET]
-        if magic == 2:
-            self._read_v2(entry, _RR_LOG_OVERHEAD + length)
+        magic = entry[RB_MAGIC]
+        if magic == RB_MAGIC_VALUE:
+            self._read_v2(entry, RB_LOG_OVERHEAD + length)
         elif magic == 0 or magic == 1:
-            self._read_legacy(entry, _RR_LOG_OVERHEAD + length)
+            self._read_legacy(entry, RB_LOG_OVERHEAD + length)
         else:
             raise ProtocolError(
                 f"record set entry at offset {_rr_be64(entry)} (byte {pos}): unknown magic {magic}")
-        return _RR_LOG_OVERHEAD + length
+        return RB_LOG_OVERHEAD + length
 
 
 # ------------------------------------------------------------------ legacy messages
@@ -760,7 +737,7 @@ cdef struct _LegacyMessage:
 
 
 cdef object _rr_legacy_error(const uint8_t *entry, str detail):
-    return ProtocolError(f"message (magic {entry[_RR_MAGIC_OFFSET]}) at offset {_rr_be64(entry)}: {detail}")
+    return ProtocolError(f"message (magic {entry[RB_MAGIC]}) at offset {_rr_be64(entry)}: {detail}")
 
 
 cdef int _rr_parse_legacy(const uint8_t *entry, Py_ssize_t entry_size, bint check_crc,
@@ -771,17 +748,17 @@ cdef int _rr_parse_legacy(const uint8_t *entry, Py_ssize_t entry_size, bint chec
     cdef int32_t n
     cdef uint32_t computed
     m.offset = _rr_be64(entry)
-    m.magic = <int8_t>entry[_RR_MAGIC_OFFSET]
-    if entry_size - _RR_LOG_OVERHEAD < (_RR_LEGACY_V1_MIN_SIZE if m.magic == 1 else _RR_LEGACY_V0_MIN_SIZE):
-        raise _rr_legacy_error(entry, f"MessageSize {entry_size - _RR_LOG_OVERHEAD} is below the minimum")
+    m.magic = <int8_t>entry[RB_MAGIC]
+    if entry_size - RB_LOG_OVERHEAD < (_RR_LEGACY_V1_MIN_SIZE if m.magic == 1 else _RR_LEGACY_V0_MIN_SIZE):
+        raise _rr_legacy_error(entry, f"MessageSize {entry_size - RB_LOG_OVERHEAD} is below the minimum")
     m.crc = <uint32_t>_rr_be32(entry + _RR_LEGACY_CRC_OFFSET)
     if check_crc:
         computed = _zlib.crc32(PyBytes_FromStringAndSize(
-            <const char *>entry + _RR_MAGIC_OFFSET, entry_size - _RR_MAGIC_OFFSET))
+            <const char *>entry + RB_MAGIC, entry_size - RB_MAGIC))
         if computed != m.crc:
             raise _rr_legacy_error(entry, f"CRC-32 mismatch (stored 0x{m.crc:08x}, computed 0x{computed:08x})")
-    m.attributes = <int8_t>entry[_RR_MAGIC_OFFSET + 1]
-    p = entry + _RR_MAGIC_OFFSET + 2
+    m.attributes = <int8_t>entry[RB_MAGIC + 1]
+    p = entry + RB_MAGIC + 2
     if m.magic == 1:
         m.timestamp = _rr_be64(p)
         p += 8
@@ -827,7 +804,7 @@ cdef list _rr_expand_legacy(_RecordSetReader reader, const uint8_t *entry, Py_ss
     cdef list inners = []
     cdef tuple item
     _rr_parse_legacy(entry, entry_size, reader.check_crcs, &m)
-    codec = m.attributes & _RR_ATTR_COMPRESSION_MASK
+    codec = m.attributes & RB_ATTR_COMPRESSION_MASK
     if codec == COMPRESSION_NONE:
         return [(m.offset, m.timestamp, _rr_legacy_timestamp_type(&m), m.attributes,
                  _rr_nullable_bytes(m.key, m.key_len), _rr_nullable_bytes(m.value, m.value_len))]
@@ -842,17 +819,17 @@ cdef list _rr_expand_legacy(_RecordSetReader reader, const uint8_t *entry, Py_ss
     q = <const uint8_t *>PyBytes_AS_STRING(plain)
     qend = q + PyBytes_GET_SIZE(plain)
     while q < qend:
-        if qend - q < _RR_LOG_OVERHEAD:
+        if qend - q < RB_LOG_OVERHEAD:
             raise _rr_legacy_error(entry, "inner message set ends inside an entry header")
         length = _rr_be32(q + 8)
-        if length < _RR_LEGACY_V0_MIN_SIZE or length > qend - q - _RR_LOG_OVERHEAD:
+        if length < _RR_LEGACY_V0_MIN_SIZE or length > qend - q - RB_LOG_OVERHEAD:
             raise _rr_legacy_error(entry, f"inner message length {length} is out of range")
-        if q[_RR_MAGIC_OFFSET] > 1:
-            raise _rr_legacy_error(entry, f"inner message has magic {q[_RR_MAGIC_OFFSET]}")
-        _rr_parse_legacy(q, _RR_LOG_OVERHEAD + length, reader.check_crcs, &inner)
-        if inner.attributes & _RR_ATTR_COMPRESSION_MASK:
+        if q[RB_MAGIC] > 1:
+            raise _rr_legacy_error(entry, f"inner message has magic {q[RB_MAGIC]}")
+        _rr_parse_legacy(q, RB_LOG_OVERHEAD + length, reader.check_crcs, &inner)
+        if inner.attributes & RB_ATTR_COMPRESSION_MASK:
             raise _rr_legacy_error(entry, "inner message is itself compressed")
-        if m.magic == 1 and m.attributes & _RR_ATTR_LOG_APPEND_TIME:
+        if m.magic == 1 and m.attributes & RB_ATTR_LOG_APPEND_TIME:
             # The broker stamped the wrapper only; it stands for every inner message.
             item = (inner.offset, m.timestamp, TIMESTAMP_LOG_APPEND_TIME, inner.attributes,
                     _rr_nullable_bytes(inner.key, inner.key_len),
@@ -862,7 +839,7 @@ cdef list _rr_expand_legacy(_RecordSetReader reader, const uint8_t *entry, Py_ss
                     _rr_nullable_bytes(inner.key, inner.key_len),
                     _rr_nullable_bytes(inner.value, inner.value_len))
         inners.append(item)
-        q += _RR_LOG_OVERHEAD + length
+        q += RB_LOG_OVERHEAD + length
     if m.magic == 1 and inners:
         # Magic 1 inner offsets are relative; the wrapper carries the last one's absolute offset.
         base = m.offset - <int64_t>(<tuple>inners[len(inners) - 1])[0]
@@ -873,7 +850,7 @@ cdef list _rr_expand_legacy(_RecordSetReader reader, const uint8_t *entry, Py_ss
 cdef inline int _rr_legacy_timestamp_type(_LegacyMessage *m) noexcept:
     if m.magic == 0:
         return TIMESTAMP_NOT_AVAILABLE
-    return TIMESTAMP_LOG_APPEND_TIME if m.attributes & _RR_ATTR_LOG_APPEND_TIME else TIMESTAMP_CREATE_TIME
+    return TIMESTAMP_LOG_APPEND_TIME if m.attributes & RB_ATTR_LOG_APPEND_TIME else TIMESTAMP_CREATE_TIME
 
 
 # ------------------------------------------------------------------ entry points
@@ -961,20 +938,20 @@ cdef int64_t _rr_scan_next_offset(const uint8_t *data, Py_ssize_t n, int64_t nex
     cdef int64_t entry_next
     cdef int magic
     cdef const uint8_t *entry
-    while n - pos >= _RR_LOG_OVERHEAD:
+    while n - pos >= RB_LOG_OVERHEAD:
         entry = data + pos
-        length = _rr_be32(entry + 8)
-        if length < _RR_LEGACY_V0_MIN_SIZE or length > n - pos - _RR_LOG_OVERHEAD:
+        length = _rr_be32(entry + RB_BATCH_LENGTH)
+        if length < _RR_LEGACY_V0_MIN_SIZE or length > n - pos - RB_LOG_OVERHEAD:
             break
-        magic = entry[_RR_MAGIC_OFFSET]
-        if magic == 2:
-            if _RR_LOG_OVERHEAD + length < _RR_V2_HEADER_SIZE:
+        magic = entry[RB_MAGIC]
+        if magic == RB_MAGIC_VALUE:
+            if RB_LOG_OVERHEAD + length < BATCH_HEADER_SIZE:
                 break
-            last_offset_delta = _rr_be32(entry + 23)
+            last_offset_delta = _rr_be32(entry + RB_LAST_OFFSET_DELTA)
             if last_offset_delta < 0:
                 break
             entry_next = _rr_be64(entry) + last_offset_delta + 1
-            entry_epoch = _rr_be32(entry + _RR_V2_LEADER_EPOCH_OFFSET)
+            entry_epoch = _rr_be32(entry + RB_LEADER_EPOCH)
         elif magic == 0 or magic == 1:
             entry_next = _rr_be64(entry) + 1       # a wrapper's offset is its last inner one
             entry_epoch = _RR_NO_LEADER_EPOCH
@@ -983,7 +960,7 @@ cdef int64_t _rr_scan_next_offset(const uint8_t *data, Py_ssize_t n, int64_t nex
         if entry_next > next_offset:
             next_offset = entry_next
             last_epoch[0] = entry_epoch
-        pos += _RR_LOG_OVERHEAD + length
+        pos += RB_LOG_OVERHEAD + length
     return next_offset
 
 
@@ -1076,7 +1053,7 @@ cdef DecodedBatch _rr_decode_v2_batch(_RecordSetReader reader, const uint8_t *en
     cdef const uint8_t *end
     cdef bytes plain
     cdef Py_ssize_t i
-    if entry_size < _RR_V2_HEADER_SIZE:
+    if entry_size < BATCH_HEADER_SIZE:
         raise _rr_short_v2_header(entry)
     _rr_read_v2_header(entry, &h)
     if reader.check_crcs:
@@ -1089,11 +1066,11 @@ cdef DecodedBatch _rr_decode_v2_batch(_RecordSetReader reader, const uint8_t *en
     batch.magic = h.magic
     batch.crc = h.crc
     batch.attributes = h.attributes
-    batch.compression = h.attributes & _RR_ATTR_COMPRESSION_MASK
-    batch.timestamp_type = (TIMESTAMP_LOG_APPEND_TIME if h.attributes & _RR_ATTR_LOG_APPEND_TIME
+    batch.compression = h.attributes & RB_ATTR_COMPRESSION_MASK
+    batch.timestamp_type = (TIMESTAMP_LOG_APPEND_TIME if h.attributes & RB_ATTR_LOG_APPEND_TIME
                             else TIMESTAMP_CREATE_TIME)
-    batch.is_transactional = (h.attributes & _RR_ATTR_TRANSACTIONAL) != 0
-    batch.is_control = (h.attributes & _RR_ATTR_CONTROL) != 0
+    batch.is_transactional = (h.attributes & RB_ATTR_TRANSACTIONAL) != 0
+    batch.is_control = (h.attributes & RB_ATTR_CONTROL) != 0
     batch.last_offset_delta = h.last_offset_delta
     batch.base_timestamp = h.base_timestamp
     batch.max_timestamp = h.max_timestamp
@@ -1102,7 +1079,7 @@ cdef DecodedBatch _rr_decode_v2_batch(_RecordSetReader reader, const uint8_t *en
     batch.base_sequence = h.base_sequence
     batch.records_count = h.records_count
     batch.records = []
-    p = entry + _RR_V2_HEADER_SIZE
+    p = entry + BATCH_HEADER_SIZE
     end = entry + entry_size
     if batch.compression != COMPRESSION_NONE:
         plain = decompress_payload(batch.compression, reader._region(p, end), reader.max_uncompressed)
@@ -1117,7 +1094,7 @@ cdef DecodedBatch _rr_decode_v2_batch(_RecordSetReader reader, const uint8_t *en
         rec.timestamp_delta = r.timestamp_delta
         rec.offset_delta = r.offset_delta
         rec.offset = h.base_offset + r.offset_delta
-        rec.timestamp = (h.max_timestamp if h.attributes & _RR_ATTR_LOG_APPEND_TIME
+        rec.timestamp = (h.max_timestamp if h.attributes & RB_ATTR_LOG_APPEND_TIME
                          else h.base_timestamp + r.timestamp_delta)
         rec.key = _rr_nullable_bytes(r.key, r.key_len)
         rec.value = _rr_nullable_bytes(r.value, r.value_len)
@@ -1135,21 +1112,21 @@ cdef DecodedBatch _rr_decode_legacy_entry(_RecordSetReader reader, const uint8_t
     cdef DecodedRecord rec
     cdef list items = _rr_expand_legacy(reader, entry, entry_size)
     cdef int64_t first = items[0][0] if items else _rr_be64(entry)
-    cdef int attributes = entry[_RR_MAGIC_OFFSET + 1]
+    cdef int attributes = entry[RB_MAGIC + 1]
     batch.base_offset = first
-    batch.batch_length = entry_size - _RR_LOG_OVERHEAD
+    batch.batch_length = entry_size - RB_LOG_OVERHEAD
     batch.partition_leader_epoch = -1
-    batch.magic = entry[_RR_MAGIC_OFFSET]
+    batch.magic = entry[RB_MAGIC]
     batch.crc = <uint32_t>_rr_be32(entry + _RR_LEGACY_CRC_OFFSET)
     batch.attributes = attributes
-    batch.compression = attributes & _RR_ATTR_COMPRESSION_MASK
+    batch.compression = attributes & RB_ATTR_COMPRESSION_MASK
     if batch.magic == 0:
         batch.timestamp_type = TIMESTAMP_NOT_AVAILABLE
         batch.base_timestamp = batch.max_timestamp = -1
     else:
-        batch.timestamp_type = (TIMESTAMP_LOG_APPEND_TIME if attributes & _RR_ATTR_LOG_APPEND_TIME
+        batch.timestamp_type = (TIMESTAMP_LOG_APPEND_TIME if attributes & RB_ATTR_LOG_APPEND_TIME
                                 else TIMESTAMP_CREATE_TIME)
-        batch.base_timestamp = batch.max_timestamp = _rr_be64(entry + _RR_MAGIC_OFFSET + 2)
+        batch.base_timestamp = batch.max_timestamp = _rr_be64(entry + RB_MAGIC + 2)
     batch.last_offset_delta = _rr_be64(entry) - first
     batch.producer_id = -1
     batch.producer_epoch = -1
@@ -1193,23 +1170,23 @@ def decode_record_batches(data, bint check_crcs=True, *, bint allow_truncated=Fa
         n = buf.len
         while pos < n:
             entry = reader.base + pos
-            length = _rr_be32(entry + 8) if n - pos >= _RR_LOG_OVERHEAD else -1
-            if n - pos < _RR_LOG_OVERHEAD or (length >= _RR_LEGACY_V0_MIN_SIZE
-                                               and length > n - pos - _RR_LOG_OVERHEAD):
+            length = _rr_be32(entry + RB_BATCH_LENGTH) if n - pos >= RB_LOG_OVERHEAD else -1
+            if n - pos < RB_LOG_OVERHEAD or (length >= _RR_LEGACY_V0_MIN_SIZE
+                                               and length > n - pos - RB_LOG_OVERHEAD):
                 if allow_truncated:
                     break
                 raise ProtocolError(f"record set: entry at byte {pos} is cut off "
                                     f"({n - pos} bytes left)")
             if length < _RR_LEGACY_V0_MIN_SIZE:
                 raise ProtocolError(f"record set: entry at byte {pos} has length {length}")
-            magic = entry[_RR_MAGIC_OFFSET]
-            if magic == 2:
-                batches.append(_rr_decode_v2_batch(reader, entry, _RR_LOG_OVERHEAD + length))
+            magic = entry[RB_MAGIC]
+            if magic == RB_MAGIC_VALUE:
+                batches.append(_rr_decode_v2_batch(reader, entry, RB_LOG_OVERHEAD + length))
             elif magic == 0 or magic == 1:
-                batches.append(_rr_decode_legacy_entry(reader, entry, _RR_LOG_OVERHEAD + length))
+                batches.append(_rr_decode_legacy_entry(reader, entry, RB_LOG_OVERHEAD + length))
             else:
                 raise ProtocolError(f"record set: entry at byte {pos} has unknown magic {magic}")
-            pos += _RR_LOG_OVERHEAD + length
+            pos += RB_LOG_OVERHEAD + length
     finally:
         PyBuffer_Release(&buf)
         reader.view = None

@@ -33,7 +33,7 @@ from typing import Literal, TypeVar
 
 from kafkaev.errors import KafkaError
 from kafkaev.protocol import codec
-from kafkaev.protocol.codec import ChunkedBatch
+from kafkaev.protocol.codec import EncodedBatch
 from kafkaev.security import SASLConfig, TLSConfig
 from kafkaev.types import TopicPartition
 
@@ -41,8 +41,8 @@ _Response = TypeVar("_Response")
 # cb(response, err): response is None exactly when err is set (and for an acks=0 Produce).
 ResponseCallback = Callable[[_Response | None, KafkaError | None], object]
 Callback = ResponseCallback[codec.MessageStruct]
-EncodedBatch = bytes | bytearray | memoryview | ChunkedBatch
 State = Literal["disconnected", "connecting", "handshaking", "ready", "closed"]
+Records = EncodedBatch | bytes | bytearray | memoryview  # one encoded RecordBatch (or several, as bytes)
 
 DEFAULT_WRITE_HIGH_WATER: int  # 4 MiB
 DEFAULT_WRITE_LOW_WATER: int  # 1 MiB
@@ -155,7 +155,7 @@ class Connection:
         self,
         topic: str,
         partition: int,
-        records: EncodedBatch,
+        records: Records,
         cb: ResponseCallback[codec.ProduceResponse],
         *,
         acks: int = -1,
@@ -163,7 +163,7 @@ class Connection:
         transactional_id: str | None = None,
         topic_id: uuid.UUID | None = None,
     ) -> None:
-        """``records`` = encoded RecordBatch bytes. acks=0: no response is awaited; cb(None, None)
+        """``records`` = an encoded RecordBatch (``RecordBatchBuilder.finish()``) or its bytes. acks=0: no response is awaited; cb(None, None)
         right after the socket write. With ``topic_id`` the request may use Produce v13+, which
         names the topic by id; the answer names it again (see produce_batch)."""
     def produce_batch(

@@ -49,12 +49,13 @@ from kafkaev.protocol.codec cimport (
     API_SASL_HANDSHAKE,
     API_SYNC_GROUP,
     API_TXN_OFFSET_COMMIT,
-    ChunkedBatch,
+    EncodedBatch,
     ReadBuffer,
     WriteBuffer,
     decode_response_body,
     decode_response_header,
     encode_request,
+    read_buffer_over,
 )
 
 from kafkaev.protocol import codec
@@ -172,8 +173,8 @@ cdef inline int64_t _int64(str what, object value) except? -1:
 
 
 cdef inline int _check_records(object records) except -1:
-    if not isinstance(records, (bytes, bytearray, memoryview, ChunkedBatch)):
-        raise TypeError(f"records must be bytes-like or a ChunkedBatch (an encoded RecordBatch), "
+    if not isinstance(records, (bytes, bytearray, memoryview, EncodedBatch)):
+        raise TypeError(f"records must be an EncodedBatch or bytes-like (an encoded RecordBatch), "
                         f"not {type(records).__name__}")
     return 0
 
@@ -815,14 +816,7 @@ cdef class BaseConnection:
             return
         entry = self._inflight.popleft()
         self.responses_received += 1
-        reader = ReadBuffer.__new__(ReadBuffer)
-        reader._owner = frame
-        reader._data = data
-        reader._pos = 0
-        reader._end = size
-        label = response_label(entry.api_key, entry.version)
-        reader._api_owner = label
-        reader.api = PyBytes_AS_STRING(label)
+        reader = read_buffer_over(frame, data, size, response_label(entry.api_key, entry.version))
         version = entry.version
         try:
             correlation_id = decode_response_header(reader, entry.api_key, version)
@@ -836,12 +830,6 @@ cdef class BaseConnection:
                 f"{_request_name(entry.api_key, version)} response from {self._host}:{self._port} carries "
                 f"correlation id {correlation_id}, expected {entry.correlation_id}"))
             return
-        if entry.api_key == API_API_VERSIONS and version > 0 and reader._end - reader._pos >= 2:
-            # A broker that does not know our ApiVersions version answers UNSUPPORTED_VERSION
-            # in the v0 body layout, listing what it supports (protocol.html, ApiVersions).
-            if ((<uint8_t>reader._data[reader._pos] << 8) | <uint8_t>reader._data[reader._pos + 1]) \
-                    == errors.UNSUPPORTED_VERSION:
-                version = 0
         try:
             response = decode_response_body(reader, entry.api_key, version)
         except KafkaError as exc:
