@@ -12,7 +12,7 @@ import pytest
 
 from kafkaev.config import ClientConfig
 from kafkaev.errors import DESTROY, MESSAGE_TOO_LARGE, KafkaError
-from kafkaev.producer.accumulator import Accumulator, TopicState
+from kafkaev.producer.accumulator import Accumulator
 from kafkaev.producer.core import Deliveries, ProducerCore
 from kafkaev.producer.partitioner import custom_partition
 from kafkaev.protocol.codec import RecordBatchBuilder, decode_record_batches, murmur2
@@ -33,7 +33,7 @@ class Env:
         options.setdefault("linger_ms", 60_000)  # batches close only when full or asked to
         config = ClientConfig(**options)
         self.acc = Accumulator(config, loop, lambda: None, builder_factory)
-        self.tstate = self.acc.topics["t"] = TopicState("t")
+        self.tstate = self.acc.add_topic("t")
         self.tstate.update([(1, 0)] * PARTITIONS)
         self.wakes = 0
         self.unknown: list[tuple] = []

@@ -452,7 +452,7 @@ def test_unreachable_leader_fails_within_delivery_timeout(loop):
     failed = [err for _m, err in results.values() if err is not None]
     assert len(failed) == 5 and all(e.code == MSG_TIMED_OUT for e in failed)
     assert elapsed < 0.3 + 0.25
-    assert env.producer.pending == 0 and env.producer._acc.buffered == 0
+    assert env.producer.pending == 0 and env.producer._acc.budget.reserved == 0
 
 
 def test_a_refused_leader_is_asked_again_when_the_pools_backoff_ends(loop):
@@ -490,7 +490,7 @@ def test_buffer_full_raises_and_memory_is_bounded(loop):
     with pytest.raises(BufferFullError) as info:
         for _ in range(1000):
             env.producer.produce("t", None, b"x" * 100, partition=0)
-    assert info.value.code == -184 and env.producer._acc.buffered <= 4096
+    assert info.value.code == -184 and env.producer._acc.budget.reserved <= 4096
 
 
 def test_records_admitted_while_their_topic_was_unknown_are_not_failed_for_memory(loop):
@@ -508,7 +508,7 @@ def test_records_admitted_while_their_topic_was_unknown_are_not_failed_for_memor
     run_until(loop, lambda: len(results) == admitted)
     results.assert_each_once(range(admitted))
     assert all(err is None for _meta, err in results.values())
-    assert env.producer._acc.buffered == 0 and not env.producer._acc.readmitting
+    assert env.producer._acc.budget.reserved == 0 and env.producer._acc.budget.held == 0
 
 
 def test_unknown_topic_times_out_clearly(loop):

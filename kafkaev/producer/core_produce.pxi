@@ -1,6 +1,7 @@
 # produce(): argument checks, partition choice and one append into the partition's open
-# batch, in one C call. Anything else (opening a batch, a topic not known yet, a closed
-# producer) is a slow path in Python, reached only when needed.
+# batch, in one C call. Anything else (opening a batch, a topic not known yet) is a slow path
+# in Python, reached only when needed. readmit() takes the same path for a record that waited
+# for its topic's metadata.
 
 from libc.time cimport time_t
 
@@ -105,11 +106,12 @@ cdef Py_ssize_t _append_record(ProducerBatch batch, int64_t timestamp, key, valu
 cdef class ProducerCore:
     """The per-record path of ``kafkaev.producer.Producer``, which subclasses it.
 
-    ``accumulator`` opens (``new_batch(part, record_size)``) and closes (``close_batch(batch)``)
-    batches and holds ``topics`` (name -> TopicState); ``wake()`` tells the sender that a batch
-    is ready; ``custom_partition(topic, key, num_partitions)`` is the checked user partitioner or
-    None; ``unknown_topic(topic, key, value, cb, partition, headers, timestamp_ms)`` takes a
-    record whose topic is not in ``topics`` (not known yet, or the producer is closed).
+    ``accumulator`` opens (``new_batch(part, record_size, readmitted)``) and closes
+    (``close_batch(batch)``) batches and holds ``topics`` (name -> TopicState); ``wake()`` tells
+    the sender that a batch is ready; ``custom_partition(topic, key, num_partitions)`` is the
+    checked user partitioner or None; ``unknown_topic(topic, key, value, cb, partition, headers,
+    timestamp_ms)`` takes a record whose topic is not in ``topics`` yet. ``lifecycle`` goes from
+    OPEN to CLOSING to CLOSED, only forward (``_start_closing``, ``_finish_closing``).
     """
 
     cdef readonly object _acc
@@ -118,6 +120,7 @@ cdef class ProducerCore:
     cdef object _custom_partition
     cdef object _unknown_topic
     cdef readonly Py_ssize_t _max_request_size
+    cdef ProducerLifecycle _lifecycle
 
     def __init__(self, accumulator, wake, custom_partition, Py_ssize_t max_request_size, unknown_topic):
         self._acc = accumulator
@@ -126,6 +129,26 @@ cdef class ProducerCore:
         self._custom_partition = custom_partition
         self._max_request_size = max_request_size
         self._unknown_topic = unknown_topic
+        self._lifecycle = OPEN
+
+    @property
+    def lifecycle(self):
+        """OPEN, CLOSING (close() is failing what was not sent) or CLOSED."""
+        return ProducerLifecycle(self._lifecycle)
+
+    def _start_closing(self):
+        """OPEN -> CLOSING: from now on produce() raises STATE. False when already closing
+        or closed."""
+        if self._lifecycle != OPEN:
+            return False
+        self._lifecycle = CLOSING
+        return True
+
+    def _finish_closing(self):
+        """CLOSING -> CLOSED: everything not sent has been failed."""
+        if self._lifecycle != CLOSING:
+            raise RuntimeError(f"cannot finish closing a producer that is {self.lifecycle.name}")
+        self._lifecycle = CLOSED
 
     def produce(self, topic, key, value, cb=None, *, partition=None, headers=None, timestamp_ms=None):
         """Queue one record; ``cb(RecordMetadata, None)`` or ``cb(None, KafkaError)`` exactly once.
@@ -134,8 +157,6 @@ cdef class ProducerCore:
         MESSAGE_TOO_LARGE, BufferFullError when ``buffer_memory`` is full, STATE once closed.
         """
         cdef int64_t timestamp
-        cdef Py_ssize_t p, num_partitions
-        cdef TopicState tstate
         if headers is not None:
             headers = coerce_headers(headers)
         if timestamp_ms is None:
@@ -146,34 +167,16 @@ cdef class ProducerCore:
             timestamp = timestamp_ms
         if cb is not None and not callable(cb):
             raise TypeError(f"produce: 'cb' must be callable or None, got {type(cb).__name__}")
-        found = self._topics.get(topic)
-        if found is None:  # unknown topic, or the producer is closed (its table is then empty)
-            self._unknown_topic(topic, key, value, cb, partition, headers, timestamp)
-            return
-        tstate = <TopicState>found
-        num_partitions = tstate.num_partitions
-        if num_partitions <= 0:  # the metadata layer never hands over such a topic; no modulo by zero
-            raise KafkaError(UNKNOWN_TOPIC_OR_PARTITION, f"produce: topic {topic!r} has no partitions")
-        if partition is None:
-            if self._custom_partition is not None:
-                p = self._custom_partition(topic, key, num_partitions)
-            elif key is None:
-                self._append_sticky(tstate, timestamp, value, cb, headers)
-                return
-            elif PyBytes_CheckExact(key):
-                p = murmur2_positive(PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key)) % num_partitions
-            else:
-                p = murmur2(key) % num_partitions  # str or bytes-like; its TypeError names 'key'
-        elif type(partition) is not int or not 0 <= partition < num_partitions:
-            raise ValueError(
-                f"produce: 'partition' {partition!r} is out of range for topic {topic!r} "
-                f"({num_partitions} partitions)"
-            )
-        else:
-            p = partition
-        self._append(<PartitionState>tstate.parts[p], timestamp, key, value, cb, headers)
+        _route(self, topic, key, value, cb, partition, headers, timestamp, False)
 
-    cdef int _append_sticky(self, TopicState tstate, int64_t timestamp, value, cb, headers) except -1:
+    def readmit(self, str topic not None, key, value, cb, partition, headers, int64_t timestamp_ms):
+        """Append a record that waited for its topic's metadata, now known: checked as
+        produce() checks it (``headers`` already coerced, ``timestamp_ms`` stamped when it was
+        produced), but not against ``buffer_memory`` again, which admitted it then."""
+        _route(self, topic, key, value, cb, partition, headers, timestamp_ms, True)
+
+    cdef int _append_sticky(self, TopicState tstate, int64_t timestamp, value, cb, headers,
+                            bint readmitted) except -1:
         """A keyless record joins the topic's sticky partition (KIP-480)."""
         cdef StickyPartition sticky = tstate.sticky
         cdef Py_ssize_t p = sticky.current
@@ -191,18 +194,20 @@ cdef class ProducerCore:
             part = <PartitionState>tstate.parts[sticky.choose(tstate.num_partitions, tstate.available)]
             if part.batch is not None:
                 self._acc.close_batch(part.batch)  # a batch left over from keyed/explicit records
-        return self._append_new(part, timestamp, None, value, cb, headers)
+        return self._append_new(part, timestamp, None, value, cb, headers, readmitted)
 
-    cdef int _append(self, PartitionState part, int64_t timestamp, key, value, cb, headers) except -1:
+    cdef int _append(self, PartitionState part, int64_t timestamp, key, value, cb, headers,
+                     bint readmitted) except -1:
         batch = part.batch
         if batch is not None:
             if _append_record(batch, timestamp, key, value, cb, headers) >= 0:
                 return 0
             self._acc.close_batch(batch)
             self._wake()
-        return self._append_new(part, timestamp, key, value, cb, headers)
+        return self._append_new(part, timestamp, key, value, cb, headers, readmitted)
 
-    cdef int _append_new(self, PartitionState part, int64_t timestamp, key, value, cb, headers) except -1:
+    cdef int _append_new(self, PartitionState part, int64_t timestamp, key, value, cb, headers,
+                         bint readmitted) except -1:
         """Open a batch for ``part`` sized for this record, and append the record."""
         cdef Py_ssize_t size
         key = coerce_bytes(key, "key")
@@ -217,8 +222,42 @@ cdef class ProducerCore:
                 f"produce: record of {size} bytes (key + value + headers) is larger than "
                 f"max_request_size ({self._max_request_size})",
             )
-        batch = self._acc.new_batch(part, size)
+        batch = self._acc.new_batch(part, size, readmitted)
         if _append_record(batch, timestamp, key, value, cb, headers) < 0:
             # cannot happen with capacity >= size; never lose the record silently
             raise KafkaError(MESSAGE_TOO_LARGE, f"produce: record of {size} bytes did not fit an empty batch")
         return 0
+
+
+cdef inline int _route(ProducerCore core, topic, key, value, cb, partition, headers, int64_t timestamp,
+                       bint readmitted) except -1:
+    """Pick the record's partition and append it there (produce() and readmit())."""
+    cdef Py_ssize_t p, num_partitions
+    cdef TopicState tstate
+    if core._lifecycle != OPEN:
+        raise KafkaError(STATE, "produce: the client is closed")
+    found = core._topics.get(topic)
+    if found is None:  # not known yet
+        core._unknown_topic(topic, key, value, cb, partition, headers, timestamp)
+        return 0
+    tstate = <TopicState>found
+    num_partitions = tstate.num_partitions
+    if num_partitions <= 0:  # the metadata layer never hands over such a topic; no modulo by zero
+        raise KafkaError(UNKNOWN_TOPIC_OR_PARTITION, f"produce: topic {topic!r} has no partitions")
+    if partition is None:
+        if core._custom_partition is not None:
+            p = core._custom_partition(topic, key, num_partitions)
+        elif key is None:
+            return core._append_sticky(tstate, timestamp, value, cb, headers, readmitted)
+        elif PyBytes_CheckExact(key):
+            p = murmur2_positive(PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key)) % num_partitions
+        else:
+            p = murmur2(key) % num_partitions  # str or bytes-like; its TypeError names 'key'
+    elif type(partition) is not int or not 0 <= partition < num_partitions:
+        raise ValueError(
+            f"produce: 'partition' {partition!r} is out of range for topic {topic!r} "
+            f"({num_partitions} partitions)"
+        )
+    else:
+        p = partition
+    return core._append(<PartitionState>tstate.parts[p], timestamp, key, value, cb, headers, readmitted)
