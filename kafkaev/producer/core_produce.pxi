@@ -103,6 +103,10 @@ cdef Py_ssize_t _append_record(ProducerBatch batch, int64_t timestamp, key, valu
     return delta
 
 
+cdef int _refuse_closed() except -1:
+    raise KafkaError(STATE, "produce: the client is closed")
+
+
 cdef class ProducerCore:
     """The per-record path of ``kafkaev.producer.Producer``, which subclasses it.
 
@@ -111,7 +115,8 @@ cdef class ProducerCore:
     the sender that a batch is ready; ``custom_partition(topic, key, num_partitions)`` is the
     checked user partitioner or None; ``unknown_topic(topic, key, value, cb, partition, headers,
     timestamp_ms)`` takes a record whose topic is not in ``topics`` yet. ``lifecycle`` goes from
-    OPEN to CLOSING to CLOSED, only forward (``_start_closing``, ``_finish_closing``).
+    OPEN to CLOSING to CLOSED, only forward (``_start_closing``, ``_finish_closing``); the
+    caller closes every open batch once closing starts, and no batch opens after that.
     """
 
     cdef readonly object _acc
@@ -121,6 +126,7 @@ cdef class ProducerCore:
     cdef object _unknown_topic
     cdef readonly Py_ssize_t _max_request_size
     cdef ProducerLifecycle _lifecycle
+    cdef bint _readmitting              # inside readmit(): the new batch is not refused for memory
 
     def __init__(self, accumulator, wake, custom_partition, Py_ssize_t max_request_size, unknown_topic):
         self._acc = accumulator
@@ -130,6 +136,7 @@ cdef class ProducerCore:
         self._max_request_size = max_request_size
         self._unknown_topic = unknown_topic
         self._lifecycle = OPEN
+        self._readmitting = False
 
     @property
     def lifecycle(self):
@@ -157,6 +164,8 @@ cdef class ProducerCore:
         MESSAGE_TOO_LARGE, BufferFullError when ``buffer_memory`` is full, STATE once closed.
         """
         cdef int64_t timestamp
+        cdef Py_ssize_t p, num_partitions
+        cdef TopicState tstate
         if headers is not None:
             headers = coerce_headers(headers)
         if timestamp_ms is None:
@@ -167,16 +176,48 @@ cdef class ProducerCore:
             timestamp = timestamp_ms
         if cb is not None and not callable(cb):
             raise TypeError(f"produce: 'cb' must be callable or None, got {type(cb).__name__}")
-        _route(self, topic, key, value, cb, partition, headers, timestamp, False)
+        found = self._topics.get(topic)
+        if found is None:  # not known yet
+            if self._lifecycle != OPEN:
+                _refuse_closed()
+            self._unknown_topic(topic, key, value, cb, partition, headers, timestamp)
+            return
+        tstate = <TopicState>found
+        num_partitions = tstate.num_partitions
+        if num_partitions <= 0:  # the metadata layer never hands over such a topic; no modulo by zero
+            raise KafkaError(UNKNOWN_TOPIC_OR_PARTITION, f"produce: topic {topic!r} has no partitions")
+        if partition is None:
+            if self._custom_partition is not None:
+                p = self._custom_partition(topic, key, num_partitions)
+            elif key is None:
+                self._append_sticky(tstate, timestamp, value, cb, headers)
+                return
+            elif PyBytes_CheckExact(key):
+                p = murmur2_positive(PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key)) % num_partitions
+            else:
+                p = murmur2(key) % num_partitions  # str or bytes-like; its TypeError names 'key'
+        elif type(partition) is not int or not 0 <= partition < num_partitions:
+            raise ValueError(
+                f"produce: 'partition' {partition!r} is out of range for topic {topic!r} "
+                f"({num_partitions} partitions)"
+            )
+        else:
+            p = partition
+        self._append(<PartitionState>tstate.parts[p], timestamp, key, value, cb, headers)
 
     def readmit(self, str topic not None, key, value, cb, partition, headers, int64_t timestamp_ms):
         """Append a record that waited for its topic's metadata, now known: checked as
-        produce() checks it (``headers`` already coerced, ``timestamp_ms`` stamped when it was
-        produced), but not against ``buffer_memory`` again, which admitted it then."""
-        _route(self, topic, key, value, cb, partition, headers, timestamp_ms, True)
+        produce() checks it, ``timestamp_ms`` stamped when it was produced, but not against
+        ``buffer_memory`` again, which admitted it then."""
+        # The waiver lasts this one call and reaches only _append_new (a slow path), so
+        # produce()'s per-record path carries nothing for it; no user code runs meanwhile.
+        self._readmitting = True
+        try:
+            self.produce(topic, key, value, cb, partition=partition, headers=headers, timestamp_ms=timestamp_ms)
+        finally:
+            self._readmitting = False
 
-    cdef int _append_sticky(self, TopicState tstate, int64_t timestamp, value, cb, headers,
-                            bint readmitted) except -1:
+    cdef int _append_sticky(self, TopicState tstate, int64_t timestamp, value, cb, headers) except -1:
         """A keyless record joins the topic's sticky partition (KIP-480)."""
         cdef StickyPartition sticky = tstate.sticky
         cdef Py_ssize_t p = sticky.current
@@ -194,22 +235,24 @@ cdef class ProducerCore:
             part = <PartitionState>tstate.parts[sticky.choose(tstate.num_partitions, tstate.available)]
             if part.batch is not None:
                 self._acc.close_batch(part.batch)  # a batch left over from keyed/explicit records
-        return self._append_new(part, timestamp, None, value, cb, headers, readmitted)
+        return self._append_new(part, timestamp, None, value, cb, headers)
 
-    cdef int _append(self, PartitionState part, int64_t timestamp, key, value, cb, headers,
-                     bint readmitted) except -1:
+    cdef int _append(self, PartitionState part, int64_t timestamp, key, value, cb, headers) except -1:
         batch = part.batch
         if batch is not None:
             if _append_record(batch, timestamp, key, value, cb, headers) >= 0:
                 return 0
             self._acc.close_batch(batch)
             self._wake()
-        return self._append_new(part, timestamp, key, value, cb, headers, readmitted)
+        return self._append_new(part, timestamp, key, value, cb, headers)
 
-    cdef int _append_new(self, PartitionState part, int64_t timestamp, key, value, cb, headers,
-                         bint readmitted) except -1:
+    cdef int _append_new(self, PartitionState part, int64_t timestamp, key, value, cb, headers) except -1:
         """Open a batch for ``part`` sized for this record, and append the record."""
         cdef Py_ssize_t size
+        # Closing closes every open batch first, so once the producer is not OPEN each record
+        # comes here (or to the unknown-topic path): the check costs the per-record path nothing.
+        if self._lifecycle != OPEN:
+            _refuse_closed()
         key = coerce_bytes(key, "key")
         value = coerce_bytes(value, "value")
         size = RECORD_OVERHEAD + (len(key) if key is not None else 0) + (len(value) if value is not None else 0)
@@ -222,42 +265,9 @@ cdef class ProducerCore:
                 f"produce: record of {size} bytes (key + value + headers) is larger than "
                 f"max_request_size ({self._max_request_size})",
             )
-        batch = self._acc.new_batch(part, size, readmitted)
+        batch = self._acc.new_batch(part, size, self._readmitting)
         if _append_record(batch, timestamp, key, value, cb, headers) < 0:
             # cannot happen with capacity >= size; never lose the record silently
             raise KafkaError(MESSAGE_TOO_LARGE, f"produce: record of {size} bytes did not fit an empty batch")
         return 0
 
-
-cdef inline int _route(ProducerCore core, topic, key, value, cb, partition, headers, int64_t timestamp,
-                       bint readmitted) except -1:
-    """Pick the record's partition and append it there (produce() and readmit())."""
-    cdef Py_ssize_t p, num_partitions
-    cdef TopicState tstate
-    if core._lifecycle != OPEN:
-        raise KafkaError(STATE, "produce: the client is closed")
-    found = core._topics.get(topic)
-    if found is None:  # not known yet
-        core._unknown_topic(topic, key, value, cb, partition, headers, timestamp)
-        return 0
-    tstate = <TopicState>found
-    num_partitions = tstate.num_partitions
-    if num_partitions <= 0:  # the metadata layer never hands over such a topic; no modulo by zero
-        raise KafkaError(UNKNOWN_TOPIC_OR_PARTITION, f"produce: topic {topic!r} has no partitions")
-    if partition is None:
-        if core._custom_partition is not None:
-            p = core._custom_partition(topic, key, num_partitions)
-        elif key is None:
-            return core._append_sticky(tstate, timestamp, value, cb, headers, readmitted)
-        elif PyBytes_CheckExact(key):
-            p = murmur2_positive(PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key)) % num_partitions
-        else:
-            p = murmur2(key) % num_partitions  # str or bytes-like; its TypeError names 'key'
-    elif type(partition) is not int or not 0 <= partition < num_partitions:
-        raise ValueError(
-            f"produce: 'partition' {partition!r} is out of range for topic {topic!r} "
-            f"({num_partitions} partitions)"
-        )
-    else:
-        p = partition
-    return core._append(<PartitionState>tstate.parts[p], timestamp, key, value, cb, headers, readmitted)
