@@ -29,12 +29,13 @@ from kafkaev.errors import (
     NONE,
     NOT_LEADER_OR_FOLLOWER,
     OUT_OF_ORDER_SEQUENCE_NUMBER,
+    STATE,
     TRANSPORT,
     UNKNOWN_PRODUCER_ID,
     UNKNOWN_TOPIC_WAIT_TIMEOUT,
     KafkaError,
 )
-from kafkaev.producer import BufferFullError, Producer
+from kafkaev.producer import BufferFullError, Producer, ProducerLifecycle
 from kafkaev.producer.idempotence import next_sequence, restamp_batch
 
 HEADER = struct.Struct(">qiiBIhiqqqhii")  # RecordBatch v2 header, 61 bytes
@@ -543,6 +544,35 @@ def test_abandon_fails_unsent_with_destroy(loop):
     env.producer.abandon()
     results.assert_each_once([0, 1])
     assert {i: err.code for i, (_m, err) in results.items()} == {0: DESTROY, 1: DESTROY}
+
+
+def test_a_closed_producer_refuses_records_and_reports_each_unsent_one_once(loop):
+    broker = FakeBroker(loop, partitions=1)
+    env = make(loop, broker, linger_ms=10000)
+    learn_topic(loop, env)
+    results, cb_for = collect()
+    refused_in_callback = []
+
+    def produce_again(meta, err):  # a callback producing while the producer closes
+        cb_for(0)(meta, err)
+        try:
+            env.producer.produce("t", None, b"again", cb_for(9), partition=0)
+        except KafkaError as exc:
+            refused_in_callback.append(exc.code)
+
+    env.producer.produce("t", None, b"v", produce_again, partition=0)
+    env.producer.produce("other", None, b"v", cb_for(1))  # waits for its topic
+    env.producer.abandon()
+    env.producer.abandon()  # a second close changes nothing
+    assert env.producer.lifecycle is ProducerLifecycle.CLOSED and env.producer.closed
+    for topic, index in (("t", 2), ("other", 3)):
+        with pytest.raises(KafkaError) as info:
+            env.producer.produce(topic, None, b"late", cb_for(index))
+        assert info.value.code == STATE
+    results.assert_each_once([0, 1])
+    assert refused_in_callback == [STATE]
+    budget = env.producer._acc.budget
+    assert (budget.reserved, budget.held, env.producer.pending) == (0, 0, 0)
 
 
 def test_flush_and_produce_many(loop):
