@@ -14,7 +14,8 @@ from kafkaev.producer.accumulator import (
     SPARE_BUILDERS_MAX,
     Accumulator,
     BufferFullError,
-    TopicState,
+    PartitionState,
+    ProducerBatch,
 )
 from kafkaev.protocol.codec import EncodedBatch, RecordBatchBuilder, read_records
 
@@ -65,9 +66,26 @@ def loop(new_loop):
 def make(loop, **options):
     ready = []
     acc = Accumulator(ClientConfig(**options), loop, lambda: ready.append(loop.time()), FakeBuilder)
-    tstate = acc.topics["t"] = TopicState("t")
+    tstate = acc.add_topic("t")
     tstate.update([(1, 0)] * 4)
     return acc, tstate, ready
+
+
+def put_in_flight(part: PartitionState, count: int) -> None:
+    """``count`` batches of ``part`` sent and not answered yet."""
+    for i in range(count):
+        part.queue.append(ProducerBatch(-1 - i, part, FakeBuilder(0, 100), 0.0, 0.0))
+        part.queue.send_head()
+
+
+def answer_all(part: PartitionState) -> None:
+    for batch in part.queue.in_flight:
+        part.queue.answered(batch)
+
+
+def drop_queued(part: PartitionState) -> None:
+    while part.queue:
+        part.queue.drop_head()
 
 
 def test_linger_closes_batches_with_one_timer(loop):
@@ -98,7 +116,7 @@ def test_buffer_memory_reserved_and_released(loop):
     acc, tstate, _ = make(loop, buffer_memory=40000, batch_size=16384, linger_ms=1000)
     a = acc.new_batch(tstate.parts[0], 10)
     b = acc.new_batch(tstate.parts[1], 10)
-    assert acc.buffered == 2 * 16384 and acc.incomplete == 2
+    assert acc.budget.reserved == 2 * 16384 and acc.incomplete == 2
     with pytest.raises(BufferFullError, match="buffer_memory"):
         acc.new_batch(tstate.parts[2], 10)
     big = 30000
@@ -107,14 +125,14 @@ def test_buffer_memory_reserved_and_released(loop):
         acc.new_batch(tstate.parts[2], big)  # a large record reserves its own size
     acc.release(b)
     c = acc.new_batch(tstate.parts[2], big)
-    assert c.reserved >= big and acc.buffered == c.reserved
+    assert c.reserved >= big and acc.budget.reserved == c.reserved
 
 
 def test_empty_batch_is_released_not_sent(loop):
     acc, tstate, _ = make(loop)
     batch = acc.new_batch(tstate.parts[0], 10)
     acc.close_batch(batch)
-    assert acc.buffered == 0 and acc.incomplete == 0 and not acc.ready
+    assert acc.budget.reserved == 0 and acc.incomplete == 0 and not acc.ready
 
 
 def test_requeue_keeps_sequence_order(loop):
@@ -126,7 +144,7 @@ def test_requeue_keeps_sequence_order(loop):
         b.builder.append(0, None, b"v", None)
         acc.close_batch(b)
         batches.append(b)
-    part.queue.clear()
+    drop_queued(part)
     for b in (batches[2], batches[0], batches[3], batches[1]):
         acc.requeue(b)
     assert list(part.queue) == batches
@@ -136,7 +154,7 @@ def test_split_halves_take_their_originals_place_at_any_depth(loop):
     # A batch refused as too large is split in two; a half refused again is split again while
     # its sibling waits in the queue. Every half must land where its original stood.
     acc = Accumulator(ClientConfig(batch_size=1 << 20, linger_ms=1000), loop, lambda: None)  # real builders
-    tstate = acc.topics["t"] = TopicState("t")
+    tstate = acc.add_topic("t")
     tstate.update([(1, 0)])
     part = tstate.parts[0]
     first = acc.new_batch(part, 10)
@@ -148,7 +166,7 @@ def test_split_halves_take_their_originals_place_at_any_depth(loop):
     acc.close_batch(second)
 
     def send_and_refuse():  # the queue's head goes out, is refused as too large, and is split
-        batch = part.queue.popleft()
+        batch = part.queue.drop_head()
         batch.data = batch.builder.finish()
         acc.split(batch)
 
@@ -171,7 +189,7 @@ def test_split_halves_take_their_originals_place_at_any_depth(loop):
 
 def test_built_builders_are_reused_empty(loop):
     acc = Accumulator(ClientConfig(batch_size=16384, linger_ms=1000), loop, lambda: None)  # real builders
-    tstate = acc.topics["t"] = TopicState("t")
+    tstate = acc.add_topic("t")
     tstate.update([(1, 0)] * 2)
     first = acc.new_batch(tstate.parts[0], 10)
     first.builder.append(0, None, b"v", None)
@@ -203,19 +221,17 @@ def test_lingered_batch_waits_while_its_partition_has_enough_requests_out(loop, 
     acc, tstate, ready = make(loop, linger_ms=linger_ms, max_in_flight=5)
     part = tstate.parts[0]
     for in_flight in range(6):
-        part.in_flight.clear()
-        part.in_flight.extend(object() for _ in range(in_flight))
+        put_in_flight(part, in_flight)
         batch = acc.new_batch(part, 10)
         batch.builder.append(0, None, b"v", None)
         loop.run_until_complete(asyncio.sleep(linger_ms / 1000 + 0.02))
         if in_flight < sends_at:
             assert part.batch is None and list(part.queue) == [batch], in_flight
-            part.queue.clear()
-            acc.ready.clear()
         else:
             assert part.batch is batch and part in acc.held, in_flight  # keeps taking records
-            part.in_flight.clear()
+            answer_all(part)
             acc.close_held()  # an answer came back: the sender asks again
             assert part.batch is None and list(part.queue) == [batch]
-            part.queue.clear()
-            acc.ready.clear()
+        answer_all(part)
+        drop_queued(part)
+        assert not acc.ready

@@ -11,9 +11,9 @@ from functools import partial
 import pytest
 
 from kafkaev.config import ClientConfig
-from kafkaev.errors import DESTROY, MESSAGE_TOO_LARGE, KafkaError
-from kafkaev.producer.accumulator import Accumulator, TopicState
-from kafkaev.producer.core import Deliveries, ProducerCore
+from kafkaev.errors import DESTROY, MESSAGE_TOO_LARGE, STATE, KafkaError
+from kafkaev.producer.accumulator import Accumulator, BufferFullError
+from kafkaev.producer.core import Deliveries, ProducerCore, ProducerLifecycle
 from kafkaev.producer.partitioner import custom_partition
 from kafkaev.protocol.codec import RecordBatchBuilder, decode_record_batches, murmur2
 from kafkaev.types import RecordMetadata
@@ -33,7 +33,7 @@ class Env:
         options.setdefault("linger_ms", 60_000)  # batches close only when full or asked to
         config = ClientConfig(**options)
         self.acc = Accumulator(config, loop, lambda: None, builder_factory)
-        self.tstate = self.acc.topics["t"] = TopicState("t")
+        self.tstate = self.acc.add_topic("t")
         self.tstate.update([(1, 0)] * PARTITIONS)
         self.wakes = 0
         self.unknown: list[tuple] = []
@@ -270,3 +270,43 @@ def test_builder_stand_ins_still_work(loop):
     assert [(r.key, r.value, r.timestamp) for r in env.records(0)] == [(None, b"v", 3), (b"k", b"w", 4)]
     batch.deliveries.complete("t", 0, 0, -1, print)
     assert got == [(("t", 0, 0, 3), None)]
+
+
+def test_a_closing_producer_refuses_every_record_and_calls_no_callback(loop):
+    # Closing closes the open batches first; from then on each record reaches a path that refuses it.
+    env = Env(loop)
+    got, cb = calls()
+    env.core.produce("t", b"k", b"before", cb)
+    assert env.core.lifecycle is ProducerLifecycle.OPEN
+    assert env.core._start_closing() and not env.core._start_closing()  # only forward, once
+    env.acc.close_all()
+    assert env.core.lifecycle is ProducerLifecycle.CLOSING
+    refused = [{"key": b"k"}, {"key": None}, {"key": None, "partition": 2}, {"key": "s", "topic": "unknown"}]
+    for kwargs in refused:
+        topic = kwargs.pop("topic", "t")
+        key = kwargs.pop("key")
+        with pytest.raises(KafkaError) as info:
+            env.core.produce(topic, key, b"after", cb, **kwargs)
+        assert info.value.code == STATE
+    assert got == [] and env.unknown == [] and all(part.batch is None for part in env.tstate.parts)
+    assert sum(len(part.queue) for part in env.tstate.parts) == 1  # only the record from before
+    env.core._finish_closing()
+    assert env.core.lifecycle is ProducerLifecycle.CLOSED
+    with pytest.raises(RuntimeError):
+        env.core._finish_closing()
+    with pytest.raises(KafkaError, match="closed"):
+        env.core.produce("t", None, b"late", cb)
+    assert got == []
+
+
+def test_readmit_is_not_refused_for_memory_and_produce_still_is(loop):
+    env = Env(loop, buffer_memory=16384, batch_size=16384)
+    env.core.produce("t", None, b"fills the budget", partition=0)
+    with pytest.raises(BufferFullError):
+        env.core.produce("t", None, b"x", partition=1)
+    got, cb = calls()
+    env.core.readmit("t", None, b"waited for the topic", cb, 1, None, 123)
+    assert env.acc.budget.reserved == 2 * 16384 and env.tstate.parts[1].batch is not None
+    with pytest.raises(BufferFullError):
+        env.core.produce("t", None, b"x", partition=2)  # the waiver lasted that one call
+    assert [(r.value, r.timestamp) for r in env.records(1)] == [(b"waited for the topic", 123)]

@@ -27,11 +27,12 @@ from kafkaev.errors import (
     DUPLICATE_SEQUENCE_NUMBER,
     MSG_TIMED_OUT,
     NOT_LEADER_OR_FOLLOWER,
+    STATE,
     UNKNOWN_PRODUCER_ID,
     UNKNOWN_TOPIC_WAIT_TIMEOUT,
     KafkaError,
 )
-from kafkaev.producer import BufferFullError, Producer
+from kafkaev.producer import BufferFullError, Producer, ProducerLifecycle
 from kafkaev.producer.idempotence import next_sequence
 from kafkaev.protocol.codec import ApiKey, EncodedBatch, RecordBatchBuilder, decode_record_batches
 
@@ -335,7 +336,7 @@ def test_unreachable_leader_fails_within_delivery_timeout(loop, fake_cluster):
     # for this shared machine.
     assert elapsed < 0.3 + 1.5
     assert any(a.refused for a in cluster.nodes[2].attempts()), "the leader was dialled"
-    assert env.producer.pending == 0 and env.producer._acc.buffered == 0
+    assert env.producer.pending == 0 and env.producer._acc.budget.reserved == 0
 
 
 def test_a_refused_leader_is_asked_again_when_the_pools_backoff_ends(loop, fake_cluster):
@@ -370,7 +371,7 @@ def test_buffer_full_raises_and_memory_is_bounded(loop, fake_cluster):
     with pytest.raises(BufferFullError) as info:
         for _ in range(1000):
             env.producer.produce(TOPIC, None, b"x" * 100, partition=0)
-    assert info.value.code == -184 and env.producer._acc.buffered <= 4096
+    assert info.value.code == -184 and env.producer._acc.budget.reserved <= 4096
 
 
 def test_records_admitted_while_their_topic_was_unknown_are_not_failed_for_memory(loop, fake_cluster):
@@ -388,7 +389,7 @@ def test_records_admitted_while_their_topic_was_unknown_are_not_failed_for_memor
     run_until(loop, lambda: len(results) == admitted)
     results.assert_each_once(range(admitted))
     assert all(err is None for _meta, err in results.values())
-    assert env.producer._acc.buffered == 0 and not env.producer._acc.readmitting
+    assert env.producer._acc.budget.reserved == 0 and env.producer._acc.budget.held == 0
 
 
 def test_unknown_topic_times_out_clearly(loop, fake_cluster):
@@ -426,6 +427,35 @@ def test_abandon_fails_unsent_with_destroy(loop, fake_cluster):
     env.producer.abandon()
     results.assert_each_once([0, 1])
     assert {i: err.code for i, (_m, err) in results.items()} == {0: DESTROY, 1: DESTROY}
+
+
+def test_a_closed_producer_refuses_records_and_reports_each_unsent_one_once(loop, fake_cluster):
+    cluster = cluster_with_topic(fake_cluster, 1)
+    env = make(loop, cluster, linger_ms=10000)
+    learn_topic(loop, env)
+    results, cb_for = collect()
+    refused_in_callback = []
+
+    def produce_again(meta, err):  # a callback producing while the producer closes
+        cb_for(0)(meta, err)
+        try:
+            env.producer.produce(TOPIC, None, b"again", cb_for(9), partition=0)
+        except KafkaError as exc:
+            refused_in_callback.append(exc.code)
+
+    env.producer.produce(TOPIC, None, b"v", produce_again, partition=0)
+    env.producer.produce("other", None, b"v", cb_for(1))  # waits for its topic
+    env.producer.abandon()
+    env.producer.abandon()  # a second close changes nothing
+    assert env.producer.lifecycle is ProducerLifecycle.CLOSED and env.producer.closed
+    for topic, index in ((TOPIC, 2), ("other", 3)):
+        with pytest.raises(KafkaError) as info:
+            env.producer.produce(topic, None, b"late", cb_for(index))
+        assert info.value.code == STATE
+    results.assert_each_once([0, 1])
+    assert refused_in_callback == [STATE]
+    budget = env.producer._acc.budget
+    assert (budget.reserved, budget.held, env.producer.pending) == (0, 0, 0)
 
 
 def test_flush_and_produce_many(loop, fake_cluster):

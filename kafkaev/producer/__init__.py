@@ -13,32 +13,43 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
 from ..cluster.metadata import ClusterMetadata, Metadata, TopicInfo
 from ..cluster.pool import ConnectionPool
 from ..config import ClientConfig
-from ..errors import DESTROY, MESSAGE_TOO_LARGE, STATE, UNKNOWN_TOPIC_OR_PARTITION, KafkaError
+from ..errors import DESTROY, MESSAGE_TOO_LARGE, UNKNOWN_TOPIC_OR_PARTITION, KafkaError
 from ..protocol.codec import RECORD_OVERHEAD_MAX
 from .accumulator import Accumulator, BufferFullError, TopicState
-from .core import ProducerCore, coerce_bytes
+from .core import ProducerCore, ProducerLifecycle, coerce_bytes
 from .partitioner import custom_partition
 from .sender import Sender
 
-__all__ = ["BufferFullError", "Producer"]
+__all__ = ["BufferFullError", "Producer", "ProducerLifecycle"]
 
 DeliveryCallback = Callable[[Any, KafkaError | None], object]
 
 
+@dataclass(slots=True, frozen=True)
+class HeldRecord:
+    """A record produced while its topic's metadata was unknown, as produce() checked it."""
+
+    key: bytes | None
+    value: bytes | None
+    cb: DeliveryCallback | None
+    partition: int | None
+    headers: list[tuple[str, bytes | None]] | None
+    timestamp_ms: int  # CreateTime, stamped when produced
+
+
+@dataclass(slots=True)
 class _Waiting:
     """Records for one topic whose metadata is not known yet."""
 
-    __slots__ = ("records", "size")
-
-    def __init__(self) -> None:
-        self.records: list[tuple[Any, ...]] = []
-        self.size = 0
+    records: list[HeldRecord] = field(default_factory=list)
+    size: int = 0  # bytes they hold in the memory budget
 
 
 class Producer(ProducerCore):
@@ -67,18 +78,19 @@ class Producer(ProducerCore):
         self._report = report
         self._waiting: dict[str, _Waiting] = {}
         self._waiting_count = 0
-        self._waiting_bytes = 0
         self._flush_waiters: list[Callable[[KafkaError | None], object]] = []
-        self.closed = False
         metadata.add_listener(self._on_metadata)
 
     # --- topics not known yet ------------------------------------------------------------------
-    def _produce_slow(self, topic: Any, key: Any, value: Any, cb: DeliveryCallback | None, partition: Any,
-                      headers: Any, timestamp_ms: int) -> None:
-        """A record whose topic is not in the table; produce() already stamped its CreateTime,
-        so it keeps the time it was produced, not when the topic appears."""
-        if self.closed:
-            raise KafkaError(STATE, "produce: the client is closed")
+    @property
+    def closed(self) -> bool:
+        return self.lifecycle is not ProducerLifecycle.OPEN
+
+    def _produce_slow(self, topic: object, key: object, value: object, cb: DeliveryCallback | None,
+                      partition: object, headers: list[tuple[str, bytes | None]] | None, timestamp_ms: int) -> None:
+        """A record whose topic is not in the table (produce() already checked the producer is
+        open); produce() already stamped its CreateTime, so it keeps the time it was produced,
+        not when the topic appears."""
         if not isinstance(topic, str) or not topic:
             raise TypeError(f"produce: 'topic' must be a non-empty str, got {topic!r}")
         if partition is not None and (type(partition) is not int or partition < 0):
@@ -101,60 +113,56 @@ class Producer(ProducerCore):
         if size > self._max_request_size:
             raise KafkaError(MESSAGE_TOO_LARGE, f"produce: record of {size} bytes is larger than max_request_size "
                              f"({self._max_request_size})")
-        if self._acc.buffered + self._waiting_bytes + size > self._acc.buffer_memory:
-            raise BufferFullError(f"buffer_memory ({self._acc.buffer_memory} bytes) is full")
+        budget = self._acc.budget
+        if not budget.hold(size):
+            raise BufferFullError(f"buffer_memory ({budget.limit} bytes) is full")
         waiting = self._waiting.get(topic)
         if waiting is None:
             waiting = self._waiting[topic] = _Waiting()
             timeout_ms = min(config.metadata_wait_ms, config.delivery_timeout_ms)
             self._md.wait_for_topic(topic, partial(self._on_topic, topic), timeout_ms=timeout_ms, auto_create=True)
-        waiting.records.append((key, value, cb, partition, headers, timestamp_ms))
+        waiting.records.append(HeldRecord(key, value, cb, partition, headers, timestamp_ms))
         waiting.size += size
         self._waiting_count += 1
-        self._waiting_bytes += size
 
     def _on_topic(self, topic: str, info: TopicInfo | None, err: KafkaError | None) -> None:
         waiting = self._waiting.pop(topic, None)
         if waiting is None:
             return
         self._waiting_count -= len(waiting.records)
-        self._waiting_bytes -= waiting.size
+        self._acc.budget.unhold(waiting.size)
         if info is not None and not self.closed:
             self._add_topic(info)
         else:
             err = err or KafkaError(DESTROY, "the client was closed before the topic's metadata arrived")
-        # These records were admitted against buffer_memory when produced; failing one now
-        # because batches reserve their full capacity would break that promise. The overshoot
-        # is bounded: their bytes were within the limit, plus one batch's slack per partition.
-        self._acc.readmitting = True
-        try:
-            for key, value, cb, partition, headers, ts in waiting.records:
-                if err is None:
-                    try:
-                        self.produce(topic, key, value, cb, partition=partition, headers=headers, timestamp_ms=ts)
-                        continue
-                    except ValueError as exc:  # partition out of range, now that the count is known
-                        record_err: KafkaError = KafkaError(UNKNOWN_TOPIC_OR_PARTITION, str(exc))
-                    except KafkaError as exc:  # record too large for the topic's limits
-                        record_err = exc
-                else:
-                    record_err = err
-                if cb is not None:
-                    try:
-                        cb(None, record_err)
-                    except Exception as exc:  # noqa: BLE001
-                        self._report(exc)
-        finally:
-            self._acc.readmitting = False
+        for record in waiting.records:
+            if err is None:
+                try:
+                    # These records were admitted against buffer_memory when produced; failing one
+                    # now because batches reserve their full capacity would break that promise.
+                    # The overshoot is bounded: their bytes were within the limit, plus one
+                    # batch's slack per partition.
+                    self.readmit(topic, record.key, record.value, record.cb, record.partition, record.headers,
+                                 record.timestamp_ms)
+                    continue
+                except ValueError as exc:  # partition out of range, now that the count is known
+                    record_err: KafkaError = KafkaError(UNKNOWN_TOPIC_OR_PARTITION, str(exc))
+                except KafkaError as exc:  # record too large for the topic's limits
+                    record_err = exc
+            else:
+                record_err = err
+            if record.cb is not None:
+                try:
+                    record.cb(None, record_err)
+                except Exception as exc:  # noqa: BLE001
+                    self._report(exc)
         if self._flush_waiters:
             self._acc.close_all()  # these records were produced before the pending flush()
         self._sender.wake()
         self._check_flushed()
 
     def _add_topic(self, info: TopicInfo) -> TopicState:
-        tstate = self._topics.get(info.name)
-        if tstate is None:
-            tstate = self._topics[info.name] = TopicState(info.name)
+        tstate = self._acc.add_topic(info.name)
         tstate.update([(p.leader, p.leader_epoch) for p in info.partitions])
         return tstate
 
@@ -230,19 +238,20 @@ class Producer(ProducerCore):
     def abandon(self) -> None:
         """Fail everything still buffered, waiting or queued with DESTROY (the client closes).
         In-flight batches are failed by their connections closing."""
-        self.closed = True
+        if not self._start_closing():  # produce() raises STATE from here on
+            return
         err = KafkaError(DESTROY, "the client was closed before the record was delivered")
         self._acc.close_all()
         self._acc.stop()
-        for tstate in list(self._topics.values()):
+        for tstate in self._acc.topics.values():
             for part in tstate.parts:
-                while part.queue:
-                    self._sender.fail_records(part.queue.popleft(), err)
-        self._acc.ready.clear()
-        self._topics.clear()  # produce() now takes the slow path, which raises STATE
+                queue = part.queue
+                while queue:
+                    self._sender.fail_records(queue.drop_head(), err)
         for topic in list(self._waiting):
             self._on_topic(topic, None, err)
         self._sender.close()
+        self._finish_closing()
 
 
 class _ManyTracker:

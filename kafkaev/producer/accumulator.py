@@ -7,16 +7,20 @@ the partition becomes *ready* for the sender.
 
 * One timer for all lingering batches: open batches are kept in creation order, so the
   timer only ever looks at the oldest.
-* ``buffer_memory`` is reserved per batch (its capacity) when the batch opens and given back
-  when the batch completes; a full buffer raises ``BufferFullError`` from ``produce``.
+* ``buffer_memory`` is a ``MemoryBudget``: each batch reserves its capacity when it opens
+  (its encoded size once built) and gives it back when it completes; a full buffer raises
+  ``BufferFullError`` from ``produce``.
+* Each partition's ``PartitionQueue`` holds its closed batches and those in flight, and keeps
+  the partition in the ``ReadySet`` exactly while it has a batch to send.
 * A batch's builder stays with it until the batch completes, then is emptied and kept for
   the next batch of the default size (a few at most). Uncompressed, the builder's buffer is
   the batch (``RecordBatchBuilder.finish``): up to 128 KiB handed over, the builder
   allocating a new one at its next record; above, lent as a view and taken back once the
   batch is done with it, so a large buffer is reused rather than allocated again.
 * The state a record touches on its way in (``TopicState``, ``PartitionState``,
-  ``ProducerBatch`` with its ``Deliveries``) is defined in C, in ``kafkaev.producer.core``, so
-  that ``produce()`` reads it as struct fields; this module decides when batches open and close.
+  ``ProducerBatch`` with its ``Deliveries``), the queues, the ready set and the budget are
+  defined in C, in ``kafkaev.producer.core``, each keeping its own invariants; this module
+  decides when batches open and close.
 """
 
 from __future__ import annotations
@@ -30,9 +34,10 @@ from typing import Any
 from ..config import ClientConfig
 from ..errors import QUEUE_FULL, KafkaError
 from ..protocol.codec import BATCH_HEADER_SIZE, read_records
-from .core import PartitionState, ProducerBatch, TopicState
+from .core import MemoryBudget, PartitionState, ProducerBatch, ReadySet, TopicState
 
-__all__ = ["Accumulator", "BufferFullError", "PartitionState", "ProducerBatch", "TopicState"]
+__all__ = ["Accumulator", "BufferFullError", "MemoryBudget", "PartitionState", "ProducerBatch", "ReadySet",
+           "TopicState"]
 
 # Emptied builders kept for the next batches of the default size: their grown buffers are
 # reused instead of being reallocated (and page-faulted in) batch after batch. Each holds
@@ -68,7 +73,8 @@ class BufferFullError(KafkaError):
 
 
 class Accumulator:
-    """Open batches, the linger timer, ready partitions and buffer memory."""
+    """Open batches, the linger timer, the topics' state, and the ready set and memory budget
+    they share."""
 
     def __init__(self, config: ClientConfig, loop: asyncio.AbstractEventLoop, on_ready: Callable[[], None],
                  builder_factory: Callable[[int, int], Any] | None = None) -> None:
@@ -82,8 +88,8 @@ class Accumulator:
         self._linger_s = config.linger_ms / 1000.0
         self._delivery_timeout_s = config.delivery_timeout_ms / 1000.0
         self._ids = itertools.count(1)
-        self.topics: dict[str, TopicState] = {}
-        self.ready: dict[PartitionState, None] = {}  # ordered set of partitions with queued batches
+        self.topics: dict[str, TopicState] = {}  # add_topic(); produce() looks names up here
+        self.ready = ReadySet()  # partitions with queued batches, kept by their PartitionQueue
         self.open: deque[ProducerBatch] = deque()  # open batches in creation order (linger)
         # Partitions whose open batch has lingered but which cannot send yet (as many requests
         # out as _lingered_in_flight allows, or closed batches still queued): the batch stays open and keeps taking
@@ -95,21 +101,28 @@ class Accumulator:
         self._lingered_in_flight = (min(config.max_in_flight, LOW_LATENCY_PIPELINE_DEPTH) if config.linger_ms == 0
                                     else config.max_in_flight)
         self._linger_timer: asyncio.TimerHandle | None = None
-        self.buffer_memory = config.buffer_memory
-        self.buffered = 0  # bytes reserved by batches not yet completed
-        # Records that waited for their topic's metadata were admitted against buffer_memory
-        # when produced; while they are appended the limit is not applied again (see Producer).
-        self.readmitting = False
+        self.budget = MemoryBudget(config.buffer_memory)
         self.incomplete = 0  # batches not yet completed (open, queued or in flight)
 
+    # --- topics --------------------------------------------------------------------------------
+    def add_topic(self, name: str) -> TopicState:
+        """The state of topic ``name``, created empty the first time."""
+        tstate = self.topics.get(name)
+        if tstate is None:
+            tstate = self.topics[name] = TopicState(name, self.ready)
+        return tstate
+
     # --- batches -------------------------------------------------------------------------------
-    def new_batch(self, part: PartitionState, record_size: int) -> ProducerBatch:
-        """Open a batch for ``part`` able to take a record of ``record_size`` bytes."""
+    def new_batch(self, part: PartitionState, record_size: int, readmitted: bool = False) -> ProducerBatch:
+        """Open a batch for ``part`` able to take a record of ``record_size`` bytes.
+        ``readmitted``: for a record that already waited for its topic (``ProducerCore.readmit``),
+        admitted against buffer_memory then, so not refused for memory now."""
         config = self._config
         capacity = max(config.batch_size, record_size + BATCH_HEADER_SIZE)
-        if self.buffered + capacity > self.buffer_memory and not self.readmitting:
+        budget = self.budget
+        if not readmitted and not budget.can_reserve(capacity):
             raise BufferFullError(
-                f"buffer_memory ({self.buffer_memory} bytes) is full: {self.buffered} bytes are waiting "
+                f"buffer_memory ({budget.limit} bytes) is full: {budget.reserved} bytes are waiting "
                 "to be sent or acknowledged; let the event loop run, then produce again"
             )
         now = self._loop.time()
@@ -118,10 +131,10 @@ class Accumulator:
             builder = spare.pop()
         else:
             builder = self._new_builder(config.compression_type, capacity)
-        batch = ProducerBatch(next(self._ids), part, builder, now, now + self._delivery_timeout_s, capacity)
-        self.buffered += capacity
+        batch = ProducerBatch(next(self._ids), part, builder, now, now + self._delivery_timeout_s)
+        budget.reserve(batch, capacity, readmitted)
         self.incomplete += 1
-        part.batch = batch
+        part.open_batch(batch)
         self.open.append(batch)
         if self._linger_timer is None:
             self._linger_timer = self._loop.call_at(now + self._linger_s, self._linger_expired)
@@ -130,16 +143,14 @@ class Accumulator:
     def close_batch(self, batch: ProducerBatch) -> None:
         """Stop appending to ``batch`` and queue it for the sender."""
         part = batch.part
-        if part.batch is not batch:
+        if not part.close_open_batch(batch):
             return
-        part.batch = None
         part.tstate.sticky.release(part.partition)
         batch.record_count = batch.builder.record_count
         if batch.record_count == 0:
             self.release(batch)
             return
         part.queue.append(batch)
-        self.ready[part] = None
 
     def recycle(self, builder: Any) -> None:
         """The builder of a completed batch: kept, emptied, for a later batch of the default size."""
@@ -151,8 +162,7 @@ class Accumulator:
     def release(self, batch: ProducerBatch) -> None:
         """The batch completed (acknowledged or failed): give back its memory, and its builder
         for a later batch."""
-        self.buffered -= batch.reserved
-        batch.reserved = 0
+        self.budget.release(batch)
         self.incomplete -= 1
         builder = batch.builder
         if builder is not None:
@@ -174,7 +184,7 @@ class Accumulator:
                 break
             open_batches.popleft()
             part = batch.part
-            if part.queue or len(part.in_flight) >= self._lingered_in_flight:
+            if part.queue or part.queue.in_flight_count >= self._lingered_in_flight:
                 self.held[part] = None
                 continue
             self.close_batch(batch)
@@ -189,7 +199,7 @@ class Accumulator:
         before each round)."""
         lingered = self._loop.time() - self._linger_s
         for part in list(self.held):
-            if part.queue or len(part.in_flight) >= self._lingered_in_flight:
+            if part.queue or part.queue.in_flight_count >= self._lingered_in_flight:
                 continue
             del self.held[part]
             batch = part.batch
@@ -219,32 +229,23 @@ class Accumulator:
         records = read_records(part.topic, part.partition, bytes(data)).messages  # splitting is rare
         half = len(records) // 2
         halves = ((records[:half], batch.deliveries), (records[half:], batch.deliveries.split(half)))
-        reserved = batch.reserved  # what the built batch holds passes to the first half
         for side, (chunk, deliveries) in enumerate(halves):
             # The records fitted one builder of this size before: uncompressed, each half fits too.
             builder = self._new_builder(config.compression_type, max(config.batch_size, len(data)))
             for m in chunk:
                 builder.append(m.timestamp, m.key, m.value, m.headers or None)
-            replacement = ProducerBatch(batch.id, part, builder, batch.created, batch.deadline, reserved,
+            replacement = ProducerBatch(batch.id, part, builder, batch.created, batch.deadline,
                                         batch.order + (side,))
+            if side == 0:
+                self.budget.transfer(batch, replacement)  # what the built batch holds passes to the first half
             replacement.deliveries = deliveries
             replacement.record_count = builder.record_count
             self.requeue(replacement)  # in the original's place: after what precedes it, before the rest
-            reserved = 0
         self.incomplete += 1
 
     def requeue(self, batch: ProducerBatch) -> None:
         """Put a batch that must be retried back into its partition's queue, in sequence order."""
-        part = batch.part
-        queue = part.queue
-        i = 0
-        for i, queued in enumerate(queue):  # noqa: B007 - the index is the insertion point
-            if queued.order > batch.order:
-                break
-        else:
-            i = len(queue)
-        queue.insert(i, batch)
-        self.ready[part] = None
+        batch.part.queue.requeue(batch)
 
     def stop(self) -> None:
         if self._linger_timer is not None:

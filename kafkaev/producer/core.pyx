@@ -3,10 +3,11 @@
 ``produce()`` itself, and the delivery callbacks of each batch.
 
 The policy around it stays in Python (``kafkaev/producer/``): opening and closing batches,
-linger, buffer memory, requests, retries, idempotence. ``kafkaev.producer.Producer`` subclasses
+linger, when to send, requests, retries, idempotence. ``kafkaev.producer.Producer`` subclasses
 ``ProducerCore`` and supplies those slow paths; the public API is documented in core.pyi.
 
-Files: ``core_state.pxi`` (batch, partition and topic state; the sticky partition),
+Files: ``core_state.pxi`` (batch, partition and topic state, each partition's queue and
+the ready set, the memory budget, the producer's lifecycle; the sticky partition),
 ``core_delivery.pxi`` (a batch's callbacks and their completion),
 ``core_produce.pxi`` (argument checks, partition choice, append).
 """
@@ -28,7 +29,7 @@ from collections import deque
 from collections.abc import Mapping
 
 from kafkaev.protocol.codec import murmur2
-from kafkaev.errors import MESSAGE_TOO_LARGE, UNKNOWN_TOPIC_OR_PARTITION, KafkaError
+from kafkaev.errors import MESSAGE_TOO_LARGE, STATE, UNKNOWN_TOPIC_OR_PARTITION, KafkaError
 from kafkaev.types import RecordMetadata
 
 cdef extern from "Python.h":

@@ -1,6 +1,7 @@
 # produce(): argument checks, partition choice and one append into the partition's open
-# batch, in one C call. Anything else (opening a batch, a topic not known yet, a closed
-# producer) is a slow path in Python, reached only when needed.
+# batch, in one C call. Anything else (opening a batch, a topic not known yet) is a slow path
+# in Python, reached only when needed. readmit() takes the same path for a record that waited
+# for its topic's metadata.
 
 from libc.time cimport time_t
 
@@ -97,14 +98,20 @@ cdef Py_ssize_t _append_record(ProducerBatch batch, int64_t timestamp, key, valu
     return delta
 
 
+cdef int _refuse_closed() except -1:
+    raise KafkaError(STATE, "produce: the client is closed")
+
+
 cdef class ProducerCore:
     """The per-record path of ``kafkaev.producer.Producer``, which subclasses it.
 
-    ``accumulator`` opens (``new_batch(part, record_size)``) and closes (``close_batch(batch)``)
-    batches and holds ``topics`` (name -> TopicState); ``wake()`` tells the sender that a batch
-    is ready; ``custom_partition(topic, key, num_partitions)`` is the checked user partitioner or
-    None; ``unknown_topic(topic, key, value, cb, partition, headers, timestamp_ms)`` takes a
-    record whose topic is not in ``topics`` (not known yet, or the producer is closed).
+    ``accumulator`` opens (``new_batch(part, record_size, readmitted)``) and closes
+    (``close_batch(batch)``) batches and holds ``topics`` (name -> TopicState); ``wake()`` tells
+    the sender that a batch is ready; ``custom_partition(topic, key, num_partitions)`` is the
+    checked user partitioner or None; ``unknown_topic(topic, key, value, cb, partition, headers,
+    timestamp_ms)`` takes a record whose topic is not in ``topics`` yet. ``lifecycle`` goes from
+    OPEN to CLOSING to CLOSED, only forward (``_start_closing``, ``_finish_closing``); the
+    caller closes every open batch once closing starts, and no batch opens after that.
     """
 
     cdef readonly object _acc
@@ -113,6 +120,8 @@ cdef class ProducerCore:
     cdef object _custom_partition
     cdef object _unknown_topic
     cdef readonly Py_ssize_t _max_request_size
+    cdef ProducerLifecycle _lifecycle
+    cdef bint _readmitting              # inside readmit(): the new batch is not refused for memory
 
     def __init__(self, accumulator, wake, custom_partition, Py_ssize_t max_request_size, unknown_topic):
         self._acc = accumulator
@@ -121,6 +130,27 @@ cdef class ProducerCore:
         self._custom_partition = custom_partition
         self._max_request_size = max_request_size
         self._unknown_topic = unknown_topic
+        self._lifecycle = OPEN
+        self._readmitting = False
+
+    @property
+    def lifecycle(self):
+        """OPEN, CLOSING (close() is failing what was not sent) or CLOSED."""
+        return ProducerLifecycle(self._lifecycle)
+
+    def _start_closing(self):
+        """OPEN -> CLOSING: from now on produce() raises STATE. False when already closing
+        or closed."""
+        if self._lifecycle != OPEN:
+            return False
+        self._lifecycle = CLOSING
+        return True
+
+    def _finish_closing(self):
+        """CLOSING -> CLOSED: everything not sent has been failed."""
+        if self._lifecycle != CLOSING:
+            raise RuntimeError(f"cannot finish closing a producer that is {self.lifecycle.name}")
+        self._lifecycle = CLOSED
 
     def produce(self, topic, key, value, cb=None, *, partition=None, headers=None, timestamp_ms=None):
         """Queue one record; ``cb(RecordMetadata, None)`` or ``cb(None, KafkaError)`` exactly once.
@@ -142,7 +172,9 @@ cdef class ProducerCore:
         if cb is not None and not callable(cb):
             raise TypeError(f"produce: 'cb' must be callable or None, got {type(cb).__name__}")
         found = self._topics.get(topic)
-        if found is None:  # unknown topic, or the producer is closed (its table is then empty)
+        if found is None:  # not known yet
+            if self._lifecycle != OPEN:
+                _refuse_closed()
             self._unknown_topic(topic, key, value, cb, partition, headers, timestamp)
             return
         tstate = <TopicState>found
@@ -167,6 +199,18 @@ cdef class ProducerCore:
         else:
             p = partition
         self._append(<PartitionState>tstate.parts[p], timestamp, key, value, cb, headers)
+
+    def readmit(self, str topic not None, key, value, cb, partition, headers, int64_t timestamp_ms):
+        """Append a record that waited for its topic's metadata, now known: checked as
+        produce() checks it, ``timestamp_ms`` stamped when it was produced, but not against
+        ``buffer_memory`` again, which admitted it then."""
+        # The waiver lasts this one call and reaches only _append_new (a slow path), so
+        # produce()'s per-record path carries nothing for it; no user code runs meanwhile.
+        self._readmitting = True
+        try:
+            self.produce(topic, key, value, cb, partition=partition, headers=headers, timestamp_ms=timestamp_ms)
+        finally:
+            self._readmitting = False
 
     cdef int _append_sticky(self, TopicState tstate, int64_t timestamp, value, cb, headers) except -1:
         """A keyless record joins the topic's sticky partition (KIP-480)."""
@@ -200,6 +244,10 @@ cdef class ProducerCore:
     cdef int _append_new(self, PartitionState part, int64_t timestamp, key, value, cb, headers) except -1:
         """Open a batch for ``part`` sized for this record, and append the record."""
         cdef Py_ssize_t size
+        # Closing closes every open batch first, so once the producer is not OPEN each record
+        # comes here (or to the unknown-topic path): the check costs the per-record path nothing.
+        if self._lifecycle != OPEN:
+            _refuse_closed()
         key = coerce_bytes(key, "key")
         value = coerce_bytes(value, "value")
         size = RECORD_OVERHEAD_MAX + (len(key) if key is not None else 0) + (len(value) if value is not None else 0)
@@ -212,8 +260,9 @@ cdef class ProducerCore:
                 f"produce: record of {size} bytes (key + value + headers) is larger than "
                 f"max_request_size ({self._max_request_size})",
             )
-        batch = self._acc.new_batch(part, size)
+        batch = self._acc.new_batch(part, size, self._readmitting)
         if _append_record(batch, timestamp, key, value, cb, headers) < 0:
             # cannot happen with capacity >= size; never lose the record silently
             raise KafkaError(MESSAGE_TOO_LARGE, f"produce: record of {size} bytes did not fit an empty batch")
         return 0
+

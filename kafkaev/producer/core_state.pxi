@@ -1,14 +1,21 @@
-# What a record touches on its way into a batch: the topic, its partitions, each
-# partition's open batch, the sticky partition of keyless records.
+# The producer's state: what a record touches on its way into a batch (the topic, its
+# partitions, each partition's open batch, the sticky partition of keyless records), each
+# partition's queue of closed batches with the ready set, and the buffer-memory budget.
 #
-# cdef classes, so produce() reads their fields as C struct members; the Python policy
-# layer (accumulator, sender) uses the same fields as ordinary attributes.
+# cdef classes, so produce() reads their fields as C struct members. Each object keeps its
+# own invariants: the Python policy layer (accumulator, sender) reads the fields and changes
+# the queues, the ready set and the budget only through their methods.
 
 cpdef enum:
     NO_PARTITION = -1   # StickyPartition.current when the next keyless record must choose
     NO_SEQUENCE = -1    # ProducerBatch.base_seq before its first (idempotent) send
     NO_LEADER = -1      # PartitionState.leader while the metadata names none
     NO_EPOCH = -1       # unknown leader epoch / producer epoch
+
+cpdef enum ProducerLifecycle:
+    OPEN = 0        # produce() appends
+    CLOSING = 1     # close() is failing what was not sent: produce() raises STATE
+    CLOSED = 2      # nothing left: produce() raises STATE
 
 
 @cython.final
@@ -61,7 +68,7 @@ cdef class ProducerBatch:
     cdef public Deliveries deliveries   # callbacks of the records that have one
     cdef readonly double created        # loop time
     cdef readonly double deadline       # loop time after which the records fail with MSG_TIMED_OUT
-    cdef public Py_ssize_t reserved     # bytes of buffer_memory held
+    cdef readonly Py_ssize_t reserved   # bytes of buffer_memory held; changed only by MemoryBudget
     # The EncodedBatch, built once at first send and resent as is (re-stamped after an epoch
     # bump); a large uncompressed one holds its builder's buffer.
     cdef public object data
@@ -75,7 +82,7 @@ cdef class ProducerBatch:
     cdef public bint outcome_unknown
 
     def __init__(self, Py_ssize_t batch_id, PartitionState part not None, builder, double created, double deadline,
-                 Py_ssize_t reserved, tuple order=None):
+                 tuple order=None):
         self.id = batch_id
         self.order = (batch_id,) if order is None else order
         self.part = part
@@ -83,7 +90,7 @@ cdef class ProducerBatch:
         self.deliveries = Deliveries()
         self.created = created
         self.deadline = deadline
-        self.reserved = reserved
+        self.reserved = 0  # until MemoryBudget.reserve
         self.data = None
         self.record_count = 0
         self.base_seq = NO_SEQUENCE
@@ -106,14 +113,13 @@ cdef class ProducerBatch:
 
 @cython.final
 cdef class PartitionState:
-    """Producer state of one topic-partition: its open batch, queued batches and sequencing."""
+    """Producer state of one topic-partition: its open batch, its queue and sequencing."""
 
     cdef readonly str topic
     cdef readonly Py_ssize_t partition
     cdef readonly TopicState tstate
-    cdef public ProducerBatch batch     # open batch, still taking records, or None
-    cdef readonly object queue          # deque: closed batches in sequence order, not in flight
-    cdef readonly object in_flight      # deque: sent, awaiting an answer, in send order
+    cdef readonly ProducerBatch batch   # open batch, still taking records, or None
+    cdef readonly PartitionQueue queue  # closed batches waiting to be sent, and those in flight
     cdef public int leader
     cdef public int leader_epoch
     cdef public int64_t next_seq
@@ -122,21 +128,252 @@ cdef class PartitionState:
     # is answered, then resend the queue in sequence order.
     cdef public bint retrying
 
-    def __init__(self, TopicState tstate not None, Py_ssize_t partition):
+    def __init__(self, TopicState tstate not None, Py_ssize_t partition, ReadySet ready not None):
         self.topic = tstate.name
         self.partition = partition
         self.tstate = tstate
         self.batch = None
-        self.queue = deque()
-        self.in_flight = deque()
+        self.queue = PartitionQueue(self, ready)
         self.leader = NO_LEADER
         self.leader_epoch = NO_EPOCH
         self.next_seq = 0
         self.retry_at = 0.0
         self.retrying = False
 
+    cpdef void open_batch(self, ProducerBatch batch) except *:
+        """``batch`` becomes the partition's open batch. One at a time: a second would be
+        orphaned, its records never sent and its memory never given back."""
+        if self.batch is not None:
+            raise RuntimeError(f"{self!r} already has an open batch")
+        if batch.part is not self:
+            raise ValueError(f"{batch!r} belongs to another partition")
+        self.batch = batch
+
+    cpdef bint close_open_batch(self, ProducerBatch batch):
+        """Stop taking records into ``batch``; False when it is no longer the open batch
+        (closed meanwhile, when it filled up)."""
+        if self.batch is not batch:
+            return False
+        self.batch = None
+        return True
+
     def __repr__(self):
         return f"<PartitionState {self.topic}[{self.partition}] leader={self.leader}>"
+
+
+@cython.final
+cdef class ReadySet:
+    """The partitions that have a closed batch to send, in the order they became ready (the
+    order the sender visits them). Only their ``PartitionQueue`` adds or removes them, so a
+    partition is in the set exactly while its queue is not empty."""
+
+    cdef dict _parts    # PartitionState -> None: an ordered set
+
+    def __cinit__(self):
+        self._parts = {}
+
+    def __len__(self):
+        return len(self._parts)
+
+    def __contains__(self, part):
+        return part in self._parts
+
+    def __iter__(self):
+        # a snapshot: sending or failing a batch changes the set while the caller walks it
+        return iter(list(self._parts))
+
+    cdef inline void _add(self, PartitionState part):
+        self._parts[part] = None  # already there: keeps its place
+
+    cdef inline void _discard(self, PartitionState part):
+        self._parts.pop(part, None)
+
+
+@cython.final
+cdef class PartitionQueue:
+    """One partition's closed batches: queued (in sequence order, not sent or to be resent)
+    and in flight (sent, awaiting an answer, in send order). Its partition is in the ready
+    set exactly while something is queued."""
+
+    cdef readonly PartitionState part
+    cdef ReadySet _ready
+    cdef object _queued     # deque of ProducerBatch
+    cdef object _in_flight  # deque of ProducerBatch
+
+    def __init__(self, PartitionState part not None, ReadySet ready not None):
+        self.part = part
+        self._ready = ready
+        self._queued = deque()
+        self._in_flight = deque()
+
+    def __len__(self):
+        """Batches queued (not in flight)."""
+        return len(self._queued)
+
+    def __iter__(self):
+        """The queued batches, in sequence order."""
+        return iter(self._queued)
+
+    @property
+    def head(self):
+        """The next batch to send (IndexError when nothing is queued)."""
+        return self._queued[0]
+
+    @property
+    def in_flight_count(self):
+        return len(self._in_flight)
+
+    @property
+    def last_in_flight(self):
+        """The batch sent last and not yet answered (IndexError when none is)."""
+        return self._in_flight[len(self._in_flight) - 1]  # no [-1]: compiled with wraparound=False
+
+    @property
+    def in_flight(self):
+        """The batches in flight, in send order (a copy: answers change them)."""
+        return tuple(self._in_flight)
+
+    @property
+    def ready(self):
+        return self.part in self._ready
+
+    cdef inline int _check(self, ProducerBatch batch) except -1:
+        if batch.part is not self.part:
+            raise ValueError(f"{batch!r} belongs to another partition")
+        return 0
+
+    cpdef void append(self, ProducerBatch batch) except *:
+        """A batch just closed: it goes last, after everything already queued."""
+        self._check(batch)
+        self._queued.append(batch)
+        self._ready._add(self.part)
+
+    cpdef void requeue(self, ProducerBatch batch) except *:
+        """A batch to send again (a retry, or a split's half) takes its place in sequence
+        (``order``) order, before every batch that follows it."""
+        cdef Py_ssize_t i = 0
+        self._check(batch)
+        queued = self._queued
+        for queued_batch in queued:
+            if (<ProducerBatch>queued_batch).order > batch.order:
+                break
+            i += 1
+        queued.insert(i, batch)
+        self._ready._add(self.part)
+
+    cpdef ProducerBatch send_head(self):
+        """The head batch goes out: it moves to the in-flight batches."""
+        batch = self._queued.popleft()  # IndexError when nothing is queued
+        self._in_flight.append(batch)
+        if not self._queued:
+            self._ready._discard(self.part)
+        return batch
+
+    cpdef ProducerBatch drop_head(self):
+        """Take the head batch out without sending it (it expired, or the producer closes)."""
+        batch = self._queued.popleft()
+        if not self._queued:
+            self._ready._discard(self.part)
+        return batch
+
+    cpdef void answered(self, ProducerBatch batch) except *:
+        """``batch`` is no longer in flight (answered, or its request failed)."""
+        in_flight = self._in_flight
+        if in_flight and in_flight[0] is batch:
+            in_flight.popleft()  # answers come in send order
+        else:
+            try:
+                in_flight.remove(batch)
+            except ValueError:
+                pass
+
+    def __repr__(self):
+        return (f"<PartitionQueue {self.part.topic}[{self.part.partition}] queued={len(self._queued)} "
+                f"in_flight={len(self._in_flight)}>")
+
+
+@cython.final
+cdef class MemoryBudget:
+    """``buffer_memory``: the bytes of records produced and not yet completed.
+
+    Two accounts share the limit. ``reserved``: what batches hold, from the capacity they
+    open with (then their encoded size, once built) until they complete. ``held``: records
+    waiting for their topic's metadata, at their own size until they are appended or failed.
+    Neither ever goes below 0. A new batch or a held record is refused when it would take its
+    account above the limit; the one excess allowed is a re-admitted batch (its records were
+    admitted when produced) and a built batch's encoded size above its capacity."""
+
+    # int64_t, not Py_ssize_t: each Py_ssize_t argument adds a call site of the helper that
+    # converts produce()'s partition number, and with more of them the compiler stopped
+    # inlining it there (+16 instructions a record, callgrind)
+    cdef readonly int64_t limit
+    cdef readonly int64_t reserved
+    cdef readonly int64_t held
+
+    def __init__(self, int64_t limit):
+        if limit < 0:
+            raise ValueError(f"buffer_memory must be >= 0, got {limit}")
+        self.limit = limit
+        self.reserved = 0
+        self.held = 0
+
+    cpdef bint can_reserve(self, int64_t size):
+        """Would a batch of ``size`` bytes fit?"""
+        return self.reserved + size <= self.limit
+
+    cpdef void reserve(self, ProducerBatch batch, int64_t size, bint readmitted=False) except *:
+        """``batch``, just opened with a capacity of ``size`` bytes, holds them until it completes.
+        OverflowError when they do not fit, unless ``readmitted``: its records were admitted
+        against the limit when they were produced, and failing them now would break that."""
+        if size < 0:
+            raise ValueError(f"a batch cannot hold {size} bytes")
+        if batch.reserved:
+            raise RuntimeError(f"{batch!r} already holds {batch.reserved} bytes")
+        if not readmitted and self.reserved + size > self.limit:
+            raise OverflowError(f"{size} bytes do not fit: {self.reserved} of {self.limit} reserved")
+        self.reserved += size
+        batch.reserved = size
+
+    cpdef void rebase(self, ProducerBatch batch, int64_t size) except *:
+        """``batch`` was built: from now on it holds its encoded ``size``, not its capacity."""
+        if size < 0:
+            raise ValueError(f"a batch cannot hold {size} bytes")
+        self.reserved += size - batch.reserved
+        batch.reserved = size
+
+    cpdef void transfer(self, ProducerBatch source, ProducerBatch target) except *:
+        """What ``source`` holds passes to ``target`` (a split batch to its first half)."""
+        if target.reserved:
+            raise RuntimeError(f"{target!r} already holds {target.reserved} bytes")
+        target.reserved = source.reserved
+        source.reserved = 0
+
+    cpdef void release(self, ProducerBatch batch) except *:
+        """``batch`` completed (acknowledged, failed or empty): its bytes are free again.
+        Releasing it twice gives nothing back the second time."""
+        if batch.reserved > self.reserved:
+            raise RuntimeError(f"{batch!r} releases {batch.reserved} bytes, only {self.reserved} reserved")
+        self.reserved -= batch.reserved
+        batch.reserved = 0
+
+    cpdef bint hold(self, int64_t size) except -1:
+        """A record of ``size`` bytes waits for its topic's metadata: False (nothing held)
+        when it does not fit beside what batches reserve and other records hold."""
+        if size < 0:
+            raise ValueError(f"a record cannot hold {size} bytes")
+        if self.reserved + self.held + size > self.limit:
+            return False
+        self.held += size
+        return True
+
+    cpdef void unhold(self, int64_t size) except *:
+        """Records that held ``size`` bytes in all stopped waiting (appended or failed)."""
+        if not 0 <= size <= self.held:
+            raise RuntimeError(f"unholding {size} bytes, only {self.held} held")
+        self.held -= size
+
+    def __repr__(self):
+        return f"<MemoryBudget reserved={self.reserved} held={self.held} limit={self.limit}>"
 
 
 @cython.final
@@ -148,9 +385,11 @@ cdef class TopicState:
     cdef readonly Py_ssize_t num_partitions
     cdef readonly StickyPartition sticky
     cdef readonly list available        # partitions with a leader
+    cdef ReadySet _ready                # where its partitions' queues say they have batches to send
 
-    def __init__(self, str name not None):
+    def __init__(self, str name not None, ReadySet ready not None):
         self.name = name
+        self._ready = ready
         self.parts = []
         self.num_partitions = 0
         self.sticky = StickyPartition()
@@ -160,7 +399,7 @@ cdef class TopicState:
         """Apply (leader, leader_epoch) per partition from metadata; partitions only grow."""
         cdef PartitionState part
         for p in range(len(self.parts), len(leaders)):
-            self.parts.append(PartitionState(self, p))
+            self.parts.append(PartitionState(self, p, self._ready))
         for part, (leader, epoch) in zip(self.parts, leaders):
             part.leader = leader
             part.leader_epoch = epoch

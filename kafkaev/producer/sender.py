@@ -148,20 +148,19 @@ class Sender:
         now = self._loop.time()
         max_in_flight = self._max_in_flight
         by_connection: dict[tuple[int, int], list[PartitionState]] = {}
-        for part in list(acc.ready):
-            if not part.queue:
-                del acc.ready[part]
-                continue
+        for part in acc.ready:  # a snapshot; each one has a batch queued
+            queue = part.queue
             if part.retry_at > now:
                 self._wake_at(part.retry_at)
                 continue
+            in_flight = queue.in_flight_count
             if part.retrying:
-                if part.in_flight:
+                if in_flight:
                     continue  # resend in order only once everything in flight is answered
                 part.retrying = False
-            if len(part.in_flight) >= max_in_flight:
+            if in_flight >= max_in_flight:
                 continue
-            if part.in_flight and (part.queue[0].split or part.in_flight[-1].split):
+            if in_flight and (queue.head.split or queue.last_in_flight.split):
                 continue  # a split batch's halves go one at a time (ProducerBatch.split)
             if part.leader < 0:
                 self._md.request_refresh()
@@ -191,7 +190,7 @@ class Sender:
         if self._lanes == 1:
             return 0
         assigned = self._lane_of.get(part)
-        if assigned is not None and (assigned.leader == part.leader or part.in_flight):
+        if assigned is not None and (assigned.leader == part.leader or part.queue.in_flight_count):
             return assigned.lane
         lane = self._next_lane.get(part.leader, 0)
         self._next_lane[part.leader] = (lane + 1) % self._lanes
@@ -211,7 +210,6 @@ class Sender:
             self.wake()
 
     def _send_to(self, conn: Any, parts: list[PartitionState]) -> None:
-        acc = self._acc
         max_in_flight = self._max_in_flight
         max_size = self._max_request_size
         while parts:
@@ -219,7 +217,8 @@ class Sender:
             size = 0
             again: list[PartitionState] = []
             for part in parts:
-                batch = part.queue[0]
+                queue = part.queue
+                batch = queue.head
                 data = batch.data
                 if data is None:
                     if self._earlier_identity and self._awaits_earlier_identity(part):
@@ -228,13 +227,10 @@ class Sender:
                 if request and size + len(data) > max_size:
                     again.append(part)
                     continue
-                part.queue.popleft()
-                part.in_flight.append(batch)
+                queue.send_head()
                 request.append(batch)
                 size += len(data)
-                if not part.queue:
-                    acc.ready.pop(part, None)
-                elif len(part.in_flight) < max_in_flight and not batch.split and not part.queue[0].split:
+                if queue and queue.in_flight_count < max_in_flight and not batch.split and not queue.head.split:
                     again.append(part)
             self._send_request(conn, request)
             parts = again
@@ -252,15 +248,13 @@ class Sender:
             data = batch.builder.finish()
         # The builder stays with the batch until it completes (Accumulator.release): a large
         # batch's data holds the builder's buffer, taken back warm for a later batch.
-        acc = self._acc
-        acc.buffered += len(data) - batch.reserved
-        batch.reserved = len(data)
+        self._acc.budget.rebase(batch, len(data))
         batch.data = data
         return data
 
     def _awaits_earlier_identity(self, part: PartitionState) -> bool:
         earlier = self._earlier_identity
-        return any(b in earlier for b in part.in_flight)
+        return any(b in earlier for b in part.queue.in_flight)
 
     def _send_request(self, conn: Connection, batches: list[ProducerBatch]) -> None:
         self.in_flight += len(batches)
@@ -311,18 +305,8 @@ class Sender:
                     self._failed(b, KafkaError(code, answer.error_message), answer, endpoints)
         self.send_ready()
 
-    def _leave_flight(self, batch: ProducerBatch) -> None:
-        in_flight = batch.part.in_flight
-        if in_flight and in_flight[0] is batch:
-            in_flight.popleft()
-        else:
-            try:
-                in_flight.remove(batch)
-            except ValueError:
-                pass
-
     def _succeeded(self, batch: ProducerBatch, base_offset: int, log_append_time: int) -> None:
-        self._leave_flight(batch)
+        batch.part.queue.answered(batch)
         if self._earlier_identity:
             self._earlier_identity.discard(batch)
         self._acc.release(batch)
@@ -331,7 +315,7 @@ class Sender:
         self._on_batch_done()
 
     def _failed(self, batch: ProducerBatch, err: KafkaError, answer: Any, endpoints: Any) -> None:
-        self._leave_flight(batch)
+        batch.part.queue.answered(batch)
         part = batch.part
         code = err.code
         batch.last_error = err
@@ -369,7 +353,7 @@ class Sender:
         explains this OUT_OF_ORDER_SEQUENCE_NUMBER)?"""
         part = batch.part
         return any(b.order < batch.order and b.data is not None for b in part.queue) or any(
-            b.order < batch.order for b in part.in_flight
+            b.order < batch.order for b in part.queue.in_flight
         )
 
     def _retry(self, batch: ProducerBatch, *, immediate: bool) -> None:
@@ -493,14 +477,12 @@ class Sender:
         self._sweep_timer = None
         acc = self._acc
         now = self._loop.time()
-        for part in list(acc.ready):
+        for part in acc.ready:
             queue = part.queue
-            while queue and queue[0].deadline <= now:
-                batch = queue.popleft()
+            while queue and queue.head.deadline <= now:
+                batch = queue.drop_head()
                 last = f"; last error: {batch.last_error}" if batch.last_error is not None else ""
                 self._fail(batch, KafkaError(MSG_TIMED_OUT, f"not delivered within delivery_timeout_ms{last}"))
-            if not queue:
-                acc.ready.pop(part, None)
         if acc.incomplete and not self._closed:
             self._sweep_timer = self._loop.call_later(self._sweep_s, self._sweep)
         if acc.ready or acc.held:
