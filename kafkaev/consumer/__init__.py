@@ -17,7 +17,7 @@ import asyncio
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from kafkaev.cluster.metadata import Metadata
+from kafkaev.cluster.metadata import ClusterMetadata, Metadata, TopicInfo
 from kafkaev.cluster.pool import ConnectionPool
 from kafkaev.config import ClientConfig
 from kafkaev.errors import STATE, KafkaError
@@ -232,8 +232,8 @@ class Consumer:
         _check_cb("offsets_for", cb, required=True)
         ctx = self.ctx
 
-        def with_topic(info: Any, err: KafkaError | None) -> None:
-            if err is not None:
+        def with_topic(info: TopicInfo | None, err: KafkaError | None) -> None:
+            if info is None or err is not None:
                 ctx.call(cb, None, err)
                 return
             parts = [TopicPartition(topic, p) for p in range(info.num_partitions)]
@@ -446,7 +446,7 @@ class Consumer:
         self.ctx.subscription.clear()
 
     # --- helpers --------------------------------------------------------------------------------------
-    def _on_metadata(self, _md: Any) -> None:
+    def _on_metadata(self, _md: ClusterMetadata) -> None:
         if self.closed:
             return
         self.fetcher.on_metadata()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -62,7 +63,7 @@ class ConsumerContext:
         p = info.partitions[partition]
         return p.leader, p.leader_epoch
 
-    def topic_id(self, topic: str) -> Any:
+    def topic_id(self, topic: str) -> uuid.UUID | None:
         info = self.metadata.current.topics.get(topic)
         return None if info is None else info.topic_id
 

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from typing import Any
 
 from kafkaev.backoff import Backoff
-from kafkaev.cluster.metadata import NO_NODE
+from kafkaev.cluster.metadata import NO_NODE, ClusterMetadata
 from kafkaev.cluster.pool import Role
 from kafkaev.errors import (
     COORDINATOR_LOAD_IN_PROGRESS,
@@ -87,7 +86,7 @@ class CoordinatorLink:
     def _find(self) -> None:
         brokers = list(self.ctx.metadata.current.brokers)
         if not brokers:
-            def after_refresh(_md: Any, err: KafkaError | None) -> None:
+            def after_refresh(_md: ClusterMetadata | None, err: KafkaError | None) -> None:
                 if self.ctx.metadata.current.brokers:
                     self._find()
                 else:

@@ -23,6 +23,7 @@ it is dropped (and fetched again on resume).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -85,7 +86,7 @@ class LeaderFetcher:
         # poll() callbacks waiting for this leader's answer
         self.round_waiters: list[Callable[[], None]] = []
         self.backoff = backoff  # failed fetches in a row, reset by an answer
-        self.retry_handle: Any = None  # the wait after a failed fetch
+        self.retry_handle: asyncio.TimerHandle | None = None  # the wait after a failed fetch
 
 
 class Fetcher:
@@ -105,7 +106,7 @@ class Fetcher:
         self.reported_missing: set[TopicPartition] = set()
         # poll() calls waiting for positions or leaders, released by kick() or the timer
         self.pending_polls: list[Callable[[KafkaError | None], object] | None] = []
-        self.poll_timer: Any = None
+        self.poll_timer: asyncio.TimerHandle | None = None
 
     # --- control -------------------------------------------------------------------------------
     def start(self) -> None:
@@ -388,7 +389,7 @@ class Fetcher:
         aborted = p.aborted_transactions if self.read_committed else None
         return _Delivery(state, records, aborted, state.generation, offset, next_offset)
 
-    def _decode(self, delivery: _Delivery) -> Any:
+    def _decode(self, delivery: _Delivery) -> codec.FetchedRecords:
         """The delivery's records as a FetchedRecords: up to the first corrupt entry, whose
         error is in ``error``."""
         state = delivery.state
@@ -437,7 +438,7 @@ class Fetcher:
             state.position_epoch = last_handed_over.leader_epoch
             state.rewind_fetch()
 
-    def _deliver(self, state: PartitionState, messages: list[Any]) -> Any:
+    def _deliver(self, state: PartitionState, messages: list[codec.Message]) -> codec.Message | None:
         """Hand the records over; returns the last one handed over when the callback
         paused the partition mid-way, else None (all delivered)."""
         on_batch = self.on_batch

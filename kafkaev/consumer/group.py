@@ -19,12 +19,14 @@ States: UNJOINED -> JOINING -> SYNCING -> STABLE, back to JOINING on a rebalance
 
 from __future__ import annotations
 
+import asyncio
 import enum
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from kafkaev.backoff import Backoff
+from kafkaev.cluster.metadata import ClusterMetadata
 from kafkaev.errors import (
     FENCED_INSTANCE_ID,
     ILLEGAL_GENERATION,
@@ -97,10 +99,10 @@ class GroupMember:
         self.on_partitions_changed = on_partitions_changed  # the fetcher's kick
         self._rejoin_needed = False
         self._join_in_flight = False
-        self._heartbeat_handle: Any = None
+        self._heartbeat_handle: asyncio.TimerHandle | None = None
         self._heartbeat_in_flight = False
         self._last_heartbeat_ok = ctx.loop.time()
-        self._commit_handle: Any = None
+        self._commit_handle: asyncio.TimerHandle | None = None
         # Each kind of request retries on its own backoff, reset when it next succeeds.
         retry = ctx.config.retry_backoff
         self._join_backoff = Backoff(retry)  # JoinGroup/SyncGroup, until an assignment lands
@@ -324,7 +326,7 @@ class GroupMember:
         self.ctx.metadata.add_topics(topics)
         generation = self.generation_id
 
-        def with_metadata(_md: Any, err: KafkaError | None) -> None:
+        def with_metadata(_md: ClusterMetadata | None, err: KafkaError | None) -> None:
             if self.state is not GroupState.SYNCING or self.generation_id != generation:
                 self._join_in_flight = False
                 return

@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from ..backoff import Backoff, RetryTimer
 from ..cluster.metadata import BrokerInfo, Metadata
@@ -51,7 +51,12 @@ from ..errors import (
     UNKNOWN_TOPIC_OR_PARTITION,
     KafkaError,
 )
-from ..protocol.codec import EncodedBatch, ProduceResponse
+from ..protocol.codec import (
+    EncodedBatch,
+    PartitionProduceResponse,
+    ProduceResponse,
+    ProduceResponseNodeEndpoint,
+)
 from ..protocol.connection import Connection, ProducePartition
 from ..types import NO_OFFSET, NO_TIMESTAMP
 from .accumulator import Accumulator, PartitionState, ProducerBatch
@@ -197,7 +202,7 @@ class Sender:
         self._lane_of[part] = _Lane(part.leader, lane)
         return lane
 
-    def _on_connection(self, node_id: int, lane: int, conn: Any, err: KafkaError | None) -> None:
+    def _on_connection(self, node_id: int, lane: int, conn: Connection | None, err: KafkaError | None) -> None:
         if err is None:
             self.wake()
         else:
@@ -209,7 +214,7 @@ class Sender:
         if writable:
             self.wake()
 
-    def _send_to(self, conn: Any, parts: list[PartitionState]) -> None:
+    def _send_to(self, conn: Connection, parts: list[PartitionState]) -> None:
         max_in_flight = self._max_in_flight
         max_size = self._max_request_size
         while parts:
@@ -287,7 +292,7 @@ class Sender:
             for b in batches:
                 self._succeeded(b, NO_OFFSET, NO_TIMESTAMP)
         else:
-            answers = {}
+            answers: dict[tuple[str, int], PartitionProduceResponse] = {}
             for t in resp.responses:  # named by the connection, also when the request gave ids
                 for p in t.partition_responses:
                     answers[(t.name, p.index)] = p
@@ -314,7 +319,8 @@ class Sender:
         batch.deliveries.complete(part.topic, part.partition, base_offset, log_append_time, self._report)
         self._on_batch_done()
 
-    def _failed(self, batch: ProducerBatch, err: KafkaError, answer: Any, endpoints: Any) -> None:
+    def _failed(self, batch: ProducerBatch, err: KafkaError, answer: PartitionProduceResponse | None,
+                endpoints: Sequence[ProduceResponseNodeEndpoint]) -> None:
         batch.part.queue.answered(batch)
         part = batch.part
         code = err.code
@@ -367,7 +373,8 @@ class Sender:
             part.retry_at = max(part.retry_at, self._loop.time() + delay)
         self._acc.requeue(batch)
 
-    def _use_current_leader(self, part: PartitionState, answer: Any, endpoints: Any) -> bool:
+    def _use_current_leader(self, part: PartitionState, answer: PartitionProduceResponse | None,
+                            endpoints: Sequence[ProduceResponseNodeEndpoint]) -> bool:
         """KIP-951: Produce v10+ names the new leader; True when it was applied."""
         current = getattr(answer, "current_leader", None) if answer is not None else None
         if current is None or current.leader_id < 0:
