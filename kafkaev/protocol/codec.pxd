@@ -132,6 +132,15 @@ cdef int32_t murmur2_positive(const char *data, Py_ssize_t n) noexcept nogil
 
 # --- compression (codec_compression.pxi) ---
 # Codec numbers of RecordBatch attributes bits 0-2.
+# The wire's "none" values: what a field holds when there is nothing to say.
+cdef enum:
+    NULL_LENGTH = -1        # the length of a null string, bytes, array or struct (non-flexible)
+    NO_PRODUCER_ID = -1     # a batch not written by an idempotent or transactional producer
+    NO_PRODUCER_EPOCH = -1
+    NO_SEQUENCE = -1
+    NO_LEADER_EPOCH = -1    # no leader epoch known, or none to check against
+    NO_TIMESTAMP = -1       # Java's RecordBatch.NO_TIMESTAMP: a batch with no records, a legacy entry
+
 cdef enum CompressionCodec:
     COMPRESSION_NONE = 0
     COMPRESSION_GZIP = 1

@@ -114,6 +114,10 @@ cdef inline uint64_t _zigzag64(int64_t v) noexcept nogil:
     return (<uint64_t>v << 1) ^ <uint64_t>(v >> 63)
 
 
+
+cdef enum:
+    NO_FRAME = -1  # WriteBuffer._frame_start when no frame is open
+
 cdef class WriteBuffer:
     """A growable byte buffer that writes Kafka primitives and frames requests.
 
@@ -130,7 +134,7 @@ cdef class WriteBuffer:
         self._buf = self._small
         self._size = INLINE_BUFFER_SIZE
         self._length = 0
-        self._frame_start = -1
+        self._frame_start = NO_FRAME
         self._view_count = 0
         self._referenced = None
         self._referenced_size = 0
@@ -168,7 +172,7 @@ cdef class WriteBuffer:
     # --- framing ---
 
     cdef int start_frame(self) except -1:
-        if self._frame_start != -1:
+        if self._frame_start != NO_FRAME:
             raise ValueError("WriteBuffer: a frame is already open")
         self._ensure(4)
         self._frame_start = self._length
@@ -178,20 +182,20 @@ cdef class WriteBuffer:
 
     cdef int end_frame(self) except -1:
         cdef Py_ssize_t size
-        if self._frame_start == -1:
+        if self._frame_start == NO_FRAME:
             raise ValueError("WriteBuffer: no frame is open")
         size = self._length - self._frame_start - 4 + (self._referenced_size - self._frame_referenced)
         if size > INT32_MAX_LENGTH:
             raise ValueError(f"WriteBuffer: frame of {size} bytes exceeds the Int32 size prefix")
         _pack_int32(self._buf + self._frame_start, <int32_t>size)
-        self._frame_start = -1
+        self._frame_start = NO_FRAME
         return 0
 
     cdef int reset(self) except -1:
         if self._view_count > 0:
             raise BufferError("WriteBuffer: cannot reset while a memoryview of it is alive")
         self._length = 0
-        self._frame_start = -1
+        self._frame_start = NO_FRAME
         self._referenced = None
         self._referenced_size = 0
         return 0
@@ -212,7 +216,7 @@ cdef class WriteBuffer:
             del self._referenced[mark.referenced:]
         self._length = mark.length
         if self._frame_start >= mark.length:
-            self._frame_start = -1
+            self._frame_start = NO_FRAME
         return 0
 
     cdef Py_ssize_t total_length(self) noexcept:
@@ -370,7 +374,7 @@ cdef class WriteBuffer:
 
     cdef int write_nullable_string(self, object s) except -1:
         if s is None:
-            return self.write_int16(-1)
+            return self.write_int16(NULL_LENGTH)
         return self._write_utf8(s, False, b"write_nullable_string")
 
     cdef int write_bytes(self, object b) except -1:
@@ -380,7 +384,7 @@ cdef class WriteBuffer:
 
     cdef int write_nullable_bytes(self, object b) except -1:
         if b is None:
-            return self.write_int32(-1)
+            return self.write_int32(NULL_LENGTH)
         return self._write_buffer_with_length(b, False, b"write_nullable_bytes")
 
     cdef int write_array_length(self, Py_ssize_t n) except -1:
@@ -711,7 +715,7 @@ cdef class ReadBuffer:
             n = self.read_int32()
         if n < -1:
             self._fail(f"has an invalid length {n}")
-        if n == -1:
+        if n == NULL_LENGTH:
             if not nullable:
                 self._fail("is null but the field is not nullable")
             return -1
@@ -731,7 +735,7 @@ cdef class ReadBuffer:
         cdef Py_ssize_t n
         cdef int16_t n16 = self.read_int16()
         if n16 < 0:
-            self._fail(f"has an invalid length {n16}" if n16 != -1 else "is null but the field is not nullable")
+            self._fail(f"has an invalid length {n16}" if n16 != NULL_LENGTH else "is null but the field is not nullable")
         n = n16
         if n > self._end - self._pos:
             self._short(n)
@@ -740,7 +744,7 @@ cdef class ReadBuffer:
     cdef object read_nullable_string(self):
         cdef Py_ssize_t n
         cdef int16_t n16 = self.read_int16()
-        if n16 == -1:
+        if n16 == NULL_LENGTH:
             return None
         if n16 < 0:
             self._fail(f"has an invalid length {n16}")
@@ -755,13 +759,13 @@ cdef class ReadBuffer:
 
     cdef object read_nullable_bytes(self):
         cdef Py_ssize_t n = self._read_length(False, True)
-        if n == -1:
+        if n == NULL_LENGTH:
             return None
         return PyBytes_FromStringAndSize(self.read_raw(n), n)
 
     cdef Py_ssize_t read_array_length(self) except -2:
         cdef int32_t n = self.read_int32()
-        if n == -1:
+        if n == NULL_LENGTH:
             return -1
         if n < 0:
             self._fail(f"has an invalid array length {n}")
@@ -777,7 +781,7 @@ cdef class ReadBuffer:
 
     cdef object read_compact_nullable_string(self):
         cdef Py_ssize_t n = self._read_length(True, True)
-        if n == -1:
+        if n == NULL_LENGTH:
             return None
         return self._decode_utf8(n)
 
@@ -787,14 +791,14 @@ cdef class ReadBuffer:
 
     cdef object read_compact_nullable_bytes(self):
         cdef Py_ssize_t n = self._read_length(True, True)
-        if n == -1:
+        if n == NULL_LENGTH:
             return None
         return PyBytes_FromStringAndSize(self.read_raw(n), n)
 
     cdef Py_ssize_t read_compact_array_length(self) except -2:
         cdef uint64_t u = self._read_uvarint_max(MAX_VARINT32_BYTES)
         cdef int64_t n = <int64_t>u - 1
-        if n == -1:
+        if n == NULL_LENGTH:
             return -1
         if n > self._end - self._pos:
             self._fail(f"claims {n} elements but only {self._end - self._pos} bytes are left")
@@ -803,7 +807,7 @@ cdef class ReadBuffer:
     cdef object read_records(self, bint compact):
         cdef Py_ssize_t n = self._read_length(compact, True)
         cdef Py_ssize_t start
-        if n == -1:
+        if n == NULL_LENGTH:
             return None
         start = self._pos
         self._pos += n

@@ -359,7 +359,7 @@ cdef int _write_field(WriteBuffer buf, _StructSpec spec, _FieldSpec f, object va
     if value is None:
         if not f.nullable(v):
             raise _not_nullable(spec, f, v)
-        n = -1
+        n = NULL_LENGTH
     else:
         n = len(value)
     if flex:
@@ -397,13 +397,13 @@ cdef int _write_value(WriteBuffer buf, _StructSpec spec, _FieldSpec f, object va
         if not nullable:
             raise _not_nullable(spec, f, v)
         if kind == K_STRUCT:
-            buf.write_int8(-1)
+            buf.write_int8(NULL_LENGTH)
         elif flex:
             buf.write_uvarint(0)
         elif kind == K_STRING:
-            buf.write_int16(-1)
+            buf.write_int16(NULL_LENGTH)
         else:
-            buf.write_int32(-1)
+            buf.write_int32(NULL_LENGTH)
     elif kind == K_STRING:
         if flex:
             buf.write_compact_string(value)

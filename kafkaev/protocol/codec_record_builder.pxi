@@ -57,9 +57,6 @@ cdef enum:
     VALUE_REFERENCE_MIN_SIZE = 4096
     INITIAL_VALUE_REFS = 16
 
-# Java's RecordBatch.NO_TIMESTAMP: base/max timestamp of a batch with no records.
-cdef int64_t NO_TIMESTAMP = -1
-
 
 cdef inline int _varint_size(int64_t v) noexcept nogil:
     return _uvarint_size(_zigzag64(v))
@@ -83,7 +80,7 @@ cdef int _get_bytes(object obj, _Bytes *out, Py_buffer *view, const char *what) 
     out.has_view = False
     if obj is None:
         out.ptr = NULL
-        out.len = -1
+        out.len = NULL_LENGTH
     elif PyBytes_CheckExact(obj):
         out.ptr = PyBytes_AS_STRING(obj)
         out.len = PyBytes_GET_SIZE(obj)
@@ -316,7 +313,7 @@ cdef class RecordBatchBuilder:
         self._referenced_len = 0
 
     def __init__(self, int codec=COMPRESSION_NONE, Py_ssize_t max_batch_size=DEFAULT_MAX_BATCH_SIZE,
-                 int compression_level=-1):
+                 int compression_level=COMPRESSION_LEVEL_DEFAULT):
         if codec < COMPRESSION_NONE or codec > COMPRESSION_ZSTD:
             raise ValueError(f"RecordBatchBuilder: 'codec' must be 0..4 (none, gzip, snappy, lz4, zstd), got {codec}")
         if max_batch_size < BATCH_HEADER_SIZE:
@@ -581,8 +578,9 @@ cdef class RecordBatchBuilder:
                 crc = crc32c_update(0, out + RB_ATTRIBUTES, total - RB_ATTRIBUTES)
         _pack_int32(out + RB_CRC, <int32_t>crc)
 
-    cpdef bytes build(self, int64_t base_offset=0, int32_t partition_leader_epoch=-1,
-                      int64_t producer_id=-1, int16_t producer_epoch=-1, int32_t base_sequence=-1,
+    cpdef bytes build(self, int64_t base_offset=0, int32_t partition_leader_epoch=NO_LEADER_EPOCH,
+                      int64_t producer_id=NO_PRODUCER_ID, int16_t producer_epoch=NO_PRODUCER_EPOCH,
+                      int32_t base_sequence=NO_SEQUENCE,
                       bint transactional=False, bint is_control=False):
         """The finished batch as bytes. Can be called again (e.g. with a new
         producer epoch and base sequence): only the header is re-stamped."""
@@ -611,8 +609,9 @@ cdef class RecordBatchBuilder:
                            base_sequence, transactional, is_control)
         return batch
 
-    cpdef EncodedBatch finish(self, int64_t base_offset=0, int32_t partition_leader_epoch=-1,
-                              int64_t producer_id=-1, int16_t producer_epoch=-1, int32_t base_sequence=-1,
+    cpdef EncodedBatch finish(self, int64_t base_offset=0, int32_t partition_leader_epoch=NO_LEADER_EPOCH,
+                              int64_t producer_id=NO_PRODUCER_ID, int16_t producer_epoch=NO_PRODUCER_EPOCH,
+                              int32_t base_sequence=NO_SEQUENCE,
                               bint transactional=False, bint is_control=False):
         """The batch, as ``build`` makes it, as an EncodedBatch, after which the builder is
         empty (as after ``reset``). Uncompressed, the builder's own buffer becomes the batch,

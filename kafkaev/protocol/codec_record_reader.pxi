@@ -47,8 +47,6 @@ cdef enum:
     _RR_MAX_VARINT_BYTES = 5
     _RR_MAX_VARLONG_BYTES = 10
 
-    _RR_NO_LEADER_EPOCH = -1         # legacy entries carry none
-
 
 # What went wrong inside a record, for the error message.
 cdef enum _RecordFault:
@@ -284,8 +282,8 @@ cdef class Message:
         return self._headers
 
     def __init__(self, str topic, int32_t partition, int64_t offset, key=None, value=None, *,
-                 int64_t timestamp=-1, int timestamp_type=TIMESTAMP_NOT_AVAILABLE,
-                 list headers=None, int32_t leader_epoch=-1):
+                 int64_t timestamp=NO_TIMESTAMP, int timestamp_type=TIMESTAMP_NOT_AVAILABLE,
+                 list headers=None, int32_t leader_epoch=NO_LEADER_EPOCH):
         # The decoder bypasses this (Message.__new__ + direct slots); it serves tests and
         # users building messages by hand.
         self.topic = topic
@@ -662,7 +660,7 @@ cdef class _RecordSetReader:
             msg.timestamp_type = item[2]
             msg.key = item[4]
             msg.value = item[5]
-            msg.leader_epoch = -1
+            msg.leader_epoch = NO_LEADER_EPOCH
             self.out.messages.append(msg)
         return 0
 
@@ -763,7 +761,7 @@ cdef int _rr_parse_legacy(const uint8_t *entry, Py_ssize_t entry_size, bint chec
         m.timestamp = _rr_be64(p)
         p += 8
     else:
-        m.timestamp = -1
+        m.timestamp = NO_TIMESTAMP
     n = _rr_be32(p)
     p += 4
     if n < -1 or n > end - p:
@@ -901,7 +899,7 @@ def read_records(str topic not None, int32_t partition, records, int64_t fetch_o
     out.messages = []
     out.control = []
     out.next_offset = fetch_offset
-    out.last_leader_epoch = -1
+    out.last_leader_epoch = NO_LEADER_EPOCH
     if records is None:
         return out
     cdef _RecordSetReader reader = _RecordSetReader.__new__(_RecordSetReader)
@@ -954,7 +952,7 @@ cdef int64_t _rr_scan_next_offset(const uint8_t *data, Py_ssize_t n, int64_t nex
             entry_epoch = _rr_be32(entry + RB_LEADER_EPOCH)
         elif magic == 0 or magic == 1:
             entry_next = _rr_be64(entry) + 1       # a wrapper's offset is its last inner one
-            entry_epoch = _RR_NO_LEADER_EPOCH
+            entry_epoch = NO_LEADER_EPOCH  # a legacy entry carries none
         else:
             break
         if entry_next > next_offset:
@@ -972,7 +970,7 @@ def next_fetch_offset(records, int64_t fetch_offset=0):
     return next_fetch_position(records, fetch_offset)[0]
 
 
-def next_fetch_position(records, int64_t fetch_offset=0, int32_t fetch_epoch=-1):
+def next_fetch_position(records, int64_t fetch_offset=0, int32_t fetch_epoch=NO_LEADER_EPOCH):
     """``(next_fetch_offset(records, fetch_offset), epoch)``: the epoch is the partition leader
     epoch of the batch that ends right before that offset, the LastFetchedEpoch of the next
     Fetch (KIP-320); ``fetch_epoch`` when no batch moves the offset, -1 after a legacy one."""
@@ -1115,22 +1113,22 @@ cdef DecodedBatch _rr_decode_legacy_entry(_RecordSetReader reader, const uint8_t
     cdef int attributes = entry[RB_MAGIC + 1]
     batch.base_offset = first
     batch.batch_length = entry_size - RB_LOG_OVERHEAD
-    batch.partition_leader_epoch = -1
+    batch.partition_leader_epoch = NO_LEADER_EPOCH
     batch.magic = entry[RB_MAGIC]
     batch.crc = <uint32_t>_rr_be32(entry + _RR_LEGACY_CRC_OFFSET)
     batch.attributes = attributes
     batch.compression = attributes & RB_ATTR_COMPRESSION_MASK
     if batch.magic == 0:
         batch.timestamp_type = TIMESTAMP_NOT_AVAILABLE
-        batch.base_timestamp = batch.max_timestamp = -1
+        batch.base_timestamp = batch.max_timestamp = NO_TIMESTAMP
     else:
         batch.timestamp_type = (TIMESTAMP_LOG_APPEND_TIME if attributes & RB_ATTR_LOG_APPEND_TIME
                                 else TIMESTAMP_CREATE_TIME)
         batch.base_timestamp = batch.max_timestamp = _rr_be64(entry + RB_MAGIC + 2)
     batch.last_offset_delta = _rr_be64(entry) - first
-    batch.producer_id = -1
-    batch.producer_epoch = -1
-    batch.base_sequence = -1
+    batch.producer_id = NO_PRODUCER_ID
+    batch.producer_epoch = NO_PRODUCER_EPOCH
+    batch.base_sequence = NO_SEQUENCE
     batch.records_count = len(items)
     batch.records = []
     for item in items:

@@ -49,6 +49,7 @@ from kafkaev.protocol.codec cimport (
     API_SASL_HANDSHAKE,
     API_SYNC_GROUP,
     API_TXN_OFFSET_COMMIT,
+    NO_LEADER_EPOCH,
     EncodedBatch,
     ReadBuffer,
     WriteBuffer,
@@ -372,7 +373,7 @@ cdef class BaseConnection:
         self._rbuf = bytearray(RECV_BUFFER_SIZE)
         self._rview = memoryview(self._rbuf)
         self._weak_self = weakref.ref(self)
-        self.node_id = -1
+        self.node_id = UNKNOWN_NODE_ID
 
     def __del__(self):
         # A Connection nobody references closes its socket (the proxy holds it only weakly).
@@ -443,7 +444,7 @@ cdef class BaseConnection:
     cdef void _reset_versions(self):
         cdef int i
         for i in range(API_KEY_LIMIT):
-            self._versions[i] = -1
+            self._versions[i] = NOT_NEGOTIATED
 
     # --- connect / disconnect ---------------------------------------------------------------
 
@@ -958,7 +959,7 @@ cdef class BaseConnection:
             return
         code = response.error_code
         if code == errors.UNSUPPORTED_VERSION:
-            broker_max = -1
+            broker_max = NOT_NEGOTIATED  # until the answer names ApiVersions' own range
             for api in response.api_keys:
                 if api.api_key == API_API_VERSIONS:
                     broker_max = api.max_version

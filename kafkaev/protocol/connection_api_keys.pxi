@@ -26,6 +26,9 @@ CLIENT_VERSION_CAPS = {
 cdef int CONSUMER_REPLICA_ID = -2
 # ListOffsets/Fetch replica_id for a client.
 cdef int CLIENT_REPLICA_ID = -1
+cdef int UNKNOWN_NODE_ID = -1   # a Connection's node_id until its owner says which broker it is
+cdef int NOT_NEGOTIATED = -1    # an API's version before (or without) the broker's ApiVersions
+BROKER_DEFAULT = -1             # CreateTopics: the broker's num.partitions / default.replication.factor
 
 
 # Topic id meaning "none": requests that name topics leave it all zero.

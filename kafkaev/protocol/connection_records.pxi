@@ -4,7 +4,7 @@
 # and group them into the generated request objects without checking them again.
 # Included from connection_requests.pxi.
 
-from kafkaev.types import TopicPartition
+from kafkaev.types import ACKS_ALL, TopicPartition
 
 
 cdef inline int _check_topic_id(str what, object value) except -1:
@@ -45,8 +45,8 @@ cdef class FetchPosition:
     cdef readonly int32_t last_fetched_epoch  # KIP-320: the epoch of the batch before offset
     cdef readonly object topic_id  # uuid.UUID or None: with every topic's id, Fetch v13+
 
-    def __init__(self, topic, partition, offset, *, max_bytes, current_leader_epoch=-1,
-                 last_fetched_epoch=-1, topic_id=None):
+    def __init__(self, topic, partition, offset, *, max_bytes, current_leader_epoch=NO_LEADER_EPOCH,
+                 last_fetched_epoch=NO_LEADER_EPOCH, topic_id=None):
         _check_str("FetchPosition.topic", topic)
         _check_topic_id("FetchPosition.topic_id", topic_id)
         self.topic = topic
@@ -87,7 +87,7 @@ cdef class OffsetLookup:
     cdef readonly int64_t timestamp
     cdef readonly int32_t current_leader_epoch
 
-    def __init__(self, topic, partition, timestamp, current_leader_epoch=-1):
+    def __init__(self, topic, partition, timestamp, current_leader_epoch=NO_LEADER_EPOCH):
         _check_str("OffsetLookup.topic", topic)
         self.topic = topic
         self.partition = _partition("OffsetLookup.partition", partition)
@@ -106,7 +106,7 @@ cdef class EpochLookup:
     cdef readonly int32_t leader_epoch
     cdef readonly int32_t current_leader_epoch
 
-    def __init__(self, topic, partition, leader_epoch, current_leader_epoch=-1):
+    def __init__(self, topic, partition, leader_epoch, current_leader_epoch=NO_LEADER_EPOCH):
         _check_str("EpochLookup.topic", topic)
         self.topic = topic
         self.partition = _partition("EpochLookup.partition", partition)
@@ -126,7 +126,7 @@ cdef class OffsetToCommit:
     cdef readonly int32_t leader_epoch
     cdef readonly str metadata
 
-    def __init__(self, topic, partition, offset, leader_epoch=-1, metadata=None):
+    def __init__(self, topic, partition, offset, leader_epoch=NO_LEADER_EPOCH, metadata=None):
         _check_str("OffsetToCommit.topic", topic)
         _check_opt_str("OffsetToCommit.metadata", metadata)
         self.topic = topic
@@ -147,12 +147,12 @@ cdef class NewTopic:
     cdef readonly int16_t replication_factor
     cdef readonly dict configs
 
-    def __init__(self, name, num_partitions=-1, replication_factor=-1, configs=None):
+    def __init__(self, name, num_partitions=BROKER_DEFAULT, replication_factor=BROKER_DEFAULT, configs=None):
         _check_str("NewTopic.name", name)
         self.name = name
-        self.num_partitions = <int32_t>_check_int("NewTopic.num_partitions", num_partitions, -1, INT32_MAX)
+        self.num_partitions = <int32_t>_check_int("NewTopic.num_partitions", num_partitions, BROKER_DEFAULT, INT32_MAX)
         self.replication_factor = <int16_t>_check_int("NewTopic.replication_factor", replication_factor,
-                                                      -1, 0x7FFF)
+                                                      BROKER_DEFAULT, 0x7FFF)
         self.configs = {} if configs is None else dict(configs)
         for key, value in self.configs.items():
             _check_str("NewTopic.configs key", key)

@@ -37,13 +37,13 @@ cdef class Connection(BaseConnection):
 
     # --- produce ----------------------------------------------------------------------------
 
-    def produce(self, topic, partition, records, cb, *, acks=-1, timeout_ms=30000, transactional_id=None,
+    def produce(self, topic, partition, records, cb, *, acks=ACKS_ALL, timeout_ms=30000, transactional_id=None,
                 topic_id=None):
         _check_cb(cb)
         self._produce((ProducePartition(topic, partition, records, topic_id),), cb, acks, timeout_ms,
                       transactional_id)
 
-    def produce_batch(self, batches, cb, *, acks=-1, timeout_ms=30000, transactional_id=None):
+    def produce_batch(self, batches, cb, *, acks=ACKS_ALL, timeout_ms=30000, transactional_id=None):
         _check_cb(cb)
         self._produce(batches, cb, acks, timeout_ms, transactional_id)
 
@@ -100,7 +100,7 @@ cdef class Connection(BaseConnection):
     # --- fetch ------------------------------------------------------------------------------
 
     def fetch(self, topic, partition, offset, cb, *, max_wait_ms=500, min_bytes=1, max_bytes=52428800,
-              partition_max_bytes=1048576, isolation_level=0, current_leader_epoch=-1):
+              partition_max_bytes=1048576, isolation_level=0, current_leader_epoch=NO_LEADER_EPOCH):
         position = FetchPosition(topic, partition, offset, max_bytes=partition_max_bytes,
                                  current_leader_epoch=current_leader_epoch)
         self.fetch_multi((position,), cb, max_wait_ms=max_wait_ms, min_bytes=min_bytes, max_bytes=max_bytes,
