@@ -45,13 +45,14 @@ class Figures:
         return min(self.values) if higher_is_better else max(self.values)
 
 
-def run_bench(checkout: Path, brokers: str, out: Path) -> dict:
+def run_bench(checkout: Path, brokers: str, out: Path, scenarios: str | None) -> dict:
     """One quick bench run of kafkaev from ``checkout``; its JSON report."""
     out.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "PYTHONPATH": str(checkout)}
+    chosen = ["--scenarios", scenarios] if scenarios else []
     subprocess.run(
         [sys.executable, "-m", "bench", "--quick", "--clients", "kafkaev", "--brokers", brokers, "--no-chart",
-         "--out", str(out)],
+         "--out", str(out), *chosen],
         cwd=checkout, env=env, check=True, timeout=BENCH_TIMEOUT_S,
     )
     [report] = sorted(out.glob("*.json"))
@@ -98,6 +99,7 @@ def main() -> int:
     parser.add_argument("new", type=Path, help="checkout of the newer commit, extensions built")
     parser.add_argument("--brokers", required=True, help="bootstrap of the broker both runs share")
     parser.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS, help=f"runs per checkout (default {DEFAULT_ROUNDS})")
+    parser.add_argument("--scenarios", help="only these scenarios (names or prefixes, comma-separated)")
     parser.add_argument("--out", type=Path, help="write the table here too")
     args = parser.parse_args()
     if args.rounds < 2:
@@ -111,7 +113,8 @@ def main() -> int:
                 order.reverse()
             for label, checkout, runs in order:
                 print(f"round {round_index + 1}/{args.rounds}: {label} ({checkout})", flush=True)
-                report = run_bench(checkout.resolve(), args.brokers, Path(scratch) / f"{label}-{round_index}")
+                report = run_bench(checkout.resolve(), args.brokers, Path(scratch) / f"{label}-{round_index}",
+                                   args.scenarios)
                 runs.append(figures_of(report))
     table = "\n".join(compare(old_runs, new_runs))
     print(table)
