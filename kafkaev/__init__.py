@@ -1,6 +1,6 @@
 """kafkaev: a fast, callback-driven Apache Kafka client on uvloop."""
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkaev import errors
 from kafkaev.errors import KafkaError, ProtocolError, error_name
@@ -40,7 +40,31 @@ _CLIENT_NAMES = {
 _PROTO_NAMES = frozenset({"Message", "crc32c", "murmur2"})
 
 
-def __getattr__(name: str) -> Any:
+if TYPE_CHECKING:
+    # Type checkers see the real names (kafkaev.Client is the class, not Any); at run time they
+    # are imported on first use below: importing them all at once costs about 220 ms more than
+    # `import kafkaev` (40 ms), mostly the codec module building its message classes, and uvloop.
+    from kafkaev.admin import Admin, NewTopic
+    from kafkaev.client import Client
+    from kafkaev.consumer.assignors import (
+        Assignor,
+        CooperativeStickyAssignor,
+        GroupAssignment,
+        MemberSubscription,
+        RangeAssignor,
+        RoundRobinAssignor,
+    )
+    from kafkaev.producer import BufferFullError
+    from kafkaev.protocol.codec import Message, crc32c, murmur2
+    from kafkaev.protocol.connection import Connection
+    from kafkaev.runner import run, stop
+else:
+    # Not seen by type checkers, so a misspelt kafkaev.Clinet is an error there, not Any.
+    def __getattr__(name: str) -> Any:
+        return _import_lazily(name)
+
+
+def _import_lazily(name: str) -> Any:
     if name in _PROTO_NAMES:
         from kafkaev.protocol import codec
 

@@ -7,8 +7,8 @@ Everything runs on one event loop and reports through callbacks.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from .cluster.metadata import ClusterMetadata, Metadata
 from .cluster.pool import ConnectionPool, Role
@@ -18,7 +18,35 @@ from .error_sink import report_error
 from .errors import KafkaError
 from .producer import Producer
 from .runner import default_loop
-from .types import TopicPartition
+from .types import OffsetAndMetadata, TopicPartition
+
+if TYPE_CHECKING:
+    # typing.Unpack is 3.11+; the annotations are never evaluated at run time (postponed above),
+    # so typing_extensions is needed by type checkers only, which bundle it.
+    from typing_extensions import Unpack
+
+    from .types import (
+        AssignedPartition,
+        Brokers,
+        ClientOptions,
+        CommittedCallback,
+        CommittedMetadataCallback,
+        DeliveryCallback,
+        DoneCallback,
+        Headers,
+        LagCallback,
+        ManyCallback,
+        OffsetsForCallback,
+        PartitionLike,
+        PositionCallback,
+        RecordBytes,
+        SubscribeOptions,
+    )
+
+    # produce_many's messages: (topic, key, value[, headers]) or a dict with topic, key, value
+    # and optional partition, headers, timestamp_ms.
+    ManyMessage = (tuple[str, RecordBytes, RecordBytes] | tuple[str, RecordBytes, RecordBytes, Headers | None]
+                   | Mapping[str, object])
 
 
 class Client:
@@ -27,7 +55,7 @@ class Client:
     ``$KAFKAEV_BROKERS``, else the running ``kafkaev broker start``, else 127.0.0.1:9092
     (``kafkaev.local_broker``)."""
 
-    def __init__(self, brokers: Any = None, **options: Any) -> None:
+    def __init__(self, brokers: Brokers | None = None, **options: Unpack[ClientOptions]) -> None:
         self.config = config = ClientConfig.from_kwargs(brokers=brokers, **options)
         self.loop = loop = config.loop if config.loop is not None else default_loop()
         self._pool = ConnectionPool(config, loop, on_connection_error=self._on_connection_error, on_error=self._report)
@@ -64,7 +92,7 @@ class Client:
         """The latest cluster metadata (brokers, topics, partitions, leaders)."""
         return self._metadata.current
 
-    def close(self, cb: Callable[[KafkaError | None], object] | None = None, *, timeout_ms: int | None = None) -> None:
+    def close(self, cb: DoneCallback | None = None, *, timeout_ms: int | None = None) -> None:
         """Flush (every buffered record is sent and answered, bounded by delivery_timeout_ms,
         or by ``timeout_ms`` when given), leave the group, then close every connection once it
         has sent what it still held (acks=0 records are reported when written to the socket's
@@ -109,20 +137,22 @@ class Client:
         self._producer.flush(after_flush)
 
     # --- producer ------------------------------------------------------------------------------
-    def produce(self, topic: str, key: Any, value: Any, cb: Callable[[Any, KafkaError | None], object] | None = None,
-                *, partition: int | None = None, headers: Any = None, timestamp_ms: int | None = None) -> None:
+    def produce(self, topic: str, key: RecordBytes, value: RecordBytes, cb: DeliveryCallback | None = None,
+                *, partition: int | None = None, headers: Headers | None = None,
+                timestamp_ms: int | None = None) -> None:
         """Queue one record; ``cb(RecordMetadata, None)`` once acknowledged or ``cb(None, err)``
-        once it failed. key/value: bytes-like, str (UTF-8) or None. Raises BufferFullError when
-        buffer_memory is full. (Replaced per instance by the producer's own method.)"""
+        once it failed. key/value: bytes-like, str (UTF-8) or None. headers: (name, value)
+        pairs (a name may repeat) or a dict. Raises BufferFullError when buffer_memory is full.
+        (Replaced per instance by the producer's own method.)"""
         self._producer.produce(topic, key, value, cb, partition=partition, headers=headers,
                                timestamp_ms=timestamp_ms)
 
-    def produce_many(self, messages: Iterable[Any], cb: Callable[[list[Any] | None], object] | None = None) -> None:
+    def produce_many(self, messages: Iterable[ManyMessage], cb: ManyCallback | None = None) -> None:
         """Queue several records; ``cb(None)`` once all are acknowledged, else
         ``cb([(index, KafkaError), ...])``."""
         self._producer.produce_many(messages, cb)
 
-    def flush(self, cb: Callable[[KafkaError | None], object] | None = None) -> None:
+    def flush(self, cb: DoneCallback | None = None) -> None:
         """Send every buffered batch now; ``cb(None)`` once nothing is buffered or in flight."""
         if cb is not None and not callable(cb):
             raise TypeError(f"flush: 'cb' must be callable or None, got {type(cb).__name__}")
@@ -134,56 +164,108 @@ class Client:
         return self._producer.pending
 
     # --- consumer (delegated to kafkaev.consumer.Consumer) -------------------------------------
-    def assign(self, partitions: Iterable[Any]) -> None:
+    def assign(self, partitions: Iterable[AssignedPartition]) -> None:
+        """Read exactly these partitions, replacing any earlier assignment:
+        ``[(topic, partition[, offset])]`` or TopicPartitions. ``offset`` may be
+        OFFSET_BEGINNING or OFFSET_END; without one a partition starts where
+        auto_offset_reset says. Needs ``on_message`` or ``on_batch``; raises while subscribed
+        to a group."""
         self._consumer.assign(partitions)
 
     def assignment(self) -> list[TopicPartition]:
+        """The partitions this client reads now: assigned by hand or by the group."""
         return self._consumer.assignment()
 
     def position(self, topic: str, partition: int) -> int:
+        """The next offset to be delivered from an assigned partition, NO_OFFSET (-1) while it
+        is being looked up. Raises ValueError for a partition not assigned."""
         return self._consumer.position(topic, partition)
 
-    def seek(self, topic: str, partition: int, offset: int, cb: Any = None) -> None:
+    def seek(self, topic: str, partition: int, offset: int, cb: PositionCallback | None = None) -> None:
+        """Move an assigned partition to ``offset`` (or OFFSET_BEGINNING / OFFSET_END);
+        ``cb(offset, None)`` once the position is known, ``cb(None, err)`` if it could not be."""
         self._consumer.seek(topic, partition, offset, cb)
 
-    def seek_to_time(self, topic: str, partition: int, timestamp_ms: int, cb: Any = None) -> None:
+    def seek_to_time(self, topic: str, partition: int, timestamp_ms: int, cb: PositionCallback | None = None) -> None:
+        """Move an assigned partition to its first record with a timestamp >= ``timestamp_ms``
+        (the end if there is none); ``cb(offset, None)`` once found, ``cb(None, err)`` if not."""
         self._consumer.seek_to_time(topic, partition, timestamp_ms, cb)
 
-    def pause(self, partitions: Iterable[Any]) -> None:
+    def pause(self, partitions: Iterable[PartitionLike]) -> None:
+        """Stop fetching these assigned partitions; their positions are kept."""
         self._consumer.pause(partitions)
 
-    def resume(self, partitions: Iterable[Any]) -> None:
+    def resume(self, partitions: Iterable[PartitionLike]) -> None:
+        """Fetch paused partitions again, from where they stopped."""
         self._consumer.resume(partitions)
 
     def paused(self) -> list[TopicPartition]:
+        """The assigned partitions that are paused."""
         return self._consumer.paused()
 
-    def poll(self, cb: Callable[[KafkaError | None], object] | None = None) -> None:
+    def poll(self, cb: DoneCallback | None = None) -> None:
+        """One fetch round: one Fetch to each leader of the assigned partitions, the records
+        delivered to ``on_message``/``on_batch``; ``cb(None)`` once every leader answered (or
+        ``cb(err)``). For continuous fetching use ``start()``."""
         self._consumer.poll(cb)
 
     def start(self) -> None:
+        """Fetch continuously, delivering records to ``on_message``/``on_batch`` as they arrive,
+        until ``stop()``. (``subscribe()`` starts fetching by itself.)"""
         self._consumer.start()
 
     def stop(self) -> None:
+        """Stop continuous fetching; positions, the assignment and the group are kept
+        (``start()`` goes on from there). Not ``kafkaev.stop()``, which stops the loop."""
         self._consumer.stop()
 
-    def offsets_for(self, topic: str, cb: Callable[[Any, KafkaError | None], object]) -> None:
+    def offsets_for(self, topic: str, cb: OffsetsForCallback) -> None:
+        """``cb({partition: (earliest, latest)}, None)`` for every partition of ``topic``
+        (latest: the offset the next record will get), or ``cb(None, err)``."""
         self._consumer.offsets_for(topic, cb)
 
-    def lag(self, cb: Callable[[Any, KafkaError | None], object]) -> None:
+    def lag(self, cb: LagCallback) -> None:
+        """``cb({(topic, partition): (position, high_watermark, lag)}, None)`` for the assigned
+        partitions, the end offsets asked of the leaders now, or ``cb(None, err)``. position
+        NO_OFFSET and lag LAG_UNKNOWN (both -1) while a position is still being looked up."""
         self._consumer.lag(cb)
 
-    def subscribe(self, topics: Sequence[str], **options: Any) -> None:
+    def subscribe(self, topics: Sequence[str], **options: Unpack[SubscribeOptions]) -> None:
+        """Join ``group_id`` and read the partitions the group assigns from ``topics``; a second
+        call changes the topics (the group rebalances). Each option overrides the client option
+        of the same name; ``on_assign``/``on_revoke``/``on_lost`` get the partitions gained,
+        given up, or lost without a commit. Needs ``on_message`` or ``on_batch``."""
         self._consumer.subscribe(topics, **options)
 
-    def commit(self, cb: Callable[[KafkaError | None], object] | None = None, offsets: Any = None) -> None:
-        self._consumer.commit(cb, offsets)
+    def commit(self, cb: DoneCallback | None = None,
+               offsets: Mapping[TopicPartition, int | OffsetAndMetadata]
+               | Mapping[tuple[str, int], int | OffsetAndMetadata] | None = None) -> None:
+        """Commit the group's current positions, or the dict ``{(topic, partition): offset}``
+        given (the offset of the next record to read; an ``OffsetAndMetadata`` stores a string
+        with it); ``cb(None)`` once the coordinator accepted them, else ``cb(err)``. Raises
+        KafkaError(STATE) when not subscribed."""
+        # Any mapping will do: the consumer takes a dict, and names the type of anything else.
+        explicit: Any = dict(offsets) if isinstance(offsets, Mapping) else offsets
+        self._consumer.commit(cb, explicit)
 
-    def committed(self, partitions: Iterable[Any], cb: Callable[[Any, KafkaError | None], object], *,
+    @overload
+    def committed(self, partitions: Iterable[PartitionLike], cb: CommittedCallback, *,
+                  metadata: Literal[False] = False) -> None: ...
+
+    @overload
+    def committed(self, partitions: Iterable[PartitionLike], cb: CommittedMetadataCallback, *,
+                  metadata: Literal[True]) -> None: ...
+
+    def committed(self, partitions: Iterable[PartitionLike], cb: CommittedCallback | CommittedMetadataCallback, *,
                   metadata: bool = False) -> None:
+        """The group's committed offsets: ``cb({TopicPartition: offset}, None)``, -1 where
+        nothing is committed; with ``metadata=True`` the values are ``OffsetAndMetadata``
+        (offset, the committed string, the leader epoch). ``cb(None, err)`` on failure."""
         self._consumer.committed(partitions, cb, metadata=metadata)
 
-    def unsubscribe(self, cb: Callable[[KafkaError | None], object] | None = None) -> None:
+    def unsubscribe(self, cb: DoneCallback | None = None) -> None:
+        """Leave the group: commit first (with auto_commit), revoke the partitions, send
+        LeaveGroup; ``cb(None)`` once done, else ``cb(err)``."""
         self._consumer.unsubscribe(cb)
 
     # --- shared plumbing -----------------------------------------------------------------------

@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Literal, NamedTuple, TypedDict
+
+if TYPE_CHECKING:  # only for the annotations below: types.py imports nothing of the package at run time
+    import asyncio
+    import ssl
+    from typing import TypeAlias
+
+    from .consumer.assignors import Assignor
+    from .errors import KafkaError
+    from .protocol.codec import Message
+    from .security import SASLConfig, TLSConfig
 
 # The protocol's -1 sentinels, one name per meaning.
 NO_OFFSET = -1  # no offset: nothing committed, not known yet, none at a timestamp, or acks=0
@@ -59,3 +70,116 @@ TIMESTAMP_LOG_APPEND_TIME = 1
 # Fetch isolation levels as sent on the wire.
 ISOLATION_READ_UNCOMMITTED = 0
 ISOLATION_READ_COMMITTED = 1
+
+
+# --- the public API's argument and callback types (for type checkers; see kafkaev.Client) ---
+# Defined under TYPE_CHECKING: they name KafkaError and Message, which this module must not import.
+if TYPE_CHECKING:
+    # A record's key or value: bytes-like, str (sent as UTF-8) or None (a null key or value).
+    RecordBytes: TypeAlias = bytes | bytearray | memoryview | str | None
+    HeaderValue: TypeAlias = bytes | bytearray | memoryview | str | None
+    # (name, value) pairs, a name may repeat; or a mapping, one value per name.
+    Headers: TypeAlias = Sequence[tuple[str, HeaderValue]] | Mapping[str, HeaderValue]
+    # A partition as the consumer methods take it: a TopicPartition or a plain (topic, partition).
+    PartitionLike: TypeAlias = TopicPartition | tuple[str, int]
+    # assign()'s entries may also name the offset to start at.
+    AssignedPartition: TypeAlias = TopicPartition | tuple[str, int] | tuple[str, int, int]
+    Brokers: TypeAlias = str | Sequence[str | tuple[str, int]]
+
+    DeliveryCallback: TypeAlias = Callable[[RecordMetadata | None, KafkaError | None], object]
+    # produce_many: None when every record was acknowledged, else (index, error) of each failure.
+    ManyCallback: TypeAlias = Callable[[list[tuple[int, KafkaError]] | None], object]
+    DoneCallback: TypeAlias = Callable[[KafkaError | None], object]
+    PositionCallback: TypeAlias = Callable[[int | None, KafkaError | None], object]
+    # offsets_for: {partition: (earliest, latest)}
+    OffsetsForCallback: TypeAlias = Callable[[dict[int, tuple[int, int]] | None, KafkaError | None], object]
+    # lag: {(topic, partition): (position, high watermark, lag)}
+    LagCallback: TypeAlias = Callable[[dict[tuple[str, int], tuple[int, int, int]] | None, KafkaError | None], object]
+    CommittedCallback: TypeAlias = Callable[[dict[TopicPartition, int] | None, KafkaError | None], object]
+    CommittedMetadataCallback: TypeAlias = Callable[
+        [dict[TopicPartition, OffsetAndMetadata] | None, KafkaError | None], object]
+    PartitionsCallback: TypeAlias = Callable[[list[TopicPartition]], object]
+    MessageCallback: TypeAlias = Callable[[Message], object]
+    BatchCallback: TypeAlias = Callable[[list[Message]], object]
+
+# The options with a fixed set of values (tests/test_public_typing.py checks each against config.py).
+Acks = Literal[0, 1, -1, "all"]
+Compression = Literal["none", "gzip", "snappy", "lz4", "zstd"]
+IsolationLevel = Literal["read_uncommitted", "read_committed"]
+AutoOffsetReset = Literal["earliest", "latest", "error"]
+AssignorName = Literal["cooperative-sticky", "range", "roundrobin"]
+
+
+class ClientOptions(TypedDict, total=False):
+    """``Client(brokers, **options)``'s options as a type checker sees them: one key per
+    ``ClientConfig`` field but ``brokers`` (tests/test_public_typing.py keeps the two lists
+    equal); ``docs/options.md`` says what each one does."""
+
+    # --- connection and cluster ---
+    client_id: str
+    request_timeout_ms: int
+    connect_timeout_ms: int
+    reconnect_backoff_ms: int
+    reconnect_backoff_max_ms: int
+    metadata_max_age_ms: int
+    metadata_min_refresh_ms: int
+    tls: bool | ssl.SSLContext | TLSConfig | None
+    sasl: SASLConfig | Mapping[str, str] | None
+    loop: asyncio.AbstractEventLoop | None
+    on_error: Callable[[BaseException], object] | None
+    on_connect: Callable[[], object] | None
+    # --- producer ---
+    acks: Acks
+    linger_ms: float
+    batch_size: int
+    compression: Compression | None
+    idempotent: bool
+    partitioner: Callable[[str, bytes | None, int], int] | None
+    delivery_timeout_ms: int
+    max_in_flight: int
+    produce_connections: int
+    buffer_memory: int
+    max_request_size: int
+    retry_backoff_ms: int
+    retry_backoff_max_ms: int
+    allow_auto_topic_creation: bool
+    metadata_wait_ms: int
+    metadata_wait_max_records: int
+    # --- consumer ---
+    on_message: MessageCallback | None
+    on_batch: BatchCallback | None
+    fetch_max_wait_ms: int
+    fetch_min_bytes: int
+    fetch_max_bytes: int
+    max_partition_fetch_bytes: int
+    isolation_level: IsolationLevel
+    check_crcs: bool
+    # --- consumer group: defaults for subscribe() ---
+    group_id: str | None
+    group_instance_id: str | None
+    assignors: AssignorName | Sequence[AssignorName]
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    heartbeat_interval_ms: int
+    auto_commit: bool
+    auto_commit_interval_ms: int
+    auto_offset_reset: AutoOffsetReset
+
+
+class SubscribeOptions(TypedDict, total=False):
+    """``subscribe(topics, **options)``'s options: each overrides the client option of the same
+    name for this subscription (tests/test_public_typing.py compares them with
+    ``Consumer.subscribe``'s keyword arguments)."""
+
+    group_id: str | None
+    on_assign: PartitionsCallback | None
+    on_revoke: PartitionsCallback | None
+    on_lost: PartitionsCallback | None
+    assignors: Sequence[AssignorName | Assignor]
+    group_instance_id: str | None
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    heartbeat_interval_ms: int
+    auto_commit: bool
+    auto_commit_interval_ms: int
+    auto_offset_reset: AutoOffsetReset
