@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from kafkaev.admin import Admin, NewTopic
+from kafkaev.admin import DEFAULT_PARTITIONS, DEFAULT_REPLICATION, Admin, NewTopic
 from kafkaev.cli.common import CliError, add_brokers, parse_key_values
 from kafkaev.errors import NONE, KafkaError, error_name
-
-BROKER_DEFAULT = -1  # CreateTopics: the broker's num.partitions / default.replication.factor
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -30,10 +28,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         add_brokers(sub)
 
 
-def _count(value: int | None, flag: str) -> int:
+def _count(value: int | None, flag: str, broker_default: int) -> int:
     """A count the user gave (>= 1), or the broker's default when none was given."""
     if value is None:
-        return BROKER_DEFAULT
+        return broker_default
     if value < 1:
         raise CliError(f"{flag} must be >= 1, got {value}")
     return value
@@ -52,8 +50,8 @@ def run(args: argparse.Namespace) -> int:
             for name in admin.run(admin.list_topics, internal=args.internal):
                 print(name)
         elif args.action == "create":
-            topic = NewTopic(args.name, _count(args.partitions, "--partitions"),
-                             _count(args.replication_factor, "--replication-factor"),
+            topic = NewTopic(args.name, _count(args.partitions, "--partitions", DEFAULT_PARTITIONS),
+                             _count(args.replication_factor, "--replication-factor", DEFAULT_REPLICATION),
                              parse_key_values(args.config, "--config"))
             _raise_failures(admin.run(admin.create_topics, [topic]), "create")
             print(f"created {args.name}")
