@@ -231,6 +231,9 @@ def test_consume_offset_out_of_range_is_an_error_not_a_restart(kafka, topic):
     assert result.stderr.strip().splitlines() == [
         f"kafkaev consume: --offset 99 is out of range for {topic} partition 0: it holds offsets 0 to 1, "
         "and --offset 2 (its end) waits for the next record"]
+    before_time = kafkaev("consume", topic, "-o", "@-5", "-e", brokers=kafka.bootstrap)
+    assert before_time.returncode == 1
+    assert before_time.stderr == "kafkaev consume: --offset @<timestamp ms> must be >= 0, got '@-5'\n"
 
 
 # --- consume -f is checked before consuming -------------------------------------------------------

@@ -113,7 +113,10 @@ def _start_offset(text: str) -> tuple[int | None, int | None]:
         return OFFSET_END, None
     try:
         if text.startswith("@"):
-            return None, int(text[1:])
+            timestamp = int(text[1:])
+            if timestamp < 0:
+                raise CliError(f"--offset @<timestamp ms> must be >= 0, got {text!r}")
+            return None, timestamp
         offset = int(text)
     except ValueError:
         raise CliError(f"--offset must be beginning, end, a number or @<timestamp ms>, got {text!r}") from None
