@@ -8,6 +8,8 @@ import sys
 import uuid
 from pathlib import Path
 
+from producer_helpers import read_back
+
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT_S = 120
 
@@ -184,3 +186,112 @@ def test_broker_start_rejects_a_bad_node_count_in_one_line(tmp_path):
         result = kafkaev("broker", "start", *args, "--state-file", str(tmp_path / "broker.json"))
         assert result.returncode == 1
         assert result.stderr == "kafkaev broker: --nodes must be >= 1, got 0\n"
+
+
+# --- consume -e ends in every start position ----------------------------------------------------
+
+FAR_FUTURE_MS = 4_000_000_000_000  # a timestamp after every record
+
+
+def _printed(*args: str, brokers: str) -> list[str]:
+    result = kafkaev("consume", *args, brokers=brokers)
+    assert result.returncode == 0, (args, result.stderr)
+    return result.stdout.splitlines()
+
+
+def test_consume_exit_at_end_ends_wherever_a_partition_starts(kafka, topic):
+    assert kafkaev("produce", topic, "-p", "0", stdin="a\nb\nc\n", brokers=kafka.bootstrap).returncode == 0
+    b = kafka.bootstrap
+    assert _printed(topic, "-o", "beginning", "-e", brokers=b) == ["a", "b", "c"]
+    assert _printed(topic, "-p", "0", "-o", "1", "-e", brokers=b) == ["b", "c"]
+    assert _printed(topic, "-p", "0", "-o", "3", "-e", brokers=b) == []  # at the end offset
+    assert _printed(topic, "-o", "end", "-e", brokers=b) == []
+    assert _printed(topic, "-o", "@0", "-e", brokers=b) == ["a", "b", "c"]
+    assert _printed(topic, "-o", f"@{FAR_FUTURE_MS}", "-e", brokers=b) == []  # later than the last record
+    group = f"cli-end-{uuid.uuid4().hex[:8]}"
+    assert _printed(topic, "-G", group, "-o", "beginning", "-e", brokers=b) == ["a", "b", "c"]
+    assert _printed(topic, "-G", group, "-e", brokers=b) == []  # the group committed the end
+    assert kafkaev("produce", topic, stdin="d\n", brokers=b).returncode == 0
+    assert _printed(topic, "-G", group, "-e", brokers=b) == ["d"]  # from its commit to the new end
+
+
+def test_consume_exit_at_end_of_an_empty_topic_and_of_some_empty_partitions(kafka, make_topic):
+    topic = make_topic(partitions=3)
+    assert _printed(topic, "-o", "beginning", "-e", brokers=kafka.bootstrap) == []
+    assert _printed(topic, "-G", f"cli-empty-{uuid.uuid4().hex[:8]}", "-o", "beginning", "-e",
+                    brokers=kafka.bootstrap) == []
+    assert kafkaev("produce", topic, "-p", "1", stdin="x\n", brokers=kafka.bootstrap).returncode == 0
+    assert _printed(topic, "-o", "beginning", "-e", brokers=kafka.bootstrap) == ["x"]
+
+
+def test_consume_offset_out_of_range_is_an_error_not_a_restart(kafka, topic):
+    assert kafkaev("produce", topic, "-p", "0", stdin="a\nb\n", brokers=kafka.bootstrap).returncode == 0
+    result = kafkaev("consume", topic, "-o", "99", "-e", brokers=kafka.bootstrap)
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.strip().splitlines() == [
+        f"kafkaev consume: --offset 99 is out of range for {topic} partition 0: it holds offsets 0 to 1, "
+        "and --offset 2 (its end) waits for the next record"]
+    before_time = kafkaev("consume", topic, "-o", "@-5", "-e", brokers=kafka.bootstrap)
+    assert before_time.returncode == 1
+    assert before_time.stderr == "kafkaev consume: --offset @<timestamp ms> must be >= 0, got '@-5'\n"
+
+
+# --- consume -f is checked before consuming -------------------------------------------------------
+
+def test_bad_format_is_one_line_before_any_record(kafka, topic):
+    assert kafkaev("produce", topic, stdin="a\nb\n", brokers=kafka.bootstrap).returncode == 0
+    for spec, reason in (("{nope}", "unknown field {nope}"), ("%q", "unknown placeholder '%q'"),
+                         ("{offset:zz}", "Unknown format code 'z'"), ("{value", "expected '}'"),
+                         ("{}", "unknown field {}"), ("%v %", "unknown placeholder '%'")):
+        result = kafkaev("consume", topic, "-o", "beginning", "-f", spec, brokers=kafka.bootstrap)
+        assert result.returncode == 1, (spec, result.stderr)
+        [line] = result.stderr.strip().splitlines()
+        assert line.startswith("kafkaev consume: --format: ") and reason in line, (spec, line)
+        assert result.stdout == ""
+
+
+def test_format_with_a_percent_placeholder_keeps_braces_literal(kafka, topic):
+    assert kafkaev("produce", topic, "-k", ":", stdin="k1:a\nk2:b\n", brokers=kafka.bootstrap).returncode == 0
+    printed = _printed(topic, "-o", "beginning", "-e", "-f", '%k {"json": "%v", "at": %o}\\n', brokers=kafka.bootstrap)
+    assert printed == ['k1 {"json": "a", "at": 0}', 'k2 {"json": "b", "at": 1}']
+    printed = _printed(topic, "-o", "beginning", "-e", "-f", "{{{offset:>3}}} {key}\\n", brokers=kafka.bootstrap)
+    assert printed == ["{  0} k1", "{  1} k2"]
+
+
+# --- produce ------------------------------------------------------------------------------------
+
+def test_produce_a_too_large_record_names_it_and_says_what_was_sent(kafka, topic):
+    big = "x" * 2_000_000
+    result = kafkaev("produce", topic, stdin=f"first\n{big}\nlast\n", brokers=kafka.bootstrap)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines() == [
+        "kafkaev produce: line 2 (2000000 bytes) is too large to send: a record and its framing must fit in "
+        "max_request_size (1048588 bytes); the record before it was sent, none after it"]
+    assert _printed(topic, "-o", "beginning", "-e", brokers=kafka.bootstrap) == ["first"]
+    alone = kafkaev("produce", topic, stdin=big, brokers=kafka.bootstrap)
+    assert alone.returncode == 1 and alone.stderr.strip().endswith("(1048588 bytes); nothing was sent")
+
+
+def test_produce_key_separator_a_line_without_it_is_a_keyless_value(kafka, topic):
+    produced = kafkaev("produce", topic, "-k", ":", stdin="k1:v1\nno separator\nk3:v3:more\n:empty key\n",
+                       brokers=kafka.bootstrap)
+    assert produced.returncode == 0, produced.stderr
+    assert produced.stderr == f"produced 4 records to {topic}\n"
+    got = [(m.key(), m.value()) for m in read_back(kafka.bootstrap, topic, 4)]
+    assert got == [(b"k1", b"v1"), (None, b"no separator"), (b"k3", b"v3:more"), (b"", b"empty key")]
+
+
+# --- counts -------------------------------------------------------------------------------------
+
+def test_topics_create_counts_must_be_at_least_one(kafka):
+    name = f"cli-count-{uuid.uuid4().hex[:8]}"
+    for flag in ("-p", "-r"):
+        for value in ("-1", "0"):
+            result = kafkaev("topics", "create", name, flag, value, brokers=kafka.bootstrap)
+            assert result.returncode == 1, (flag, value, result.stderr)
+            long_flag = "--partitions" if flag == "-p" else "--replication-factor"
+            assert result.stderr == f"kafkaev topics: {long_flag} must be >= 1, got {value}\n"
+    assert name not in kafkaev("topics", "list", brokers=kafka.bootstrap).stdout.split()
+    created = kafkaev("topics", "create", name, brokers=kafka.bootstrap)  # the broker's defaults
+    assert created.returncode == 0, created.stderr
+    assert kafkaev("topics", "delete", name, brokers=kafka.bootstrap).returncode == 0

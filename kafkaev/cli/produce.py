@@ -4,19 +4,29 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from kafkaev.cli.common import CliError, add_brokers, new_client, parse_key_values, wait
-from kafkaev.errors import KafkaError
+from kafkaev.errors import MESSAGE_TOO_LARGE, KafkaError
 
 ACKS_CHOICES = {"0": 0, "1": 1, "-1": -1, "all": -1}
+FLUSH_EVERY = 10000  # records: on long inputs, let the loop send and free buffer memory
+
+# (what the user calls it: "line 3" or a file's path, key, value)
+Record = tuple[str, bytes | None, bytes]
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("produce", help="produce stdin lines (or files) as records")
+    parser = subparsers.add_parser(
+        "produce", help="produce stdin lines (or files) as records",
+        description="Records are sent in order; the first one that cannot be sent (too large, say) "
+                    "stops the run with exit status 1, after the records before it were sent.")
     parser.add_argument("topic")
     parser.add_argument("files", nargs="*", help="files to send, one record each (default: stdin lines)")
-    parser.add_argument("-k", "--key-separator", metavar="SEP", help="split each line into key SEP value")
+    parser.add_argument("-k", "--key-separator", metavar="SEP",
+                        help="split each line into key SEP value at the first SEP; a line without SEP "
+                             "is sent whole as the value, with no key (as kcat does)")
     parser.add_argument("-H", "--header", action="append", metavar="KEY=VALUE", help="record header, repeatable")
     parser.add_argument("-p", "--partition", type=int, help="partition (default: the partitioner's choice)")
     parser.add_argument("--acks", choices=list(ACKS_CHOICES), default="all", help="required acks (default all)")
@@ -25,25 +35,28 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     add_brokers(parser)
 
 
-def _records(args: argparse.Namespace) -> Any:
+def _records(args: argparse.Namespace) -> Iterator[Record]:
     if args.files:
         for path in args.files:
             try:
                 with open(path, "rb") as f:
-                    yield None, f.read()
+                    yield path, None, f.read()
             except OSError as exc:
                 raise CliError(f"cannot read {path}: {exc.strerror}") from None
         return
     separator = args.key_separator.encode() if args.key_separator else None
-    for line in sys.stdin.buffer:
+    for number, line in enumerate(sys.stdin.buffer, 1):
         line = line.rstrip(b"\r\n")
         if separator is not None:
             key, sep, value = line.partition(separator)
-            if not sep:
-                raise CliError(f"line without the key separator {args.key_separator!r}: {line[:60]!r}")
-            yield key, value
-        else:
-            yield None, line
+            if sep:
+                yield f"line {number}", key, value
+                continue
+        yield f"line {number}", None, line
+
+
+def _plural(n: int) -> str:
+    return f"{n} record" if n == 1 else f"{n} records"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -51,26 +64,52 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"--partition must be >= 0, got {args.partition}")
     headers = [(k, v.encode()) for k, v in parse_key_values(args.header, "--header").items()] or None
     client = new_client(args.brokers, acks=ACKS_CHOICES[args.acks], compression=args.compression,
-                    linger_ms=args.linger_ms, allow_auto_topic_creation=True)
+                        linger_ms=args.linger_ms, allow_auto_topic_creation=True)
+    max_size = client.config.max_request_size
     loop = client.loop
     wait(loop, client.connect, "connect")
-    failures: list[KafkaError] = []
+    failures: list[tuple[str, KafkaError]] = []
     sent = 0
 
-    def delivered(_meta: Any, err: KafkaError | None) -> None:
-        if err is not None:
-            failures.append(err)
+    def flush() -> None:
+        wait(loop, lambda done: client.flush(lambda err: done(None, err)), "flush")
+
+    def delivered_as(label: str) -> Any:
+        def delivered(_meta: Any, err: KafkaError | None) -> None:
+            if err is not None:
+                failures.append((label, err))
+        return delivered
+
+    def refused(label: str, size: int, err: KafkaError) -> CliError:
+        """The record produce() would not take: the ones before it are flushed, then said."""
+        flush()
+        if failures:
+            before = f"{len(failures)} of the {_plural(sent)} before it failed too, none after it was sent"
+        elif sent:
+            before = "the record before it was sent" if sent == 1 else f"the {sent} records before it were sent"
+            before += ", none after it"
+        else:
+            before = "nothing was sent"
+        if err.code == MESSAGE_TOO_LARGE:
+            return CliError(f"{label} ({size} bytes) is too large to send: a record and its framing must fit "
+                            f"in max_request_size ({max_size} bytes); {before}")
+        return CliError(f"{label}: {err}; {before}")
 
     try:
-        for key, value in _records(args):
-            client.produce(args.topic, key, value, delivered, partition=args.partition, headers=headers)
+        for label, key, value in _records(args):
+            try:
+                client.produce(args.topic, key, value, delivered_as(label), partition=args.partition,
+                               headers=headers)
+            except KafkaError as exc:
+                raise refused(label, len(value) + len(key or b""), exc) from None
             sent += 1
-            if sent % 10000 == 0:  # let the loop send and free buffer memory on long inputs
-                wait(loop, lambda done: client.flush(lambda err: done(None, err)), "flush")
-        wait(loop, lambda done: client.flush(lambda err: done(None, err)), "flush")
+            if sent % FLUSH_EVERY == 0:
+                flush()
+        flush()
     finally:
         wait(loop, lambda done: client.close(lambda err: done(None, None)), "close")
     if failures:
-        raise CliError(f"{len(failures)} of {sent} records failed: {failures[0]}")
-    print(f"produced {sent} records to {args.topic}", file=sys.stderr)
+        label, err = failures[0]
+        raise CliError(f"{len(failures)} of {sent} records failed, the first {label}: {err}")
+    print(f"produced {_plural(sent)} to {args.topic}", file=sys.stderr)
     return 0

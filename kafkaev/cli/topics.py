@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from kafkaev.admin import Admin, NewTopic
+from kafkaev.admin import DEFAULT_PARTITIONS, DEFAULT_REPLICATION, Admin, NewTopic
 from kafkaev.cli.common import CliError, add_brokers, parse_key_values
 from kafkaev.errors import NONE, KafkaError, error_name
 
@@ -16,8 +16,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     listing.add_argument("--internal", action="store_true", help="include internal topics")
     create = actions.add_parser("create", help="create a topic")
     create.add_argument("name")
-    create.add_argument("-p", "--partitions", type=int, default=-1, help="partitions (default: broker's)")
-    create.add_argument("-r", "--replication-factor", type=int, default=-1, help="replicas (default: broker's)")
+    create.add_argument("-p", "--partitions", type=int, help="partitions, >= 1 (default: the broker's num.partitions)")
+    create.add_argument("-r", "--replication-factor", type=int,
+                        help="replicas, >= 1 (default: the broker's default.replication.factor)")
     create.add_argument("-c", "--config", action="append", metavar="KEY=VALUE", help="topic config, repeatable")
     delete = actions.add_parser("delete", help="delete topics")
     delete.add_argument("names", nargs="+")
@@ -25,6 +26,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     describe.add_argument("names", nargs="+")
     for sub in (listing, create, delete, describe):
         add_brokers(sub)
+
+
+def _count(value: int | None, flag: str, broker_default: int) -> int:
+    """A count the user gave (>= 1), or the broker's default when none was given."""
+    if value is None:
+        return broker_default
+    if value < 1:
+        raise CliError(f"{flag} must be >= 1, got {value}")
+    return value
 
 
 def _raise_failures(results: dict[str, KafkaError | None], verb: str) -> None:
@@ -40,9 +50,8 @@ def run(args: argparse.Namespace) -> int:
             for name in admin.run(admin.list_topics, internal=args.internal):
                 print(name)
         elif args.action == "create":
-            if args.partitions == 0 or args.partitions < -1:
-                raise CliError(f"--partitions must be positive, got {args.partitions}")
-            topic = NewTopic(args.name, args.partitions, args.replication_factor,
+            topic = NewTopic(args.name, _count(args.partitions, "--partitions", DEFAULT_PARTITIONS),
+                             _count(args.replication_factor, "--replication-factor", DEFAULT_REPLICATION),
                              parse_key_values(args.config, "--config"))
             _raise_failures(admin.run(admin.create_topics, [topic]), "create")
             print(f"created {args.name}")
