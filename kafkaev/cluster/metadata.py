@@ -481,6 +481,10 @@ class Metadata:
             self._call(cb, None, err)
         self._round_waiters.clear()
         self._next_waiters.clear()
+        if self._round is not None and self._round.conn is not None:
+            # a bootstrap connection still connecting (a slow SASL exchange) is closed with the
+            # client, not left to be collected after its loop is gone
+            self._round.conn.disconnect()
 
 
 class _Round:
