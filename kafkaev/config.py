@@ -155,6 +155,81 @@ DEPRECATED_OPTIONS: dict[str, tuple[str, Callable[[str, object], Any]]] = {
 }
 
 
+# Names other Kafka clients use (the Java client and librdkafka's dotted ones, aiokafka's and
+# kafka-python's underscored ones), normalised by _normalise_name, -> what to write in kafkaev.
+# A user porting a config gets "did you mean 'brokers'?", not a bare "unknown option". A value
+# that is not an option name is said as it is.
+_TLS_HINT = "use tls=kafkaev.TLSConfig(cafile=..., certfile=..., keyfile=...)"
+_SASL_HINT = "use sasl=kafkaev.SASLConfig(mechanism=..., username=..., password=...)"
+_BYTES_HINT = "kafkaev has no serializers: produce() takes bytes and a Message carries bytes"
+FOREIGN_OPTIONS: dict[str, str] = {
+    "bootstrap_servers": "brokers",
+    "metadata_broker_list": "brokers",
+    "security_protocol": "use tls=... for SSL, sasl=... for SASL_PLAINTEXT, both for SASL_SSL",
+    "sasl_mechanism": _SASL_HINT,
+    "sasl_mechanisms": _SASL_HINT,
+    "sasl_username": _SASL_HINT,
+    "sasl_password": _SASL_HINT,
+    "sasl_plain_username": _SASL_HINT,
+    "sasl_plain_password": _SASL_HINT,
+    "sasl_jaas_config": _SASL_HINT,
+    "ssl_context": "tls",
+    "ssl_cafile": _TLS_HINT,
+    "ssl_ca_location": _TLS_HINT,
+    "ssl_certfile": _TLS_HINT,
+    "ssl_certificate_location": _TLS_HINT,
+    "ssl_keyfile": _TLS_HINT,
+    "ssl_key_location": _TLS_HINT,
+    "ssl_key_password": _TLS_HINT,
+    "ssl_password": _TLS_HINT,
+    "ssl_check_hostname": _TLS_HINT,
+    "ssl_endpoint_identification_algorithm": _TLS_HINT,
+    "enable_idempotence": "idempotent",
+    "compression_type": "compression",
+    "compression_codec": "compression",
+    "queue_buffering_max_ms": "linger_ms",
+    "batch_num_messages": "batch_size",
+    "max_in_flight_requests_per_connection": "max_in_flight",
+    "message_timeout_ms": "delivery_timeout_ms",
+    "retries": "delivery_timeout_ms",
+    "request_required_acks": "acks",
+    "message_max_bytes": "max_request_size",
+    "queue_buffering_max_kbytes": "buffer_memory",
+    "allow_auto_create_topics": "allow_auto_topic_creation",
+    "enable_auto_commit": "auto_commit",
+    "partition_assignment_strategy": "assignors",
+    "max_poll_interval_ms": "rebalance_timeout_ms",
+    "fetch_message_max_bytes": "max_partition_fetch_bytes",
+    "fetch_wait_max_ms": "fetch_max_wait_ms",
+    "socket_timeout_ms": "request_timeout_ms",
+    "socket_connection_setup_timeout_ms": "connect_timeout_ms",
+    "check_crc": "check_crcs",
+    "error_cb": "on_error",
+    "key_serializer": _BYTES_HINT,
+    "value_serializer": _BYTES_HINT,
+    "key_deserializer": _BYTES_HINT,
+    "value_deserializer": _BYTES_HINT,
+}
+
+
+def _normalise_name(name: str) -> str:
+    # "bootstrap.servers", "bootstrap-servers" and "BOOTSTRAP_SERVERS" are one name.
+    return name.strip().lower().replace(".", "_").replace("-", "_")
+
+
+def _unknown_option_hint(name: str, known: set[str]) -> str:
+    """What to say after "unknown option 'name'": kafkaev's name for another client's option,
+    the kafkaev spelling of a dotted or dashed name, or else the closest known spelling."""
+    normal = _normalise_name(name)
+    foreign = FOREIGN_OPTIONS.get(normal)
+    if foreign is not None:
+        return f"; did you mean '{foreign}'?" if foreign in known else f"; {foreign}"
+    if normal in known:
+        return f"; did you mean '{normal}'?"
+    close = difflib.get_close_matches(normal, known, n=1)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
 @dataclass(frozen=True, slots=True)
 class ClientConfig:
     """All options of ``kafkaev.Client``; ``docs/options.md`` says what each one does."""
@@ -235,9 +310,7 @@ class ClientConfig:
                 kwargs[new] = convert(old, kwargs.pop(old))
         for name in kwargs:
             if name not in known:
-                close = difflib.get_close_matches(name, known, n=1)
-                hint = f"; did you mean '{close[0]}'?" if close else ""
-                raise TypeError(f"kafkaev.Client: unknown option '{name}'{hint}")
+                raise TypeError(f"kafkaev.Client: unknown option '{name}'{_unknown_option_hint(name, known)}")
         return cls(**kwargs)
 
     def __post_init__(self) -> None:

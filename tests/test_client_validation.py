@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 
 import pytest
 
@@ -150,3 +151,39 @@ def test_bad_metadata_refresh_s_names_itself(bad):
 def test_metadata_refresh_s_and_its_replacement_together_is_an_error():
     with pytest.raises(TypeError, match="'metadata_refresh_s'.*'metadata_max_age_ms'"):
         ClientConfig.from_kwargs(metadata_refresh_s=1, metadata_max_age_ms=1000)
+
+
+@pytest.mark.parametrize(
+    "name, hint",
+    [
+        ("bootstrap_servers", "did you mean 'brokers'?"),
+        ("bootstrap.servers", "did you mean 'brokers'?"),
+        ("metadata.broker.list", "did you mean 'brokers'?"),
+        ("group.id", "did you mean 'group_id'?"),
+        ("auto.offset.reset", "did you mean 'auto_offset_reset'?"),
+        ("enable.idempotence", "did you mean 'idempotent'?"),
+        ("enable_auto_commit", "did you mean 'auto_commit'?"),
+        ("compression_type", "did you mean 'compression'?"),
+        ("max_in_flight_requests_per_connection", "did you mean 'max_in_flight'?"),
+        ("security_protocol", "use tls=... for SSL, sasl=... for SASL_PLAINTEXT"),
+        ("security.protocol", "use tls=... for SSL"),
+        ("sasl_plain_username", "use sasl=kafkaev.SASLConfig("),
+        ("ssl_cafile", "use tls=kafkaev.TLSConfig("),
+        ("value_serializer", "kafkaev has no serializers"),
+        ("lingr_ms", "did you mean 'linger_ms'?"),
+    ],
+)
+def test_unknown_option_names_the_kafkaev_option(name, hint):
+    # Another client's option name (Java, librdkafka, aiokafka) says what kafkaev calls it.
+    with pytest.raises(TypeError) as raised:
+        ClientConfig.from_kwargs(**{name: "x"})
+    assert f"unknown option '{name}'; {hint}" in str(raised.value)
+
+
+def test_foreign_option_table_points_at_real_options():
+    from kafkaev.config import FOREIGN_OPTIONS
+
+    known = {f.name for f in dataclasses.fields(ClientConfig) if f.init}
+    for foreign, target in FOREIGN_OPTIONS.items():
+        assert foreign not in known, foreign  # a real option is never rewritten
+        assert target in known or " " in target, (foreign, target)  # a name, or a sentence

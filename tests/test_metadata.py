@@ -17,13 +17,16 @@ import pytest
 from fake_broker import FakeCluster
 from test_backoff import Highest
 
-from kafkaev.cluster.metadata import BrokerInfo, Metadata, topic_from_response
+from kafkaev.cluster.metadata import BrokerInfo, Metadata, _Round, topic_from_response
 from kafkaev.cluster.pool import ConnectionPool, Role
 from kafkaev.config import ClientConfig
 from kafkaev.errors import (
+    AUTHENTICATION,
     DESTROY,
+    SSL,
     TRANSPORT,
     UNKNOWN_TOPIC_WAIT_TIMEOUT,
+    KafkaError,
 )
 from kafkaev.protocol.codec import ApiKey
 
@@ -105,6 +108,53 @@ def test_bootstrap_failure_names_every_address(env):
     md, err = got[0]
     assert md is None and err.code == TRANSPORT
     assert env.cluster.nodes[1].address in str(err) and env.cluster.nodes[2].address in str(err)
+    assert "no broker reachable at" in str(err)
+
+
+def test_a_round_keeps_the_code_of_its_cause(env):
+    # A bad password or certificate is what the user must fix: it is kept over a later refusal
+    # from another address, and the round's error has its code, not TRANSPORT.
+    round_ = _Round(env.md, [])
+    round_.tried = ["a:1", "b:2"]
+    round_._failed(KafkaError(AUTHENTICATION, "a:1: SASL PLAIN for 'u' failed"))
+    round_._failed(KafkaError(TRANSPORT, "b:2: connection refused"))
+    err = round_._failure()
+    assert err.code == AUTHENTICATION and "no broker reachable at a:1, b:2" in str(err) and "'u'" in str(err)
+    later = _Round(env.md, [])
+    later._failed(KafkaError(TRANSPORT, "a:1: connection refused"))
+    later._failed(KafkaError(SSL, "b:2: certificate verify failed"))
+    assert later._failure().code == SSL
+
+
+def test_wait_for_topic_with_no_broker_reports_the_connect_failure_once(env):
+    # No broker ever answered: the waiter learns why (the addresses tried and the cause's code),
+    # not that the topic did not appear.
+    for node in env.cluster.nodes.values():
+        node.refuse_connections()
+    got = []
+    env.md.wait_for_topic("t", lambda info, err: got.append((info, err)), timeout_ms=150)
+    run_until(env.loop, lambda: got)
+    env.loop.run_until_complete(asyncio.sleep(0.1))
+    assert len(got) == 1
+    info, err = got[0]
+    assert info is None and err.code == TRANSPORT
+    assert "'t'" in str(err) and "no broker reachable at" in str(err)
+    assert env.cluster.nodes[1].address in str(err) and env.cluster.nodes[2].address in str(err)
+
+
+def test_wait_for_topic_a_broker_answered_during_times_out_as_a_topic_wait(env):
+    # The cluster answered (the topic is just missing), and then went away: still a topic timeout.
+    env.md.bootstrap(lambda md, err: None)
+    run_until(env.loop, lambda: env.md.bootstrapped)
+    got = []
+    env.md.wait_for_topic("never", lambda info, err: got.append((info, err)), timeout_ms=300)
+    env.loop.run_until_complete(asyncio.sleep(0.1))
+    for node in env.cluster.nodes.values():
+        node.refuse_connections()
+    env.pool.disconnect(1, Role.ADMIN)
+    env.pool.disconnect(2, Role.ADMIN)
+    run_until(env.loop, lambda: got)
+    assert got[0][1].code == UNKNOWN_TOPIC_WAIT_TIMEOUT
 
 
 def test_concurrent_refreshes_coalesce(env):

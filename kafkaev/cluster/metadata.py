@@ -30,10 +30,12 @@ from ..backoff import Backoff, BackoffPolicy
 from ..config import ClientConfig
 from ..error_sink import report_error
 from ..errors import (
+    AUTHENTICATION,
     DESTROY,
     INVALID_TOPIC_EXCEPTION,
     NONE,
     REBOOTSTRAP_REQUIRED,
+    SSL,
     TOPIC_AUTHORIZATION_FAILED,
     TRANSPORT,
     UNKNOWN_TOPIC_WAIT_TIMEOUT,
@@ -49,6 +51,9 @@ NO_NODE = -1
 NO_LEADER = NO_NODE  # a partition's leader while the metadata names none
 # Topic errors that waiting will not cure: report them to the waiters at once.
 FATAL_TOPIC_ERRORS = frozenset({INVALID_TOPIC_EXCEPTION, TOPIC_AUTHORIZATION_FAILED})
+# Connect failures that name the client's own setup (credentials, TLS): a round reports one of
+# these rather than a later plain TRANSPORT from another address, as it is what the user must fix.
+SETUP_FAILURES = frozenset({AUTHENTICATION, SSL})
 # While something waits for a topic, metadata is re-read at this pace (ms), growing to the max.
 TOPIC_WAIT_RETRY = BackoffPolicy(base_ms=50, max_ms=1000)
 
@@ -140,11 +145,12 @@ def _keep_newer_leaders(old: TopicInfo, new: TopicInfo) -> TopicInfo:
 
 
 class _TopicWaiter:
-    __slots__ = ("cb", "timer")
+    __slots__ = ("cb", "timer", "since")
 
-    def __init__(self, cb: Callable[[TopicInfo | None, KafkaError | None], object]) -> None:
+    def __init__(self, cb: Callable[[TopicInfo | None, KafkaError | None], object], since: float) -> None:
         self.cb = cb
         self.timer: asyncio.TimerHandle | None = None
+        self.since = since  # loop time the wait began
 
 
 class Metadata:
@@ -178,6 +184,10 @@ class Metadata:
         # request_refresh() does not start another one.
         self._round_backoff = Backoff(config.retry_backoff)
         self._failed_until = 0.0
+        # The loop time of the last round a broker answered, and the failure of the last round
+        # when it failed: a topic wait no broker answered during ends with that cause.
+        self._last_answered = -1e9
+        self.last_round_error: KafkaError | None = None
         self._delayed: asyncio.TimerHandle | None = None
         self._periodic: asyncio.TimerHandle | None = None
         self._round: _Round | None = None
@@ -215,8 +225,8 @@ class Metadata:
     # --- bootstrap -----------------------------------------------------------------------------
     def bootstrap(self, cb: Callable[[ClusterMetadata | None, KafkaError | None], object]) -> None:
         """Connect to the bootstrap brokers in turn until one answers a Metadata request;
-        ``cb(metadata, None)`` then, or ``cb(None, KafkaError(TRANSPORT))`` naming every
-        address tried. Starts the periodic refresh."""
+        ``cb(metadata, None)`` then, or ``cb(None, err)`` naming every address tried, with the
+        code of the cause (TRANSPORT for a refused connection, AUTHENTICATION, SSL, ...). Starts the periodic refresh."""
         self.refresh(cb)
 
     # --- refresh -------------------------------------------------------------------------------
@@ -277,9 +287,11 @@ class Metadata:
         if responses is not None:
             self._apply(responses)
             self.bootstrapped = True
+        self.last_round_error = err
         if err is None:
             self._round_backoff.reset()
             self._failed_until = 0.0
+            self._last_answered = self._loop.time()
         else:
             self._failed_until = self._loop.time() + self._round_backoff.next_delay_s()
         waiters, self._round_waiters = self._round_waiters, []
@@ -381,8 +393,10 @@ class Metadata:
         auto_create: bool = True,
     ) -> None:
         """``cb(topic_info, None)`` once the topic has partitions, or ``cb(None, err)`` once:
-        the topic's own fatal error (invalid name, not authorized) at once, or
-        UNKNOWN_TOPIC_WAIT_TIMEOUT after ``timeout_ms``. Metadata is re-read meanwhile."""
+        the topic's own fatal error (invalid name, not authorized) at once, or after
+        ``timeout_ms`` UNKNOWN_TOPIC_WAIT_TIMEOUT; if no broker answered during the whole wait,
+        the last round's failure instead (its code: TRANSPORT, AUTHENTICATION, SSL, ...; its
+        message names the addresses tried). Metadata is re-read meanwhile."""
         info = self.topic(topic)
         if info is not None:
             self._call(cb, info, None)
@@ -390,7 +404,7 @@ class Metadata:
         if self._closed:
             self._call(cb, None, KafkaError(DESTROY, "the client is closed"))
             return
-        waiter = _TopicWaiter(cb)
+        waiter = _TopicWaiter(cb, self._loop.time())
         waiter.timer = self._loop.call_later(timeout_ms / 1000.0, self._topic_wait_timeout, topic, waiter, timeout_ms)
         self._topic_waiters.setdefault(topic, []).append(waiter)
         self._topic_retry.reset()
@@ -404,6 +418,14 @@ class Metadata:
         waiters.remove(waiter)
         if not waiters:
             del self._topic_waiters[topic]
+        cause = self.last_round_error
+        if cause is not None and self._last_answered < waiter.since:
+            # No broker answered while this topic was waited for: the topic is not the problem,
+            # the connection is, and the user is told which (a bad password is not a timeout).
+            self._call(waiter.cb, None, KafkaError(
+                cause.code, f"topic {topic!r} not in the cluster metadata after {timeout_ms} ms: "
+                            f"{cause.message or cause.description}"))
+            return
         info = self.current.topics.get(topic)
         detail = f" (last error {KafkaError(info.error_code).name})" if info is not None and info.error_code else ""
         self._call(waiter.cb, None, KafkaError(
@@ -459,13 +481,17 @@ class Metadata:
             self._call(cb, None, err)
         self._round_waiters.clear()
         self._next_waiters.clear()
+        if self._round is not None and self._round.conn is not None:
+            # a bootstrap connection still connecting (a slow SASL exchange) is closed with the
+            # client, not left to be collected after its loop is gone
+            self._round.conn.disconnect()
 
 
 class _Round:
     """One metadata round: its requests go to one broker; on failure the next broker is tried
     (known brokers in random order, then the bootstrap addresses)."""
 
-    __slots__ = ("md", "requests", "targets", "responses", "tried", "last_err", "conn")
+    __slots__ = ("md", "requests", "targets", "responses", "tried", "cause", "reached", "conn")
 
     def __init__(self, md: Metadata, requests: list[tuple[list[str] | None, bool]]) -> None:
         self.md = md
@@ -476,7 +502,8 @@ class _Round:
         self.targets: list[int | tuple[str, int]] = known + list(md._config.bootstrap)
         self.responses: list[codec.MetadataResponse] = []
         self.tried: list[str] = []
-        self.last_err: KafkaError | None = None
+        self.cause: KafkaError | None = None  # the failure the round reports if no broker answers
+        self.reached = False  # some broker took a connection (and then failed the request)
         self.conn: Connection | None = None  # the bootstrap connection in use, kept alive until it answers
 
     def start(self) -> None:
@@ -488,8 +515,7 @@ class _Round:
             md._finish_round(None, KafkaError(DESTROY, "the client is closed"))
             return
         if not self.targets:
-            detail = f"; last error: {self.last_err}" if self.last_err is not None else ""
-            md._finish_round(None, KafkaError(TRANSPORT, f"no broker answered a Metadata request (tried {', '.join(self.tried)}){detail}"))
+            md._finish_round(None, self._failure())
             return
         target = self.targets.pop(0)
         if isinstance(target, int):
@@ -504,9 +530,25 @@ class _Round:
             conn.on_error = md._on_error
             conn.connect(host, port, md._config.connect_timeout_ms / 1000.0, self._on_bootstrap_conn)
 
+    def _failed(self, err: KafkaError | None) -> None:
+        # The last failure is the cause, except that a credentials or TLS failure is kept over
+        # a later one of another kind: that is the one the user can fix.
+        if err is not None and (self.cause is None or self.cause.code not in SETUP_FAILURES):
+            self.cause = err
+
+    def _failure(self) -> KafkaError:
+        """The round's error: the cause's own code (AUTHENTICATION stays AUTHENTICATION, not
+        TRANSPORT), with every address tried."""
+        tried = ", ".join(self.tried)
+        cause = self.cause
+        code = cause.code if cause is not None else TRANSPORT
+        what = (f"no broker answered a Metadata request (tried {tried})" if self.reached
+                else f"no broker reachable at {tried}")
+        return KafkaError(code, what if cause is None else f"{what}; last error: {cause.message or cause.description}")
+
     def _on_pooled(self, conn: Connection | None, err: KafkaError | None) -> None:
         if conn is None or err is not None:
-            self.last_err = err
+            self._failed(err)
             self._next_target()
             return
         self.responses = []
@@ -514,7 +556,7 @@ class _Round:
 
     def _on_bootstrap_conn(self, conn: Connection, err: KafkaError | None) -> None:
         if err is not None:
-            self.last_err = err
+            self._failed(err)
             conn.disconnect()
             self._next_target()
             return
@@ -522,6 +564,7 @@ class _Round:
         self._send(conn, owned=True)
 
     def _send(self, conn: Connection, owned: bool) -> None:
+        self.reached = True
         remaining = len(self.requests)
         failed: list[KafkaError] = []
 
@@ -540,7 +583,7 @@ class _Round:
             if owned:
                 conn.disconnect()  # bootstrap connections are not pooled; the pool takes over by node id
             if failed:
-                self.last_err = failed[0]
+                self._failed(failed[0])
                 if any(e.code == REBOOTSTRAP_REQUIRED for e in failed):
                     # The brokers we know are not the cluster any more: only the bootstrap
                     # addresses are left to ask.
