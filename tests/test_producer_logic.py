@@ -339,6 +339,51 @@ def test_unreachable_leader_fails_within_delivery_timeout(loop, fake_cluster):
     assert env.producer.pending == 0 and env.producer._acc.budget.reserved == 0
 
 
+@pytest.mark.parametrize("lanes", [1, 2])
+def test_a_record_timed_out_on_an_unreachable_leader_says_why(loop, fake_cluster, lanes):
+    """The topic is known but its leader refuses every connect: the record still ends with
+    MSG_TIMED_OUT (it did time out), once, and the message names the leader and the failed
+    connect instead of leaving the user to guess."""
+    # Node 1 answers metadata; node 2 leads partitions 1 and 3 (one per lane with two lanes).
+    cluster = cluster_with_topic(fake_cluster, 4, nodes=(1, 2))
+    node = cluster.nodes[2]
+    env = make(loop, cluster, delivery_timeout_ms=300, reconnect_backoff_ms=10, reconnect_backoff_max_ms=50,
+               produce_connections=lanes)
+    got = []
+    env.md.refresh(lambda md, err: got.append(err))
+    run_until(loop, lambda: got)
+    node.refuse_connections()
+    results, cb_for = collect()
+    for i, partition in enumerate((1, 3)):
+        env.producer.produce(TOPIC, None, b"v", cb_for(i), partition=partition)
+    run_until(loop, lambda: len(results) == 2)
+    results.assert_each_once([0, 1])
+    for meta, err in results.values():
+        assert meta is None and err is not None and err.code == MSG_TIMED_OUT
+        assert f"the leader {node.address} (node 2) could not be reached: TRANSPORT" in str(err), err
+    assert env.producer.pending == 0
+
+
+def test_a_connect_that_succeeds_clears_the_leaders_failure(loop, fake_cluster):
+    """A failed connect is the cause only until a connect succeeds: a record that later times out
+    for another reason does not blame the connect that has since worked."""
+    cluster = cluster_with_topic(fake_cluster, 1)
+    node = cluster.nodes[1]
+    env = make(loop, cluster, delivery_timeout_ms=5000, reconnect_backoff_ms=10, reconnect_backoff_max_ms=50)
+    got = []
+    env.md.refresh(lambda md, err: got.append(err))
+    run_until(loop, lambda: got)
+    node.refuse_connections()
+    results, cb_for = collect()
+    env.producer.produce(TOPIC, None, b"v", cb_for(0), partition=0)
+    run_until(loop, lambda: sum(a.refused for a in node.attempts()) >= 1)
+    node.accept_connections()
+    run_until(loop, lambda: results)
+    results.assert_each_once([0])
+    assert results[0][1] is None
+    assert env.producer._sender._connect_errors == {}
+
+
 def test_a_refused_leader_is_asked_again_when_the_pools_backoff_ends(loop, fake_cluster):
     """The pool is the one place a connect backs off: after a refused connect the sender asks
     again as soon as the pool's backoff (here drawn at its floor) is over, not after a

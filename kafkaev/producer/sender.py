@@ -106,6 +106,9 @@ class Sender:
         self._lanes = config.produce_connections
         self._lane_of: dict[PartitionState, _Lane] = {}  # the leader and lane a partition sends on
         self._next_lane: dict[int, int] = {}  # per leader: the lane its next new partition takes
+        # The last failed connect per (leader, lane), until one succeeds: a batch that expires
+        # waiting for that connection says why it never left (the pool only backs off).
+        self._connect_errors: dict[tuple[int, int], KafkaError] = {}
         self._request_timeout_ms = config.request_timeout_ms
         self.identity = ProducerIdentity() if config.idempotent else None
         self._identity_backoff = Backoff(config.retry_backoff)  # InitProducerId waits and retries
@@ -204,8 +207,10 @@ class Sender:
 
     def _on_connection(self, node_id: int, lane: int, conn: Connection | None, err: KafkaError | None) -> None:
         if err is None:
+            self._connect_errors.pop((node_id, lane), None)
             self.wake()
         else:
+            self._connect_errors[(node_id, lane)] = err
             # The pool backs off (and reports the failure: metadata refresh); ask again when its
             # backoff is over, not after a wait of our own on top.
             self._wake_at(self._loop.time() + self._pool.retry_in_s(node_id, Role.PRODUCE, lane))
@@ -488,12 +493,29 @@ class Sender:
             queue = part.queue
             while queue and queue.head.deadline <= now:
                 batch = queue.drop_head()
-                last = f"; last error: {batch.last_error}" if batch.last_error is not None else ""
-                self._fail(batch, KafkaError(MSG_TIMED_OUT, f"not delivered within delivery_timeout_ms{last}"))
+                self._fail(batch, KafkaError(MSG_TIMED_OUT, self._expired_message(batch)))
         if acc.incomplete and not self._closed:
             self._sweep_timer = self._loop.call_later(self._sweep_s, self._sweep)
         if acc.ready or acc.held:
             self.send_ready()  # also the periodic kick for partitions waiting for a leader
+
+    def _expired_message(self, batch: ProducerBatch) -> str:
+        """Why a queued batch never went out: its leader's failed connect, if that is what it
+        waits for, then the last error it was answered with, if any."""
+        message = "not delivered within delivery_timeout_ms"
+        part = batch.part
+        if part.leader >= 0:
+            # The lane it sends on, without assigning one (_lane would); a single lane is 0.
+            assigned = self._lane_of.get(part)
+            lane = assigned.lane if assigned is not None and assigned.leader == part.leader else 0
+            err = self._connect_errors.get((part.leader, lane))
+            if err is not None:
+                address = self._pool.address(part.leader)
+                where = f"{address[0]}:{address[1]} (node {part.leader})" if address else f"node {part.leader}"
+                message += f": the leader {where} could not be reached: {err}"
+        if batch.last_error is not None:
+            message += f"; last error: {batch.last_error}"
+        return message
 
     def close(self) -> None:
         self._closed = True
