@@ -1,0 +1,24 @@
+"""Create a topic, list the topics, describe the new one and delete it again.
+
+    python examples/admin.py [TOPIC]
+
+kafkaev.Admin's methods take a callback like the client's; Admin.run() turns its loop until
+one call is done and returns its result (or raises its KafkaError), which suits scripts.
+"""
+
+import sys
+
+import kafkaev
+
+name = sys.argv[1] if len(sys.argv) > 1 else "example-admin-topic"
+admin = kafkaev.Admin()
+try:
+    created = admin.run(admin.create_topics, [kafkaev.NewTopic(name, num_partitions=3)])
+    if created[name] is not None:
+        sys.exit(f"create {name}: {created[name]}")
+    print("topics:", sorted(admin.run(admin.list_topics)))
+    print(name, "->", admin.run(admin.describe_topics, [name])[name])
+    deleted = admin.run(admin.delete_topics, [name])
+    print("deleted:", deleted[name] is None)
+finally:
+    admin.close()
