@@ -7,7 +7,7 @@ include "connection_records.pxi"
 
 
 cdef class Connection(BaseConnection):
-    """One pipelined connection to one Kafka broker; see kafkaev/connection.pyi for the contract."""
+    """One pipelined connection to one Kafka broker; see kafkaev/protocol/connection.pyi for the contract."""
 
     # --- cluster metadata -------------------------------------------------------------------
 
