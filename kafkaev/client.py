@@ -243,7 +243,11 @@ class Client:
         """Commit the group's current positions, or the dict ``{(topic, partition): offset}``
         given (the offset of the next record to read; an ``OffsetAndMetadata`` stores a string
         with it); ``cb(None)`` once the coordinator accepted them, else ``cb(err)``. Raises
-        KafkaError(STATE) when not subscribed."""
+        KafkaError(STATE) when not subscribed.
+
+        Without offsets, the positions count every record handed to a callback so far: called
+        from ``on_message``, up to and including the record being delivered (its offset + 1),
+        as Java's commitSync() inside a poll loop; from ``on_batch``, the whole batch."""
         # Any mapping will do: the consumer takes a dict, and names the type of anything else.
         explicit: Any = dict(offsets) if isinstance(offsets, Mapping) else offsets
         self._consumer.commit(cb, explicit)

@@ -15,6 +15,8 @@ from typing import Any
 import uvloop
 
 _default: asyncio.AbstractEventLoop | None = None
+# Loops run() is turning: a stop() for one of them holds record delivery until run() returns.
+_turning: set[asyncio.AbstractEventLoop] = set()
 
 
 def default_loop() -> asyncio.AbstractEventLoop:
@@ -38,17 +40,41 @@ def run(main: Callable[[], Any] | Coroutine[Any, Any, Any] | None = None, *,
     * ``run(fn)``: call ``fn()`` from inside the loop first, then as above;
     * ``run(coro)``: until the coroutine finishes, returning its result.
     """
+    # Imported here: kafkaev.consumer imports the connection, which imports this module.
+    from kafkaev.consumer.delivery import clear_stop
+
     loop = loop if loop is not None else default_loop()
-    if inspect.iscoroutine(main):
-        return loop.run_until_complete(main)
-    if main is not None:
-        if not callable(main):
-            raise TypeError(f"kafkaev.run: 'main' must be a callable, a coroutine or None, got {type(main).__name__}")
-        loop.call_soon(main)
-    loop.run_forever()
-    return None
+    if main is not None and not inspect.iscoroutine(main) and not callable(main):
+        raise TypeError(f"kafkaev.run: 'main' must be a callable, a coroutine or None, got {type(main).__name__}")
+    clear_stop(loop)  # a stop() from an earlier run is over: deliveries go on
+    _turning.add(loop)
+    try:
+        if inspect.iscoroutine(main):
+            return loop.run_until_complete(main)
+        if main is not None:
+            loop.call_soon(main)
+        loop.run_forever()
+        return None
+    finally:
+        _turning.discard(loop)
+        clear_stop(loop)
 
 
 def stop(loop: asyncio.AbstractEventLoop | None = None) -> None:
-    """Make ``run()`` return after the current loop iteration."""
-    (loop if loop is not None else default_loop()).stop()
+    """Make ``run()`` return after the current loop iteration.
+
+    Called from a consumer's ``on_message``, no further record is handed to any callback on
+    this loop: the rest of the batch (and of any other fetched partition) is not delivered,
+    so ``position()`` and ``commit()`` stop right after the record whose callback called
+    ``stop()``, and the next ``run()`` delivers from there (fetched again). From ``on_batch``,
+    the batch being handed over counts as delivered; later batches wait the same way.
+    """
+    from kafkaev.consumer.delivery import clear_stop, note_stop  # see run()
+
+    loop = loop if loop is not None else default_loop()
+    loop.stop()
+    note_stop(loop)
+    if loop not in _turning:
+        # Not turned by run() (the caller's own run_forever): nothing would clear the stop when
+        # the loop is turned again, so only the current iteration is held.
+        loop.call_soon(clear_stop, loop)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafkaev.consumer.delivery import deliver_each
+from kafkaev.consumer.delivery import DeliveryCursor, clear_stop, deliver_each, note_stop
 from kafkaev.consumer.subscription import PartitionState
 from kafkaev.protocol.codec import Message
 from kafkaev.types import TopicPartition
@@ -17,13 +17,17 @@ def state(partition: int = 0) -> PartitionState:
     return PartitionState(TopicPartition("t", partition), "t", partition)
 
 
+def cursor(loop: object | None = None) -> DeliveryCursor:
+    return DeliveryCursor(loop if loop is not None else object())  # type: ignore[arg-type]
+
+
 def messages(count: int) -> list[Message]:
     return [Message("t", 0, offset, None, b"v%d" % offset) for offset in range(count)]
 
 
 def test_every_record_is_handed_over_in_order_and_none_is_returned() -> None:
     seen: list[int] = []
-    last = deliver_each(lambda m: seen.append(m.offset), messages(5), state(), _never_reported)
+    last = deliver_each(lambda m: seen.append(m.offset), messages(5), state(), _never_reported, cursor())
     assert seen == [0, 1, 2, 3, 4]
     assert last is None
 
@@ -37,7 +41,7 @@ def test_a_raising_callback_is_reported_once_per_record_and_delivery_goes_on() -
         if msg.offset % 2:
             raise ValueError(msg.offset)
 
-    assert deliver_each(on_message, messages(5), state(), reported.append) is None
+    assert deliver_each(on_message, messages(5), state(), reported.append, cursor()) is None
     assert seen == [0, 1, 2, 3, 4]
     assert [exc.args for exc in reported] == [(1,), (3,)]
 
@@ -51,7 +55,7 @@ def test_interrupting_the_partition_stops_after_the_current_record() -> None:
         if msg.offset == 2:
             delivering.interrupt()
 
-    last = deliver_each(on_message, messages(5), delivering, _never_reported)
+    last = deliver_each(on_message, messages(5), delivering, _never_reported, cursor())
     assert seen == [0, 1, 2]
     assert last is not None and last.offset == 2
 
@@ -64,7 +68,7 @@ def test_a_raising_callback_that_interrupted_still_stops_delivery() -> None:
         delivering.interrupt()
         raise RuntimeError("after pausing")
 
-    last = deliver_each(on_message, messages(3), delivering, reported.append)
+    last = deliver_each(on_message, messages(3), delivering, reported.append, cursor())
     assert last is not None and last.offset == 0
     assert len(reported) == 1
 
@@ -77,7 +81,7 @@ def test_interrupting_another_partition_does_not_stop_this_one() -> None:
         seen.append(msg.offset)
         other.interrupt()  # e.g. pausing a different partition from this callback
 
-    assert deliver_each(on_message, messages(4), state(), _never_reported) is None
+    assert deliver_each(on_message, messages(4), state(), _never_reported, cursor()) is None
     assert seen == [0, 1, 2, 3]
 
 
@@ -86,8 +90,43 @@ def test_seek_and_pause_of_the_delivering_partition_interrupt_it() -> None:
         delivering = state()
         delivering.interrupted = False
         last = deliver_each(lambda m, s=delivering, f=interrupt: f(s) if m.offset == 1 else None,
-                            messages(4), delivering, _never_reported)
+                            messages(4), delivering, _never_reported, cursor())
         assert last is not None and last.offset == 1
+
+
+def test_the_cursor_counts_the_running_record_and_forgets_the_delivery_after_it() -> None:
+    delivering, other = state(), state(1)
+    delivering.position, delivering.position_epoch = 0, -1
+    track = cursor()
+    seen: list[tuple[int, int] | None] = []
+
+    def on_message(msg: Message) -> None:
+        seen.append(track.delivered(delivering))
+        assert track.delivered(other) is None
+        if msg.offset == 2:
+            delivering.seek(7)  # a seek's position stands, the cursor no longer applies
+            seen.append(track.delivered(delivering))
+
+    deliver_each(on_message, messages(4), delivering, _never_reported, track)
+    assert seen[:4] == [(1, -1), (2, -1), (3, -1), None]
+    assert track.delivered(delivering) is None, "after the delivery the position stands"
+
+
+def test_stop_for_the_cursors_loop_stops_after_the_current_record() -> None:
+    loop, elsewhere = object(), object()
+
+    def on_message(msg: Message) -> None:
+        if msg.offset == 1:
+            note_stop(elsewhere)  # type: ignore[arg-type]
+        if msg.offset == 2:
+            note_stop(loop)  # type: ignore[arg-type]
+
+    try:
+        last = deliver_each(on_message, messages(5), state(), _never_reported, cursor(loop))
+    finally:
+        clear_stop(loop)  # type: ignore[arg-type]
+        clear_stop(elsewhere)  # type: ignore[arg-type]
+    assert last is not None and last.offset == 2
 
 
 def _never_reported(exc: BaseException) -> None:

@@ -150,9 +150,10 @@ class Consumer:
         return self.ctx.subscription.partitions()
 
     def position(self, topic: str, partition: int) -> int:
-        """The next offset to be delivered, NO_OFFSET (-1) while it is being looked up."""
+        """The next offset to be delivered, NO_OFFSET (-1) while it is being looked up. From
+        inside ``on_message``/``on_batch``: one past the record being delivered."""
         state = self._state("position", topic, partition)
-        return state.position if state.phase is Phase.FETCHING else NO_OFFSET
+        return self.ctx.delivered(state)[0] if state.phase is Phase.FETCHING else NO_OFFSET
 
     def seek(self, topic: str, partition: int, offset: int, cb: ResultCallback | None = None) -> None:
         """Move an assigned partition; ``cb(offset, err)`` once the position is known."""
@@ -369,8 +370,9 @@ class Consumer:
 
     def commit(self, cb: Callable[[KafkaError | None], object] | None = None,
                offsets: dict[Any, int | OffsetAndMetadata] | None = None) -> None:
-        """Commit the current positions, or ``{(topic, partition): offset}`` where an offset
-        may be an ``OffsetAndMetadata`` to store a string with it; ``cb(err)`` once."""
+        """Commit the current positions (from inside a delivery callback: every record handed
+        over so far, the running one included), or ``{(topic, partition): offset}`` where an
+        offset may be an ``OffsetAndMetadata`` to store a string with it; ``cb(err)`` once."""
         _check_cb("commit", cb)
         group = self._group("commit")
         if offsets is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kafkaev.cluster.metadata import NO_LEADER, Metadata
@@ -26,7 +26,8 @@ from kafkaev.errors import (
 )
 from kafkaev.types import NO_LEADER_EPOCH
 
-from .subscription import SubscriptionState
+from .delivery import DeliveryCursor
+from .subscription import PartitionState, SubscriptionState
 
 # Metadata answers that mean "this topic does not exist (any more)".
 MISSING_TOPIC_ERRORS = frozenset({UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID})
@@ -54,6 +55,18 @@ class ConsumerContext:
     subscription: SubscriptionState
     report: Callable[[BaseException], None]  # to the client's on_error (or the loop's handler)
     auto_offset_reset: str = "earliest"  # "earliest" | "latest" | "error"; subscribe() may change it
+    # The delivery in progress, if any: what commit() and position() count as handed over.
+    delivery: DeliveryCursor = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.delivery = DeliveryCursor(self.loop)
+
+    def delivered(self, state: PartitionState) -> tuple[int, int]:
+        """(position, leader epoch) of ``state`` counting every record handed to a callback so
+        far, the one whose callback is running included (``state.position`` only moves once
+        the callback returns for the whole set)."""
+        current = self.delivery.delivered(state)
+        return (state.position, state.position_epoch) if current is None else current
 
     def leader(self, topic: str, partition: int) -> tuple[int, int]:
         """(leader node id, leader epoch) from the cache; NO_LEADER when unknown."""

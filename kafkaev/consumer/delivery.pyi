@@ -1,15 +1,38 @@
 # Typing stubs for kafkaev.consumer.delivery (the consumer's per-record work in Cython).
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
 def note_interruption() -> None:
     """A partition's delivery must stop after the current record (pause, seek, reset, revoke)."""
 
+def note_stop(loop: asyncio.AbstractEventLoop) -> None:
+    """``kafkaev.stop()`` was called for ``loop``: its deliveries stop after the current record."""
+
+def clear_stop(loop: asyncio.AbstractEventLoop) -> None:
+    """``loop`` is being turned again: deliveries on it go on."""
+
+def stop_requested(loop: asyncio.AbstractEventLoop) -> bool:
+    """True between ``note_stop(loop)`` and ``clear_stop(loop)``."""
+
+class DeliveryCursor:
+    """One consumer's delivery in progress: the partition, its records, the one being handed over."""
+
+    loop: asyncio.AbstractEventLoop
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None: ...
+    def begin(self, state: Any, messages: list[Any], index: int) -> None: ...
+    def end(self) -> None: ...
+    def delivered(self, state: Any) -> tuple[int, int] | None:
+        """``(position, leader epoch)`` of ``state`` counting what the delivery in progress handed
+        over, the running record included; None when none of its records is being delivered."""
+
 def deliver_each(
     on_message: Callable[[Any], object],
     messages: list[Any],
     state: Any,
     report: Callable[[BaseException], object],
+    cursor: DeliveryCursor,
 ) -> Any:
     """Call ``on_message(msg)`` for each record in order; returns the last record handed over
-    when the callback interrupted ``state``, else None."""
+    when the callback interrupted ``state`` or stopped the loop, else None."""

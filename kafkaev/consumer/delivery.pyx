@@ -5,7 +5,11 @@ The Python loop around ``on_message`` cost about a quarter of the consumer's tim
 (the loop itself, and reading the partition's ``interrupted`` flag after every call). Here the
 flag is only read when something was interrupted at all since the delivery began: every
 ``PartitionState`` change that interrupts a delivery (pause, seek, reset, revoke) calls
-``note_interruption()``, which bumps one C counter.
+``note_interruption()``, which bumps one C counter; so does ``kafkaev.stop()``.
+
+While a delivery runs, its ``DeliveryCursor`` says which record the callback holds (a C
+store per record, no Python attribute write), so ``commit()`` and ``position()`` called
+from inside the callback count everything handed over so far, the running record included.
 """
 
 cimport cython
@@ -13,6 +17,8 @@ from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 
 # How many deliveries were interrupted since the module loaded; only compared for change.
 cdef unsigned long long interruptions = 0
+# Loops that kafkaev.stop() was called for and that have not been turned again since.
+cdef set stopping = set()
 
 
 def note_interruption():
@@ -21,23 +27,88 @@ def note_interruption():
     interruptions += 1
 
 
+def note_stop(object loop):
+    """``kafkaev.stop()`` was called for ``loop``: every delivery on it stops after the current
+    record, and no other starts until ``clear_stop(loop)``."""
+    global interruptions
+    stopping.add(loop)
+    interruptions += 1
+
+
+def clear_stop(object loop):
+    """``loop`` is being turned again: deliveries on it go on."""
+    stopping.discard(loop)
+
+
+def stop_requested(object loop):
+    """True between ``note_stop(loop)`` and ``clear_stop(loop)``."""
+    return loop in stopping
+
+
+cdef class DeliveryCursor:
+    """One consumer's delivery in progress: the partition, its records and the index of the
+    one the callback holds (one consumer delivers one partition at a time, on its loop)."""
+
+    cdef public object loop
+    cdef object state
+    cdef list messages
+    cdef Py_ssize_t index
+    cdef object generation
+
+    def __init__(self, object loop):
+        self.loop = loop
+        self.state = None
+        self.messages = None
+        self.index = -1
+        self.generation = None
+
+    def begin(self, object state, list messages, Py_ssize_t index):
+        """``messages[:index + 1]`` of ``state`` are handed over (on_batch: all of them)."""
+        self.state = state
+        self.messages = messages
+        self.index = index
+        self.generation = state.generation
+
+    def end(self):
+        self.state = None
+        self.messages = None
+        self.index = -1
+        self.generation = None
+
+    def delivered(self, object state):
+        """``(position, leader epoch)`` of ``state`` counting the records handed over by the
+        delivery in progress, the running one included; None when none of its records is being
+        delivered (or a seek, reset or revoke from the callback made its position stand)."""
+        if (self.state is not state or self.index < 0 or self.messages is None
+                or state.generation != self.generation):
+            return None
+        msg = self.messages[self.index]
+        return msg.offset + 1, msg.leader_epoch
+
+
 @cython.boundscheck(False)
 @cython.wraparound(False)
-def deliver_each(object on_message, list messages, object state, object report):
+def deliver_each(object on_message, list messages, object state, object report, DeliveryCursor cursor):
     """Call ``on_message(msg)`` for each record in order. An exception from the callback goes
     to ``report(exc)`` and delivery goes on. Returns the last record handed over when the
-    callback interrupted ``state`` (``state.interrupted`` turned true), else None."""
+    callback interrupted ``state`` (``state.interrupted`` turned true) or stopped the cursor's
+    loop (``kafkaev.stop()``), else None."""
     cdef unsigned long long seen = interruptions
     cdef Py_ssize_t i
     cdef object msg
-    for i in range(PyList_GET_SIZE(messages)):
-        msg = <object>PyList_GET_ITEM(messages, i)
-        try:
-            on_message(msg)
-        except Exception as exc:
-            report(exc)
-        if interruptions != seen:
-            seen = interruptions
-            if state.interrupted:
-                return msg
-    return None
+    cursor.begin(state, messages, -1)
+    try:
+        for i in range(PyList_GET_SIZE(messages)):
+            msg = <object>PyList_GET_ITEM(messages, i)
+            cursor.index = i
+            try:
+                on_message(msg)
+            except Exception as exc:
+                report(exc)
+            if interruptions != seen:
+                seen = interruptions
+                if state.interrupted or cursor.loop in stopping:
+                    return msg
+        return None
+    finally:
+        cursor.end()

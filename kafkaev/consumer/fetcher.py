@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 from kafkaev.backoff import Backoff
 from kafkaev.cluster.metadata import NO_LEADER, BrokerInfo
 from kafkaev.cluster.pool import Role
-from kafkaev.consumer.delivery import deliver_each
+from kafkaev.consumer.delivery import deliver_each, stop_requested
 from kafkaev.errors import (
     DESTROY,
     FETCH_SESSION_ID_NOT_FOUND,
@@ -411,8 +411,9 @@ class Fetcher:
         state = delivery.state
         if self.ctx.subscription.get(state.tp) is not state or state.generation != delivery.generation:
             return  # an earlier callback seeked or revoked it: the records are stale
-        if state.paused:
-            # Paused by an earlier callback: these records are fetched again on resume.
+        if state.paused or stop_requested(self.ctx.loop):
+            # Paused by an earlier callback, or kafkaev.stop() was called: these records are
+            # fetched again on resume (or when the loop is turned again).
             state.rewind_fetch()
             return
         fetched = self._decode(delivery)
@@ -432,7 +433,7 @@ class Fetcher:
             if fetched.error is not None:
                 self._stop_at_corrupt(state, fetched.error)
         else:
-            # Paused mid-way: resume after the last record handed over. The Fetch already
+            # Paused or stopped mid-way: resume after the last record handed over. The Fetch already
             # sent from next_offset is now stale (fetch_offset moved) and will be dropped.
             state.position = last_handed_over.offset + 1
             state.position_epoch = last_handed_over.leader_epoch
@@ -440,17 +441,22 @@ class Fetcher:
 
     def _deliver(self, state: PartitionState, messages: list[codec.Message]) -> codec.Message | None:
         """Hand the records over; returns the last one handed over when the callback
-        paused the partition mid-way, else None (all delivered)."""
+        paused the partition or called kafkaev.stop() mid-way, else None (all delivered)."""
         on_batch = self.on_batch
         if on_batch is not None:
+            cursor = self.ctx.delivery
+            # The whole list is handed over: a commit() from on_batch counts all of it.
+            cursor.begin(state, messages, len(messages) - 1)
             try:
                 on_batch(messages)
             except Exception as exc:  # noqa: BLE001 - reported; delivery goes on
                 self.ctx.report(exc)
+            finally:
+                cursor.end()
             return None
         if self.on_message is None:
             return None
-        return deliver_each(self.on_message, messages, state, self.ctx.report)
+        return deliver_each(self.on_message, messages, state, self.ctx.report, self.ctx.delivery)
 
     # --- metadata -------------------------------------------------------------------------------
     def on_metadata(self) -> None:

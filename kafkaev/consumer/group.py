@@ -155,15 +155,18 @@ class GroupMember:
 
     def commit_positions(self, partitions: Sequence[TopicPartition] | None,
                          cb: Callable[[KafkaError | None], object] | None, *, only_advanced: bool) -> None:
-        """Commit the current positions of ``partitions`` (default: all owned)."""
+        """Commit the current positions of ``partitions`` (default: all owned); from inside
+        ``on_message``/``on_batch``, counting the records handed over so far."""
         offsets: dict[TopicPartition, CommitOffset] = {}
         for tp in self.owned if partitions is None else partitions:
             state = self.ctx.subscription.get(tp)
             if state is None or state.position < 0 or state.phase is Phase.AWAIT_COMMITTED:
                 continue
-            if only_advanced and state.position <= self.offsets.last_committed.get(tp, NO_OFFSET):
+            # From inside a callback: up to and including the record being delivered.
+            position, epoch = self.ctx.delivered(state)
+            if only_advanced and position <= self.offsets.last_committed.get(tp, NO_OFFSET):
                 continue
-            offsets[tp] = CommitOffset(state.position, state.position_epoch, None)
+            offsets[tp] = CommitOffset(position, epoch, None)
         if self.generation_id == NO_GENERATION and offsets:
             if cb is not None:
                 self.ctx.loop.call_soon(self.ctx.call, cb, KafkaError(
