@@ -5,6 +5,8 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
+import shlex
 import subprocess
 import sys
 import time
@@ -454,3 +456,34 @@ def test_consume_start_and_stop_by_timestamp_kcat_style(kafka, topic):
     bad = _one_line_error(kafkaev("consume", topic, "-o", "e@soon", brokers=kafka.bootstrap), "consume")
     assert "got 'e@soon'" in bad
 
+
+def _readme_kcat_table() -> list[list[str]]:
+    """The kafkaev column of the README's kcat table, each command as its argument list."""
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("### kcat equivalents"):]
+    commands = []
+    for line in section.splitlines():
+        if line.startswith("| `kcat"):
+            cell = line.split("|")[2]
+            commands += [shlex.split(found)[1:] for found in re.findall(r"`(kafkaev [^`]*)`", cell)]
+    return commands
+
+
+def test_every_kafkaev_command_of_the_readme_kcat_table_runs(kafka, make_topic, tmp_path):
+    events, logs = make_topic(partitions=2), make_topic()
+    lines = "".join(f"k{i}:v{i}\n" for i in range(20))  # enough for the table's -p 0 -o 5 -c 10
+    assert kafkaev("produce", events, "-p", "0", "-k", ":", stdin=lines, brokers=kafka.bootstrap).returncode == 0
+    files = {}
+    for name in ("a.bin", "b.bin"):
+        (tmp_path / name).write_bytes(b"\x00\x01" + name.encode())
+        files[name] = str(tmp_path / name)
+    commands = _readme_kcat_table()
+    assert len(commands) >= 15
+    for args in commands:
+        names = {"events": events, "logs": logs, "grp": f"cli-kcat-{uuid.uuid4().hex[:8]}", **files}
+        args = [names.get(a, a) for a in args]
+        if args[0] == "consume" and "-e" not in args and "-c" not in args:
+            args.append("-e")  # the table's consumers follow the topic; here they stop at its end
+        result = kafkaev(*args, stdin="x\n", brokers=kafka.bootstrap)
+        assert result.returncode == 0, (args, result.stderr)
+        assert "Traceback" not in result.stderr
