@@ -83,9 +83,11 @@ def test_bad_value_is_one_line_and_nonzero(kafka):
 
 
 def test_unreachable_broker_is_one_line():
-    result = kafkaev("topics", "list", brokers="127.0.0.1:1")
-    assert result.returncode == 1
-    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+    for args in (("topics", "list"), ("metadata",), ("-L", "--json")):
+        result = kafkaev(*args, brokers="127.0.0.1:1")
+        assert result.returncode == 1, (args, result.stderr)
+        assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+        assert "no broker reachable at 127.0.0.1:1" in result.stderr and result.stdout == ""
 
 
 def test_groups_list_describe_lag_after_a_group_consume(kafka, topic):
