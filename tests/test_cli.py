@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import os
+import re
+import shlex
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -74,13 +79,15 @@ def test_bad_value_is_one_line_and_nonzero(kafka):
     result = kafkaev("consume", "t", "-o", "yesterday", brokers=kafka.bootstrap)
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [
-        "kafkaev consume: --offset must be beginning, end, a number or @<timestamp ms>, got 'yesterday'"]
+        "kafkaev consume: --offset must be beginning, end, a number, -<N>, @<ms>, s@<ms> or e@<ms>, got 'yesterday'"]
 
 
 def test_unreachable_broker_is_one_line():
-    result = kafkaev("topics", "list", brokers="127.0.0.1:1")
-    assert result.returncode == 1
-    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+    for args in (("topics", "list"), ("metadata",), ("-L", "--json")):
+        result = kafkaev(*args, brokers="127.0.0.1:1")
+        assert result.returncode == 1, (args, result.stderr)
+        assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+        assert "no broker reachable at 127.0.0.1:1" in result.stderr and result.stdout == ""
 
 
 def test_groups_list_describe_lag_after_a_group_consume(kafka, topic):
@@ -143,6 +150,10 @@ def test_produce_files_one_record_each_to_a_partition(kafka, make_topic, tmp_pat
     consumed = kafkaev("consume", topic, "-o", "beginning", "-e", "-f", "%p|%v\\n--\\n", brokers=kafka.bootstrap)
     assert consumed.returncode == 0, consumed.stderr
     assert consumed.stdout == "".join(f"1|file {i}\nsecond line\n--\n" for i in range(3))
+    after = kafkaev("produce", topic, "-p", "0", paths[0], paths[1], brokers=kafka.bootstrap)  # kcat's order
+    assert after.returncode == 0 and after.stderr == f"produced 2 records to {topic}\n", after.stderr
+    stray = kafkaev("produce", topic, "-p", "0", paths[0], "--bogus", brokers=kafka.bootstrap)
+    assert stray.returncode == 2 and "unrecognized arguments: " in stray.stderr and "--bogus" in stray.stderr
     missing = kafkaev("produce", topic, str(tmp_path / "nope"), brokers=kafka.bootstrap)
     assert missing.returncode == 1 and "cannot read" in missing.stderr and "Traceback" not in missing.stderr
 
@@ -295,3 +306,186 @@ def test_topics_create_counts_must_be_at_least_one(kafka):
     created = kafkaev("topics", "create", name, brokers=kafka.bootstrap)  # the broker's defaults
     assert created.returncode == 0, created.stderr
     assert kafkaev("topics", "delete", name, brokers=kafka.bootstrap).returncode == 0
+
+
+# --- kcat's flags -------------------------------------------------------------------------------
+
+def _json_lines(*args: str, brokers: str) -> list[dict]:
+    return [json.loads(line) for line in _printed(*args, "-J", brokers=brokers)]
+
+
+def _one_line_error(result: subprocess.CompletedProcess[str], command: str) -> str:
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith(f"kafkaev {command}: "), line
+    return line
+
+
+def test_metadata_lists_brokers_topics_and_partitions_as_text_and_json_and_as_dash_L(kafka, make_topic):
+    topic = make_topic(partitions=2)
+    result = kafkaev("metadata", "--json", brokers=kafka.bootstrap)
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    broker_ids = {b["id"] for b in doc["brokers"]}
+    assert broker_ids and all(b["host"] and b["port"] > 0 for b in doc["brokers"])
+    assert doc["controller_id"] in broker_ids or doc["controller_id"] == -1
+    [mine] = [t for t in doc["topics"] if t["topic"] == topic]
+    assert mine["error"] is None and not mine["internal"]
+    assert [p["partition"] for p in mine["partitions"]] == [0, 1]
+    for p in mine["partitions"]:
+        assert p["leader"] in broker_ids and p["leader"] in p["replicas"] and set(p["isr"]) <= set(p["replicas"])
+    # kcat's -L, before the options as kcat takes it, with -t for one topic
+    text = kafkaev("-L", "-t", topic, brokers=kafka.bootstrap)
+    assert text.returncode == 0, text.stderr
+    assert f'topic "{topic}" with 2 partitions:' in text.stdout
+    assert text.stdout.count("    partition ") == 2 and " brokers:" in text.stdout
+    assert "leader " in text.stdout and "replicas: " in text.stdout and "isrs: " in text.stdout
+    missing = f"cli-missing-{uuid.uuid4().hex[:8]}"
+    line = _one_line_error(kafkaev("metadata", "-t", missing, brokers=kafka.bootstrap), "metadata")
+    assert f"{missing}: UNKNOWN_TOPIC_OR_PARTITION" in line
+
+
+def test_version_prints_the_package_version():
+    from importlib.metadata import PackageNotFoundError, version
+
+    import kafkaev as package
+
+    try:
+        expected = version("kafkaev")
+    except PackageNotFoundError:
+        expected = package.__version__
+    result = kafkaev("--version")
+    assert result.returncode == 0 and result.stdout == f"kafkaev {expected}\n"
+
+
+def test_dash_X_sets_any_client_option_by_its_type_and_a_bad_one_is_one_line(kafka, topic):
+    produced = kafkaev("produce", topic, "-X", "linger_ms=0", "-X", "idempotent=true", "-X", "client_id=cli-x",
+                       stdin="a\nb\n", brokers=kafka.bootstrap)
+    assert produced.returncode == 0, produced.stderr
+    assert _printed(topic, "-o", "beginning", "-e", "-X", "fetch_max_wait_ms=50", "-X", "check_crcs=false",
+                    "-X", "assignors=range", brokers=kafka.bootstrap) == ["a", "b"]
+    for command in ("produce", "consume"):
+        typo = _one_line_error(kafkaev(command, topic, "-X", "lingr_ms=1", brokers=kafka.bootstrap), command)
+        assert "unknown option 'lingr_ms'; did you mean 'linger_ms'?" in typo
+    dotted = _one_line_error(kafkaev("produce", topic, "-X", "linger.ms=1", brokers=kafka.bootstrap), "produce")
+    assert "did you mean 'linger_ms'?" in dotted
+    for item, reason in (("linger_ms=soon", "-X linger_ms: expected float, got 'soon'"),
+                         ("idempotent=maybe", "-X idempotent: expected true or false, got 'maybe'"),
+                         ("batch_size=1.5", "-X batch_size: expected int, got '1.5'"),
+                         ("on_error=print", "-X on_error: this option is a Python object"),
+                         ("brokers=x:1", "-X brokers: give it with -b"),
+                         ("linger_ms", "-X must look like key=value, got 'linger_ms'")):
+        assert reason in _one_line_error(kafkaev("produce", topic, "-X", item, brokers=kafka.bootstrap), "produce")
+    # the option's own check still applies to a well-typed value
+    assert "batch_size" in _one_line_error(kafkaev("produce", topic, "-X", "batch_size=-5", brokers=kafka.bootstrap),
+                                           "produce")
+
+
+def _produce_raw(bootstrap: str, topic: str, records: list[tuple[bytes | None, bytes | None]]) -> None:
+    import confluent_kafka
+
+    producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap})
+    for key, value in records:
+        producer.produce(topic, value, key, partition=0)
+    assert producer.flush(30) == 0
+
+
+def test_consume_json_records_and_dash_Z_null_versus_empty(kafka, topic):
+    binary = b"\xff\x00\xfe"
+    _produce_raw(kafka.bootstrap, topic, [(None, b"text \xc3\xa9"), (b"k", None), (b"", b""), (binary, binary)])
+    records = _json_lines(topic, "-o", "beginning", "-e", brokers=kafka.bootstrap)
+    assert [set(r) for r in records] == [{"topic", "partition", "offset", "timestamp", "key", "value", "headers"}] * 4
+    assert [(r["topic"], r["partition"], r["offset"]) for r in records] == [(topic, 0, i) for i in range(4)]
+    assert all(isinstance(r["timestamp"], int) and r["timestamp"] > 0 and r["headers"] == [] for r in records)
+    marked = {"base64": base64.b64encode(binary).decode()}
+    assert [(r["key"], r["value"]) for r in records] == [(None, "text \u00e9"), ("k", None), ("", ""), (marked, marked)]
+    nulls = _printed(topic, "-o", "beginning", "-c", "3", "-Z", "-f", "[%k|%v]\\n", brokers=kafka.bootstrap)
+    assert nulls == ["[NULL|text \u00e9]", "[k|NULL]", "[|]"]
+    plain = _printed(topic, "-o", "beginning", "-c", "3", "-f", "[%k|%v]\\n", brokers=kafka.bootstrap)
+    assert plain == ["[|text \u00e9]", "[k|]", "[|]"]
+    both = kafkaev("consume", topic, "-J", "-f", "%v", brokers=kafka.bootstrap)
+    assert both.returncode == 2 and "not allowed with" in both.stderr
+
+
+def test_produce_repeated_headers_keep_every_value_in_order(kafka, topic):
+    produced = kafkaev("produce", topic, "-H", "a=1", "-H", "b=x=y", "-H", "a=2", "-H", "empty=",
+                       stdin="v\n", brokers=kafka.bootstrap)
+    assert produced.returncode == 0, produced.stderr
+    [record] = _json_lines(topic, "-o", "beginning", "-e", brokers=kafka.bootstrap)
+    assert record["headers"] == [["a", "1"], ["b", "x=y"], ["a", "2"], ["empty", ""]]
+    bad = _one_line_error(kafkaev("produce", topic, "-H", "novalue", brokers=kafka.bootstrap), "produce")
+    assert "--header must look like key=value, got 'novalue'" in bad
+
+
+def test_consume_several_topics_in_one_command(kafka, make_topic):
+    first, second = make_topic(), make_topic(partitions=2)
+    assert kafkaev("produce", first, stdin="a\nb\n", brokers=kafka.bootstrap).returncode == 0
+    assert kafkaev("produce", second, stdin="c\nd\ne\n", brokers=kafka.bootstrap).returncode == 0
+    got = _printed(first, second, "-o", "beginning", "-e", "-f", "%t %v\\n", brokers=kafka.bootstrap)
+    assert sorted(got) == sorted([f"{first} a", f"{first} b", f"{second} c", f"{second} d", f"{second} e"])
+    group = f"cli-multi-{uuid.uuid4().hex[:8]}"
+    grouped = _printed(first, second, "-G", group, "-o", "beginning", "-c", "5", "-f", "%t %v\\n",
+                       brokers=kafka.bootstrap)
+    assert sorted(grouped) == sorted(got)
+    missing = f"cli-missing-{uuid.uuid4().hex[:8]}"
+    assert missing in _one_line_error(kafkaev("consume", first, missing, "-e", brokers=kafka.bootstrap), "consume")
+
+
+def test_consume_negative_offset_counts_back_from_each_partition_end(kafka, make_topic):
+    topic = make_topic(partitions=2)
+    assert kafkaev("produce", topic, "-p", "0", stdin="a\nb\nc\nd\n", brokers=kafka.bootstrap).returncode == 0
+    assert kafkaev("produce", topic, "-p", "1", stdin="x\n", brokers=kafka.bootstrap).returncode == 0
+    last_two = _printed(topic, "-o", "-2", "-e", "-f", "%p%v\\n", brokers=kafka.bootstrap)
+    assert sorted(last_two) == ["0c", "0d", "1x"]  # partition 1 holds 1 record: from its first
+    assert _printed(topic, "-p", "0", "-o", "-10", "-e", brokers=kafka.bootstrap) == ["a", "b", "c", "d"]
+
+
+def test_consume_start_and_stop_by_timestamp_kcat_style(kafka, topic):
+    for batch in ("a\nb\n", "c\nd\n", "e\n"):  # separate runs: each batch a later timestamp
+        assert kafkaev("produce", topic, stdin=batch, brokers=kafka.bootstrap).returncode == 0
+        time.sleep(0.01)
+    stamps = {r["value"]: r["timestamp"] for r in _json_lines(topic, "-o", "beginning", "-e", brokers=kafka.bootstrap)}
+    assert stamps["b"] < stamps["c"] < stamps["e"]
+    since = stamps["c"]
+    assert _printed(topic, "-o", f"s@{since}", "-e", brokers=kafka.bootstrap) == ["c", "d", "e"]
+    assert _printed(topic, "-o", f"@{since}", "-e", brokers=kafka.bootstrap) == ["c", "d", "e"]
+    # e@ stops before the first record at or after it, and exits without -e
+    assert _printed(topic, "-o", "beginning", "-o", f"e@{since}", brokers=kafka.bootstrap) == ["a", "b"]
+    assert _printed(topic, "-o", f"s@{since}", "-o", f"e@{stamps['e']}", brokers=kafka.bootstrap) == ["c", "d"]
+    two = _one_line_error(kafkaev("consume", topic, "-o", "1", "-o", "2", brokers=kafka.bootstrap), "consume")
+    assert "two starts given ('1' and '2')" in two
+    bad = _one_line_error(kafkaev("consume", topic, "-o", "e@soon", brokers=kafka.bootstrap), "consume")
+    assert "got 'e@soon'" in bad
+
+
+def _readme_kcat_table() -> list[list[str]]:
+    """The kafkaev column of the README's kcat table, each command as its argument list."""
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("### kcat equivalents"):]
+    commands = []
+    for line in section.splitlines():
+        if line.startswith("| `kcat"):
+            cell = line.split("|")[2]
+            commands += [shlex.split(found)[1:] for found in re.findall(r"`(kafkaev [^`]*)`", cell)]
+    return commands
+
+
+def test_every_kafkaev_command_of_the_readme_kcat_table_runs(kafka, make_topic, tmp_path):
+    events, logs = make_topic(partitions=2), make_topic()
+    lines = "".join(f"k{i}:v{i}\n" for i in range(20))  # enough for the table's -p 0 -o 5 -c 10
+    assert kafkaev("produce", events, "-p", "0", "-k", ":", stdin=lines, brokers=kafka.bootstrap).returncode == 0
+    files = {}
+    for name in ("a.bin", "b.bin"):
+        (tmp_path / name).write_bytes(b"\x00\x01" + name.encode())
+        files[name] = str(tmp_path / name)
+    commands = _readme_kcat_table()
+    assert len(commands) >= 15
+    for args in commands:
+        names = {"events": events, "logs": logs, "grp": f"cli-kcat-{uuid.uuid4().hex[:8]}", **files}
+        args = [names.get(a, a) for a in args]
+        if args[0] == "consume" and "-e" not in args and "-c" not in args:
+            args.append("-e")  # the table's consumers follow the topic; here they stop at its end
+        result = kafkaev(*args, stdin="x\n", brokers=kafka.bootstrap)
+        assert result.returncode == 0, (args, result.stderr)
+        assert "Traceback" not in result.stderr

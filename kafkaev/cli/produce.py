@@ -7,10 +7,19 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from kafkaev.cli.common import CliError, add_brokers, new_client, parse_key_values, wait
+from kafkaev.cli.common import (
+    CliError,
+    add_brokers,
+    add_client_options,
+    client_options,
+    new_client,
+    parse_pairs,
+    wait,
+)
 from kafkaev.errors import MESSAGE_TOO_LARGE, KafkaError
 
 ACKS_CHOICES = {"0": 0, "1": 1, "-1": -1, "all": -1}
+TRAILING_POSITIONAL = "files"  # files may follow the options too (kafkaev/__main__.py)
 FLUSH_EVERY = 10000  # records: on long inputs, let the loop send and free buffer memory
 
 # (what the user calls it: "line 3" or a file's path, key, value)
@@ -27,12 +36,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("-k", "--key-separator", metavar="SEP",
                         help="split each line into key SEP value at the first SEP; a line without SEP "
                              "is sent whole as the value, with no key (as kcat does)")
-    parser.add_argument("-H", "--header", action="append", metavar="KEY=VALUE", help="record header, repeatable")
+    parser.add_argument("-H", "--header", action="append", metavar="KEY=VALUE",
+                        help="record header, repeatable; a name given twice is sent twice, in order")
     parser.add_argument("-p", "--partition", type=int, help="partition (default: the partitioner's choice)")
     parser.add_argument("--acks", choices=list(ACKS_CHOICES), default="all", help="required acks (default all)")
     parser.add_argument("-z", "--compression", choices=["none", "gzip", "snappy", "lz4", "zstd"], default="none")
     parser.add_argument("--linger-ms", type=float, default=5.0, help="batching delay (default 5)")
     add_brokers(parser)
+    add_client_options(parser)
 
 
 def _records(args: argparse.Namespace) -> Iterator[Record]:
@@ -62,9 +73,11 @@ def _plural(n: int) -> str:
 def run(args: argparse.Namespace) -> int:
     if args.partition is not None and args.partition < 0:
         raise CliError(f"--partition must be >= 0, got {args.partition}")
-    headers = [(k, v.encode()) for k, v in parse_key_values(args.header, "--header").items()] or None
-    client = new_client(args.brokers, acks=ACKS_CHOICES[args.acks], compression=args.compression,
-                        linger_ms=args.linger_ms, allow_auto_topic_creation=True)
+    headers = [(k, v.encode()) for k, v in parse_pairs(args.header, "--header")] or None
+    options: dict[str, Any] = {"acks": ACKS_CHOICES[args.acks], "compression": args.compression,
+                               "linger_ms": args.linger_ms, "allow_auto_topic_creation": True}
+    options.update(client_options(args.client_options))
+    client = new_client(args.brokers, **options)
     max_size = client.config.max_request_size
     loop = client.loop
     wait(loop, client.connect, "connect")
