@@ -25,6 +25,7 @@ from kafkaev.cli.common import (
     wait,
 )
 from kafkaev.errors import KafkaError
+from kafkaev.runner import stop as stop_delivering
 from kafkaev.types import NO_OFFSET, OFFSET_BEGINNING, OFFSET_END
 
 # kcat-style placeholders.
@@ -279,6 +280,7 @@ def run(args: argparse.Namespace) -> int:
     out = sys.stdout
     seen = 0
     failure: BaseException | None = None  # raised by printing a record: ends the run
+    stopping = False  # set once the run is over: records still in flight are not printed
     watch: EndWatch | None = None
     client: Client
 
@@ -288,18 +290,24 @@ def run(args: argparse.Namespace) -> int:
         return watch is not None and watch.reached()
 
     def on_message(msg: Any) -> None:
-        nonlocal seen, failure
-        if finished() or (watch is not None and not watch.keep(msg)):
+        # Checked after printing, not before: inside this callback position() already counts
+        # the record being delivered, so a check first would take the last record for done.
+        nonlocal seen, failure, stopping
+        if stopping or (watch is not None and not watch.keep(msg)):
             return
         try:
             out.write(render(msg))
         except Exception as exc:  # noqa: BLE001 - a closed pipe, or a record the format cannot print
             failure = exc
-            client.loop.stop()
+            stopping = True
+            stop_delivering(client.loop)
             return
         seen += 1
         if finished():
-            client.loop.stop()
+            # kafkaev.stop: no further record is handed over, so a group member's closing
+            # commit covers exactly what was printed.
+            stopping = True
+            stop_delivering(client.loop)
 
     def check_end() -> None:
         if finished():
