@@ -20,7 +20,7 @@ from fake_broker import Delay, FakeCluster, HangUp, ProducedBatch, ReceivedReque
 from test_backoff import Lowest
 
 from kafkaev.cluster.metadata import Metadata
-from kafkaev.cluster.pool import ConnectionPool
+from kafkaev.cluster.pool import ConnectionPool, Role
 from kafkaev.config import ClientConfig
 from kafkaev.errors import (
     DESTROY,
@@ -381,7 +381,7 @@ def test_a_connect_that_succeeds_clears_the_leaders_failure(loop, fake_cluster):
     run_until(loop, lambda: results)
     results.assert_each_once([0])
     assert results[0][1] is None
-    assert env.producer._sender._connect_errors == {}
+    assert env.pool.connect_error(1, Role.PRODUCE) is None
 
 
 def test_a_refused_leader_is_asked_again_when_the_pools_backoff_ends(loop, fake_cluster):

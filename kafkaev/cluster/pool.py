@@ -49,7 +49,7 @@ class Role(enum.IntEnum):
 class _Slot:
     """One pooled connection and the callers waiting for it to become ready."""
 
-    __slots__ = ("node_id", "role", "lane", "conn", "waiters", "backoff", "retry_at", "retry_handle")
+    __slots__ = ("node_id", "role", "lane", "conn", "waiters", "backoff", "retry_at", "retry_handle", "last_error")
 
     def __init__(self, node_id: int, role: Role, lane: int, backoff: Backoff) -> None:
         self.node_id = node_id
@@ -60,6 +60,7 @@ class _Slot:
         self.backoff = backoff  # grows after each failed connect, reset on success
         self.retry_at = 0.0  # loop time before which no new connect is attempted
         self.retry_handle: asyncio.TimerHandle | None = None
+        self.last_error: KafkaError | None = None  # why the last connect failed; None once one succeeds
 
 
 def default_connection_factory(config: ClientConfig, loop: asyncio.AbstractEventLoop) -> Connection:
@@ -168,11 +169,18 @@ class ConnectionPool:
             return floor
         return max(floor, slot.retry_at - self._loop.time())
 
+    def connect_error(self, node_id: int, role: Role, lane: int = 0) -> KafkaError | None:
+        """Why the last connect of (node_id, role, lane) failed, or None: none failed since one
+        succeeded (or none was tried)."""
+        slot = self._slots.get((node_id, role, lane))
+        return None if slot is None else slot.last_error
+
     def _connect(self, slot: _Slot) -> None:
         slot.retry_handle = None
         address = self._brokers.get(slot.node_id)
         if address is None:
-            self._fail_waiters(slot, KafkaError(STATE, f"broker {slot.node_id} is not in the cluster metadata"))
+            slot.last_error = KafkaError(STATE, f"broker {slot.node_id} is not in the cluster metadata")
+            self._fail_waiters(slot, slot.last_error)
             return
         conn = self._factory(self._config, self._loop)
         conn.node_id = slot.node_id
@@ -187,11 +195,13 @@ class ConnectionPool:
             return  # dropped meanwhile; its waiters were already answered
         if err is None:
             slot.backoff.reset()
+            slot.last_error = None
             waiters, slot.waiters = slot.waiters, []
             for cb in waiters:
                 self._call(cb, conn, None)
             return
         slot.conn = None
+        slot.last_error = err
         slot.retry_at = self._loop.time() + slot.backoff.next_delay_s()
         self._fail_waiters(slot, err)
         self._report(slot, err)

@@ -106,9 +106,6 @@ class Sender:
         self._lanes = config.produce_connections
         self._lane_of: dict[PartitionState, _Lane] = {}  # the leader and lane a partition sends on
         self._next_lane: dict[int, int] = {}  # per leader: the lane its next new partition takes
-        # The last failed connect per (leader, lane), until one succeeds: a batch that expires
-        # waiting for that connection says why it never left (the pool only backs off).
-        self._connect_errors: dict[tuple[int, int], KafkaError] = {}
         self._request_timeout_ms = config.request_timeout_ms
         self.identity = ProducerIdentity() if config.idempotent else None
         self._identity_backoff = Backoff(config.retry_backoff)  # InitProducerId waits and retries
@@ -207,10 +204,8 @@ class Sender:
 
     def _on_connection(self, node_id: int, lane: int, conn: Connection | None, err: KafkaError | None) -> None:
         if err is None:
-            self._connect_errors.pop((node_id, lane), None)
             self.wake()
         else:
-            self._connect_errors[(node_id, lane)] = err
             # The pool backs off (and reports the failure: metadata refresh); ask again when its
             # backoff is over, not after a wait of our own on top.
             self._wake_at(self._loop.time() + self._pool.retry_in_s(node_id, Role.PRODUCE, lane))
@@ -508,7 +503,7 @@ class Sender:
             # The lane it sends on, without assigning one (_lane would); a single lane is 0.
             assigned = self._lane_of.get(part)
             lane = assigned.lane if assigned is not None and assigned.leader == part.leader else 0
-            err = self._connect_errors.get((part.leader, lane))
+            err = self._pool.connect_error(part.leader, Role.PRODUCE, lane)
             if err is not None:
                 address = self._pool.address(part.leader)
                 where = f"{address[0]}:{address[1]} (node {part.leader})" if address else f"node {part.leader}"
