@@ -186,7 +186,7 @@ class Metadata:
         self._failed_until = 0.0
         # The loop time of the last round a broker answered, and the failure of the last round
         # when it failed: a topic wait no broker answered during ends with that cause.
-        self._last_answered = -1e9
+        self._last_answered = float("-inf")  # no round answered yet
         self.last_round_error: KafkaError | None = None
         self._delayed: asyncio.TimerHandle | None = None
         self._periodic: asyncio.TimerHandle | None = None
