@@ -143,6 +143,8 @@ class Client:
         """Queue one record; ``cb(RecordMetadata, None)`` once acknowledged or ``cb(None, err)``
         once it failed. key/value: bytes-like, str (UTF-8) or None. headers: (name, value)
         pairs (a name may repeat) or a dict. Raises BufferFullError when buffer_memory is full.
+        A ``partition`` the topic does not have is ``UnknownPartitionError`` (UNKNOWN_PARTITION):
+        raised here when the topic's metadata is loaded, else given to ``cb`` once it is.
         (Replaced per instance by the producer's own method.)"""
         self._producer.produce(topic, key, value, cb, partition=partition, headers=headers,
                                timestamp_ms=timestamp_ms)

@@ -608,6 +608,7 @@ PROTOCOL = -199  # malformed frame from the broker (librdkafka _BAD_MSG)
 DESTROY = -197  # client closed before the record was sent
 TRANSPORT = -195  # connection refused, reset or lost
 MSG_TIMED_OUT = -192  # record not delivered within delivery_timeout_ms
+UNKNOWN_PARTITION = -190  # produce(partition=) beyond the topic's partition count
 UNKNOWN_TOPIC_WAIT_TIMEOUT = -188  # topic never appeared in metadata in time
 TIMED_OUT = -185  # a request got no response within request_timeout_ms
 QUEUE_FULL = -184  # buffer_memory exhausted
@@ -621,6 +622,9 @@ _CLIENT_ERRORS: tuple[ErrorSpec, ...] = (
     ErrorSpec(TRANSPORT, "TRANSPORT", True, "The connection to the broker failed or was lost."),
     ErrorSpec(
         MSG_TIMED_OUT, "MSG_TIMED_OUT", False, "The record was not delivered within the delivery timeout."
+    ),
+    ErrorSpec(
+        UNKNOWN_PARTITION, "UNKNOWN_PARTITION", False, "The partition asked for is beyond the topic's partition count."
     ),
     ErrorSpec(
         UNKNOWN_TOPIC_WAIT_TIMEOUT,
@@ -701,3 +705,22 @@ class ProtocolError(KafkaError):
 
     def __reduce__(self) -> tuple[object, ...]:
         return (type(self), (self.message,))
+
+
+class UnknownPartitionError(KafkaError, ValueError):
+    """``produce(partition=p)`` for a partition the topic does not have: code UNKNOWN_PARTITION.
+
+    The same error whenever the count becomes known: raised by ``produce()`` when the topic's
+    metadata is already loaded, else handed to the record's callback once it arrives. It is a
+    ``ValueError`` too, as a bad argument is.
+    """
+
+    def __init__(self, topic: str, partition: int, num_partitions: int) -> None:
+        super().__init__(UNKNOWN_PARTITION, f"produce: 'partition' {partition!r} is out of range for topic "
+                                            f"{topic!r} ({num_partitions} partitions)")
+        self.topic = topic
+        self.partition = partition
+        self.num_partitions = num_partitions
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.topic, self.partition, self.num_partitions))

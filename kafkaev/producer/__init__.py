@@ -145,10 +145,10 @@ class Producer(ProducerCore):
                     self.readmit(topic, record.key, record.value, record.cb, record.partition, record.headers,
                                  record.timestamp_ms)
                     continue
-                except ValueError as exc:  # partition out of range, now that the count is known
-                    record_err: KafkaError = KafkaError(UNKNOWN_TOPIC_OR_PARTITION, str(exc))
-                except KafkaError as exc:  # record too large for the topic's limits
-                    record_err = exc
+                except KafkaError as exc:  # the partition out of range (UnknownPartitionError, as
+                    record_err: KafkaError = exc  # produce() raises it), or the record too large
+                except ValueError as exc:  # a partitioner's answer out of range
+                    record_err = KafkaError(UNKNOWN_TOPIC_OR_PARTITION, str(exc))
             else:
                 record_err = err
             if record.cb is not None:

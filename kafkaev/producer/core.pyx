@@ -29,7 +29,7 @@ from collections import deque
 from collections.abc import Mapping
 
 from kafkaev.protocol.codec import murmur2
-from kafkaev.errors import MESSAGE_TOO_LARGE, STATE, UNKNOWN_TOPIC_OR_PARTITION, KafkaError
+from kafkaev.errors import MESSAGE_TOO_LARGE, STATE, UNKNOWN_TOPIC_OR_PARTITION, KafkaError, UnknownPartitionError
 from kafkaev.types import RecordMetadata
 
 cdef extern from "Python.h":

@@ -191,11 +191,10 @@ cdef class ProducerCore:
                 p = murmur2_positive(PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key)) % num_partitions
             else:
                 p = murmur2(key) % num_partitions  # str or bytes-like; its TypeError names 'key'
-        elif type(partition) is not int or not 0 <= partition < num_partitions:
-            raise ValueError(
-                f"produce: 'partition' {partition!r} is out of range for topic {topic!r} "
-                f"({num_partitions} partitions)"
-            )
+        elif type(partition) is not int or partition < 0:
+            raise ValueError(f"produce: 'partition' must be an int >= 0 or None, got {partition!r}")
+        elif partition >= num_partitions:  # the same error the callback gets when the count came later
+            raise UnknownPartitionError(topic, partition, num_partitions)
         else:
             p = partition
         self._append(<PartitionState>tstate.parts[p], timestamp, key, value, cb, headers)
