@@ -7,7 +7,7 @@ import importlib
 import logging
 import sys
 
-from kafkaev.cli.common import CliError
+from kafkaev.cli.common import EXIT_ERROR, EXIT_USAGE, CliError, UsageError
 
 COMMANDS = ("produce", "consume", "topics", "metadata", "groups", "perf", "broker")
 DISTRIBUTION = "kafkaev"
@@ -21,7 +21,7 @@ class _Parser(argparse.ArgumentParser):
     """Usage mistakes: one line on stderr and exit status 2, no usage dump."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
 def version() -> str:
@@ -92,12 +92,15 @@ def main(argv: list[str] | None = None) -> int:
     _configure_logging(args.verbose)
     try:
         return module.run(args)
+    except UsageError as exc:
+        print(f"kafkaev {args.command}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except CliError as exc:
         print(f"kafkaev {args.command}: {exc}", file=sys.stderr)
-        return 1
-    except (TypeError, ValueError) as exc:  # option validation in Client/Admin names the argument
+        return EXIT_ERROR
+    except (TypeError, ValueError) as exc:  # option validation in Client/Admin (-X) names the argument
         print(f"kafkaev {args.command}: {exc}", file=sys.stderr)
-        return 1
+        return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # `kafkaev consume ... | head`

@@ -17,7 +17,7 @@ import time
 from contextlib import closing
 from pathlib import Path
 
-from kafkaev.cli.common import CliError
+from kafkaev.cli.common import CliError, UsageError
 from kafkaev.local_broker import DEFAULT_PORT, LocalBroker, read_record, running_broker, state_file
 
 DETACH_START_TIMEOUT_S = 180.0
@@ -100,7 +100,7 @@ def _foreground(args: argparse.Namespace, path: Path) -> int:
     from kafkaev.testing.jars import JarResolutionError
 
     if args.nodes < 1:
-        raise CliError(f"--nodes must be >= 1, got {args.nodes}")
+        raise UsageError(f"--nodes must be >= 1, got {args.nodes}")
     version = _kafka_version()
     _refuse_if_running(path)
     stopping = False
@@ -135,7 +135,7 @@ def _foreground(args: argparse.Namespace, path: Path) -> int:
 
 def _detach(args: argparse.Namespace, path: Path) -> int:
     if args.nodes < 1:
-        raise CliError(f"--nodes must be >= 1, got {args.nodes}")
+        raise UsageError(f"--nodes must be >= 1, got {args.nodes}")
     _kafka_version()  # a bad KAFKAEV_KAFKA_VERSION is reported here, not in the background's log
     _refuse_if_running(path)
     path.unlink(missing_ok=True)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import os
+import re
+import signal
 from collections.abc import Callable
 from dataclasses import fields
 from typing import Any
@@ -12,14 +15,29 @@ from kafkaev.local_broker import BROKERS_ENV, FALLBACK_BROKERS
 
 
 class CliError(Exception):
-    """A user mistake or an operation failure: printed as one line, exit status 1."""
+    """An operation failure (or a value the cluster refuses): printed as one line, exit status 1."""
+
+
+class UsageError(CliError):
+    """A mistake in the command line itself (a malformed or contradictory option value): printed
+    as one line, exit status 2, as argparse's own usage errors."""
+
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
 
 
 def add_brokers(parser: argparse.ArgumentParser) -> None:
+    """The options of every subcommand that talks to a broker: -b, the TLS/SASL flags and -X."""
+    from kafkaev.cli.security import add_security
+
     # None: Client/Admin apply kafkaev.local_broker's rule, so the command line and Python agree.
     parser.add_argument("-b", "--brokers", default=None,
                         help=f"bootstrap brokers host:port,... (default: ${BROKERS_ENV}, else the broker "
                              f"'kafkaev broker start' runs, else {FALLBACK_BROKERS})")
+    add_client_options(parser)
+    add_security(parser)
 
 
 # -X values by the ClientConfig field's annotation (a string: config.py defers annotations).
@@ -57,32 +75,63 @@ def add_client_options(parser: argparse.ArgumentParser) -> None:
                              "a comma-separated list for assignors); overrides the command's own flags")
 
 
-def client_options(items: list[str] | None) -> dict[str, Any]:
-    """-X key=value pairs as Client keyword arguments. An unknown key is passed on as it is, so that
-    ClientConfig names it with its "did you mean"."""
+def client_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The Client keyword arguments the command line asked for: -X key=value pairs, and ``tls`` /
+    ``sasl`` from the security flags and -X security properties. An unknown key is passed on as it
+    is, so that ClientConfig names it with its "did you mean"."""
+    from kafkaev.cli.security import SASL_PLAINTEXT, SecuritySettings, quiet_plaintext_credentials
     from kafkaev.config import ClientConfig
 
     annotations = {f.name: str(f.type) for f in fields(ClientConfig) if f.init}
+    security = SecuritySettings.from_args(args)
     options: dict[str, Any] = {}
-    for item in items or ():
+    for item in getattr(args, "client_options", None) or ():
         key, sep, text = item.partition("=")
         if not sep or not key:
-            raise CliError(f"-X must look like key=value, got {item!r}")
+            raise UsageError(f"-X must look like key=value, got {item!r}")
+        if security.take_property(key, text):
+            continue
         if key not in annotations:
             options[key] = text
             continue
         if key in X_FLAGS:
-            raise CliError(f"-X {key}: give it with {X_FLAGS[key]}")
+            raise UsageError(f"-X {key}: give it with {X_FLAGS[key]}")
         parse = X_SPECIAL.get(key) or X_PARSERS.get(annotations[key])
         if parse is None:
-            raise CliError(f"-X {key}: this option is a Python object ({annotations[key]}) and has no "
-                           f"command-line form")
+            raise UsageError(f"-X {key}: this option is a Python object ({annotations[key]}) and has no "
+                             f"command-line form")
         try:
             options[key] = parse(text)
         except ValueError:
             kind = "true or false" if parse is _parse_bool else annotations[key]
-            raise CliError(f"-X {key}: expected {kind}, got {text!r}") from None
-    return options
+            raise UsageError(f"-X {key}: expected {kind}, got {text!r}") from None
+    secured = security.client_options()
+    if "tls" in options and "tls" in secured:
+        raise UsageError("-X tls and the TLS flags (or security.protocol) both set TLS: give one")
+    if security.protocol() == SASL_PLAINTEXT:
+        quiet_plaintext_credentials()
+    return {**options, **secured}
+
+
+# kcat's escapes in delimiters and -f formats: \n \r \t, \\ for a backslash, \xNN for any byte.
+# Another backslash stays as it is (kcat keeps them too).
+ESCAPE = re.compile(rb"\\(x[0-9a-fA-F]{2}|x|[nrt\\])")
+ESCAPED = {b"n": b"\n", b"r": b"\r", b"t": b"\t", b"\\": b"\\"}
+
+
+def unescape(text: str, flag: str) -> bytes:
+    """``text`` (a command-line word) with its escapes replaced, as bytes: what the user typed
+    needs no encoding round trip (os.fsencode gives back the bytes of any argv word)."""
+
+    def replace(match: re.Match[bytes]) -> bytes:
+        code = match.group(1)
+        if code == b"x":
+            raise UsageError(f"{flag}: \\x needs two hex digits (\\x09 is a tab), in {text!r}")
+        if code[:1] == b"x":
+            return bytes([int(code[1:], 16)])
+        return ESCAPED[code]
+
+    return ESCAPE.sub(replace, os.fsencode(text))
 
 
 def parse_pairs(items: list[str] | None, what: str) -> list[tuple[str, str]]:
@@ -91,7 +140,7 @@ def parse_pairs(items: list[str] | None, what: str) -> list[tuple[str, str]]:
     for item in items or ():
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise CliError(f"{what} must look like key=value, got {item!r}")
+            raise UsageError(f"{what} must look like key=value, got {item!r}")
         pairs.append((key, value))
     return pairs
 
@@ -101,16 +150,60 @@ def parse_key_values(items: list[str] | None, what: str) -> dict[str, str]:
     for item in items or ():
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise CliError(f"{what} must look like key=value, got {item!r}")
+            raise UsageError(f"{what} must look like key=value, got {item!r}")
         result[key] = value
     return result
 
 
-def new_client(brokers: str, **options: Any) -> Any:
-    """A kafkaev.Client; imported here so that parsing arguments never needs the extension modules."""
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)  # both ask a command to finish cleanly, as kcat takes them
+
+
+class StopRequested(Exception):
+    """SIGINT or SIGTERM arrived while the command was blocked reading its input."""
+
+
+class StopSignals:
+    """SIGINT and SIGTERM as a request to finish cleanly, for a command that blocks outside the
+    loop (produce reading stdin): ``requested`` is set; inside ``reading()`` the signal also
+    interrupts the blocking read (StopRequested). While the loop runs the flag is all it does,
+    so no callback is cut in half."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self.blocking = False
+
+    def install(self) -> None:
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, self._on_signal)
+
+    def _on_signal(self, _signum: int, _frame: object) -> None:
+        if self.requested:  # asked twice: stop now, without finishing the flush
+            raise KeyboardInterrupt
+        self.requested = True
+        if self.blocking:
+            self.blocking = False
+            raise StopRequested
+
+
+def on_stop_signals(loop: Any, stop: Callable[[], None]) -> None:
+    """SIGINT and SIGTERM call ``stop`` from ``loop`` (a command whose work runs in the loop)."""
+    for sig in STOP_SIGNALS:
+        loop.add_signal_handler(sig, stop)
+
+
+def new_client(args: argparse.Namespace, **options: Any) -> Any:
+    """A kafkaev.Client for ``-b`` with the command's ``options``, then -X and the security flags
+    (which override them); imported here so that parsing arguments never needs the extension modules."""
     from kafkaev.client import Client
 
-    return Client(brokers, **options)
+    return Client(args.brokers, **{**options, **client_options(args)})
+
+
+def open_admin(args: argparse.Namespace) -> Any:
+    """A kafkaev.Admin for ``-b``, -X and the security flags."""
+    from kafkaev.admin import Admin
+
+    return Admin(args.brokers, **client_options(args))
 
 
 def wait(loop: Any, start: Callable[[Callable[[Any, KafkaError | None], None]], None], what: str) -> Any:

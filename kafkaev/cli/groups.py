@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from kafkaev.admin import Admin
-from kafkaev.cli.common import CliError, add_brokers
+from kafkaev.cli.common import CliError, add_brokers, open_admin
 from kafkaev.errors import KafkaError
 
 
@@ -22,7 +21,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    admin = Admin(args.brokers)
+    admin = open_admin(args)
     try:
         if args.action == "list":
             for g in sorted(admin.run(admin.list_groups)):

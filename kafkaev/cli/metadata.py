@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from kafkaev.cli.common import CliError, add_brokers
+from kafkaev.cli.common import CliError, add_brokers, open_admin
 from kafkaev.errors import NONE, KafkaError, error_name
 
 
@@ -55,9 +55,7 @@ def _print_text(doc: dict[str, Any]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kafkaev.admin import Admin
-
-    admin = Admin(args.brokers)
+    admin = open_admin(args)
     try:
         # The bootstrap metadata names the brokers and the controller; Admin has no public call
         # for them yet, and the topics come from its public ones.

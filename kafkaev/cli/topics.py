@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from kafkaev.admin import DEFAULT_PARTITIONS, DEFAULT_REPLICATION, Admin, NewTopic
-from kafkaev.cli.common import CliError, add_brokers, parse_key_values
+from kafkaev.admin import DEFAULT_PARTITIONS, DEFAULT_REPLICATION, NewTopic
+from kafkaev.cli.common import CliError, UsageError, add_brokers, open_admin, parse_key_values
 from kafkaev.errors import NONE, KafkaError, error_name
 
 
@@ -33,7 +33,7 @@ def _count(value: int | None, flag: str, broker_default: int) -> int:
     if value is None:
         return broker_default
     if value < 1:
-        raise CliError(f"{flag} must be >= 1, got {value}")
+        raise UsageError(f"{flag} must be >= 1, got {value}")
     return value
 
 
@@ -44,7 +44,7 @@ def _raise_failures(results: dict[str, KafkaError | None], verb: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    admin = Admin(args.brokers)
+    admin = open_admin(args)
     try:
         if args.action == "list":
             for name in admin.run(admin.list_topics, internal=args.internal):
