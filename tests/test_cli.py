@@ -75,9 +75,9 @@ def test_bad_flag_is_one_line_and_nonzero():
     assert "--no-such-flag" in result.stderr and "Traceback" not in result.stderr
 
 
-def test_bad_value_is_one_line_and_nonzero(kafka):
+def test_bad_value_is_one_line_and_a_usage_error(kafka):
     result = kafkaev("consume", "t", "-o", "yesterday", brokers=kafka.bootstrap)
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
         "kafkaev consume: --offset must be beginning, end, a number, -<N>, @<ms>, s@<ms> or e@<ms>, got 'yesterday'"]
 
@@ -121,11 +121,12 @@ def test_unknown_group_and_unknown_topic_are_one_line_errors(kafka):
 
 
 def test_perf_produce_then_consume_report_rates_and_a_histogram(kafka, topic):
-    produced = kafkaev("perf", "produce", topic, "-n", "2000", "-s", "50", brokers=kafka.bootstrap)
+    # a long interval: no progress line before the report (tests/test_cli_perf.py has those)
+    produced = kafkaev("perf", "produce", topic, "-n", "2000", "-s", "50", "--interval", "600", brokers=kafka.bootstrap)
     assert produced.returncode == 0, produced.stderr
     assert produced.stdout.startswith("2000 records acked in ") and "msg/s" in produced.stdout
     assert "latency us: p50 " in produced.stdout and " us " in produced.stdout.splitlines()[2]
-    consumed = kafkaev("perf", "consume", topic, "-n", "2000", brokers=kafka.bootstrap)
+    consumed = kafkaev("perf", "consume", topic, "-n", "2000", "--interval", "600", brokers=kafka.bootstrap)
     assert consumed.returncode == 0, consumed.stderr
     assert consumed.stdout.startswith("2000 records in ")
     too_many = kafkaev("perf", "consume", topic, "-n", "5000", brokers=kafka.bootstrap)
@@ -133,7 +134,7 @@ def test_perf_produce_then_consume_report_rates_and_a_histogram(kafka, topic):
 
 
 def test_perf_e2e_receives_every_record(kafka, topic):
-    result = kafkaev("perf", "e2e", topic, "-n", "500", "-r", "2000", brokers=kafka.bootstrap)
+    result = kafkaev("perf", "e2e", topic, "-n", "500", "-r", "2000", "--interval", "600", brokers=kafka.bootstrap)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("500 of 500 records consumed at 2000 msg/s offered")
 
@@ -195,7 +196,7 @@ def test_broker_status_and_stop_without_a_broker_are_one_line_and_exit_1(tmp_pat
 def test_broker_start_rejects_a_bad_node_count_in_one_line(tmp_path):
     for args in (("--nodes", "0"), ("--nodes", "0", "--detach")):
         result = kafkaev("broker", "start", *args, "--state-file", str(tmp_path / "broker.json"))
-        assert result.returncode == 1
+        assert result.returncode == 2
         assert result.stderr == "kafkaev broker: --nodes must be >= 1, got 0\n"
 
 
@@ -243,7 +244,7 @@ def test_consume_offset_out_of_range_is_an_error_not_a_restart(kafka, topic):
         f"kafkaev consume: --offset 99 is out of range for {topic} partition 0: it holds offsets 0 to 1, "
         "and --offset 2 (its end) waits for the next record"]
     before_time = kafkaev("consume", topic, "-o", "@-5", "-e", brokers=kafka.bootstrap)
-    assert before_time.returncode == 1
+    assert before_time.returncode == 2
     assert before_time.stderr == "kafkaev consume: --offset @<timestamp ms> must be >= 0, got '@-5'\n"
 
 
@@ -255,7 +256,7 @@ def test_bad_format_is_one_line_before_any_record(kafka, topic):
                          ("{offset:zz}", "Unknown format code 'z'"), ("{value", "expected '}'"),
                          ("{}", "unknown field {}"), ("%v %", "unknown placeholder '%'")):
         result = kafkaev("consume", topic, "-o", "beginning", "-f", spec, brokers=kafka.bootstrap)
-        assert result.returncode == 1, (spec, result.stderr)
+        assert result.returncode == 2, (spec, result.stderr)
         [line] = result.stderr.strip().splitlines()
         assert line.startswith("kafkaev consume: --format: ") and reason in line, (spec, line)
         assert result.stdout == ""
@@ -299,7 +300,7 @@ def test_topics_create_counts_must_be_at_least_one(kafka):
     for flag in ("-p", "-r"):
         for value in ("-1", "0"):
             result = kafkaev("topics", "create", name, flag, value, brokers=kafka.bootstrap)
-            assert result.returncode == 1, (flag, value, result.stderr)
+            assert result.returncode == 2, (flag, value, result.stderr)
             long_flag = "--partitions" if flag == "-p" else "--replication-factor"
             assert result.stderr == f"kafkaev topics: {long_flag} must be >= 1, got {value}\n"
     assert name not in kafkaev("topics", "list", brokers=kafka.bootstrap).stdout.split()
@@ -314,8 +315,8 @@ def _json_lines(*args: str, brokers: str) -> list[dict]:
     return [json.loads(line) for line in _printed(*args, "-J", brokers=brokers)]
 
 
-def _one_line_error(result: subprocess.CompletedProcess[str], command: str) -> str:
-    assert result.returncode == 1, result.stderr
+def _one_line_error(result: subprocess.CompletedProcess[str], command: str, status: int = 1) -> str:
+    assert result.returncode == status, result.stderr
     assert "Traceback" not in result.stderr
     [line] = result.stderr.strip().splitlines()
     assert line.startswith(f"kafkaev {command}: "), line
@@ -366,9 +367,9 @@ def test_dash_X_sets_any_client_option_by_its_type_and_a_bad_one_is_one_line(kaf
     assert _printed(topic, "-o", "beginning", "-e", "-X", "fetch_max_wait_ms=50", "-X", "check_crcs=false",
                     "-X", "assignors=range", brokers=kafka.bootstrap) == ["a", "b"]
     for command in ("produce", "consume"):
-        typo = _one_line_error(kafkaev(command, topic, "-X", "lingr_ms=1", brokers=kafka.bootstrap), command)
+        typo = _one_line_error(kafkaev(command, topic, "-X", "lingr_ms=1", brokers=kafka.bootstrap), command, 2)
         assert "unknown option 'lingr_ms'; did you mean 'linger_ms'?" in typo
-    dotted = _one_line_error(kafkaev("produce", topic, "-X", "linger.ms=1", brokers=kafka.bootstrap), "produce")
+    dotted = _one_line_error(kafkaev("produce", topic, "-X", "linger.ms=1", brokers=kafka.bootstrap), "produce", 2)
     assert "did you mean 'linger_ms'?" in dotted
     for item, reason in (("linger_ms=soon", "-X linger_ms: expected float, got 'soon'"),
                          ("idempotent=maybe", "-X idempotent: expected true or false, got 'maybe'"),
@@ -376,10 +377,10 @@ def test_dash_X_sets_any_client_option_by_its_type_and_a_bad_one_is_one_line(kaf
                          ("on_error=print", "-X on_error: this option is a Python object"),
                          ("brokers=x:1", "-X brokers: give it with -b"),
                          ("linger_ms", "-X must look like key=value, got 'linger_ms'")):
-        assert reason in _one_line_error(kafkaev("produce", topic, "-X", item, brokers=kafka.bootstrap), "produce")
+        assert reason in _one_line_error(kafkaev("produce", topic, "-X", item, brokers=kafka.bootstrap), "produce", 2)
     # the option's own check still applies to a well-typed value
     assert "batch_size" in _one_line_error(kafkaev("produce", topic, "-X", "batch_size=-5", brokers=kafka.bootstrap),
-                                           "produce")
+                                           "produce", 2)
 
 
 def _produce_raw(bootstrap: str, topic: str, records: list[tuple[bytes | None, bytes | None]]) -> None:
@@ -414,7 +415,7 @@ def test_produce_repeated_headers_keep_every_value_in_order(kafka, topic):
     assert produced.returncode == 0, produced.stderr
     [record] = _json_lines(topic, "-o", "beginning", "-e", brokers=kafka.bootstrap)
     assert record["headers"] == [["a", "1"], ["b", "x=y"], ["a", "2"], ["empty", ""]]
-    bad = _one_line_error(kafkaev("produce", topic, "-H", "novalue", brokers=kafka.bootstrap), "produce")
+    bad = _one_line_error(kafkaev("produce", topic, "-H", "novalue", brokers=kafka.bootstrap), "produce", 2)
     assert "--header must look like key=value, got 'novalue'" in bad
 
 
@@ -453,9 +454,9 @@ def test_consume_start_and_stop_by_timestamp_kcat_style(kafka, topic):
     # e@ stops before the first record at or after it, and exits without -e
     assert _printed(topic, "-o", "beginning", "-o", f"e@{since}", brokers=kafka.bootstrap) == ["a", "b"]
     assert _printed(topic, "-o", f"s@{since}", "-o", f"e@{stamps['e']}", brokers=kafka.bootstrap) == ["c", "d"]
-    two = _one_line_error(kafkaev("consume", topic, "-o", "1", "-o", "2", brokers=kafka.bootstrap), "consume")
+    two = _one_line_error(kafkaev("consume", topic, "-o", "1", "-o", "2", brokers=kafka.bootstrap), "consume", 2)
     assert "two starts given ('1' and '2')" in two
-    bad = _one_line_error(kafkaev("consume", topic, "-o", "e@soon", brokers=kafka.bootstrap), "consume")
+    bad = _one_line_error(kafkaev("consume", topic, "-o", "e@soon", brokers=kafka.bootstrap), "consume", 2)
     assert "got 'e@soon'" in bad
 
 

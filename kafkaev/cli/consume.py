@@ -4,12 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
-import json
-import re
-import string
 import sys
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
@@ -17,36 +12,23 @@ if TYPE_CHECKING:
 
 from kafkaev.cli.common import (
     CliError,
+    UsageError,
     add_brokers,
-    add_client_options,
-    client_options,
     new_client,
+    on_stop_signals,
     require_topic,
     wait,
 )
+from kafkaev.cli.output import FORMAT_TOKENS, SAMPLE_FIELDS, formatter, json_record
 from kafkaev.errors import KafkaError
 from kafkaev.runner import stop as stop_delivering
 from kafkaev.types import NO_OFFSET, OFFSET_BEGINNING, OFFSET_END
 
-# kcat-style placeholders.
-FORMAT_TOKENS = {"%t": "topic", "%p": "partition", "%o": "offset", "%k": "key", "%v": "value",
-                 "%T": "timestamp", "%h": "headers", "%%": "percent"}
-TOKEN = re.compile("|".join(re.escape(t) for t in FORMAT_TOKENS))
-PERCENT = re.compile("%(.?)", re.DOTALL)  # every '%' and what follows it, to find the unknown ones
-FIELDS = tuple(name for name in FORMAT_TOKENS.values() if name != "percent")
-# One record of each field's type: a brace format that renders it renders every record.
-SAMPLE_FIELDS: dict[str, Any] = {"topic": "t", "partition": 0, "offset": 0, "key": "", "value": "",
-                                 "timestamp": 0, "headers": "", "percent": "%"}
-NULL_TEXT = "NULL"  # -Z: what a null key or value prints as (kcat's word)
-BASE64_MARKER = "base64"  # -J: {"base64": "..."} holds bytes that are not UTF-8
 RELATIVE_PREFIX = "-"  # -o -N
 START_TIME_PREFIXES = ("@", "s@")
 STOP_TIME_PREFIX = "e@"
-ESCAPES = {"\\n": "\n", "\\t": "\t"}
 CLOSE_TIMEOUT_S = 10.0  # leaving the group and committing, at most
 END_CHECK_S = 0.05  # with -e: how often the positions are compared with the end offsets
-
-Render = Callable[[Any], str]
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -63,11 +45,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("-p", "--partition", type=int, action="append",
                         help="only these partitions (of every topic), repeatable")
     output = parser.add_mutually_exclusive_group()
-    output.add_argument("-f", "--format", default="%v\\n",
-                        help="output format: kcat's %%t %%p %%o %%k %%v %%T %%h (%%%% for a literal %%; "
-                             "braces are literal), or, with none of those, {topic} {partition} {offset} "
-                             "{key} {value} {timestamp} {headers} as in str.format ({{ }} for literal "
-                             "braces); checked before consuming (default '%%v\\n')")
+    tokens = ", ".join(f"{t.decode()} {what}" for t, what in FORMAT_TOKENS.items()).replace("%", "%%")
+    fields = " ".join("{" + name + "}" for name in SAMPLE_FIELDS)
+    output.add_argument("-f", "--format", default="%s\\n",
+                        help=f"output format, written byte for byte: kcat's tokens ({tokens}; braces are "
+                             f"literal), or, with none of those, {fields} as in str.format ({{{{ }}}} for "
+                             "literal braces); escapes \\n \\r \\t \\\\ \\xNN; checked before "
+                             "consuming (default '%%s\\n')")
     output.add_argument("-J", "--json", action="store_true",
                         help="one JSON object per record: topic, partition, offset, timestamp, key, value, "
                              "headers ([[name, value], ...]); key, value and header values are strings when "
@@ -79,76 +63,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="exit once every partition read has reached the end offset it had at the "
                              "start (at once when it starts there)")
     add_brokers(parser)
-    add_client_options(parser)
-
-
-def _text(data: Any, null: str = "") -> str:
-    if data is None:
-        return null
-    if isinstance(data, (bytes, bytearray, memoryview)):
-        return bytes(data).decode("utf-8", "backslashreplace")
-    return str(data)
-
-
-def _fields(msg: Any, null: str = "") -> dict[str, Any]:
-    headers = ",".join(f"{_text(k)}={_text(v)}" for k, v in (msg.headers or ()))
-    return {"topic": msg.topic, "partition": msg.partition, "offset": msg.offset, "key": _text(msg.key, null),
-            "value": _text(msg.value, null), "timestamp": msg.timestamp, "headers": headers, "percent": "%"}
-
-
-def _json_data(data: Any) -> Any:
-    """Text as a JSON string, other bytes as {"base64": ...}: a value is never silently altered."""
-    if data is None or isinstance(data, str):
-        return data
-    raw = bytes(data)
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return {BASE64_MARKER: base64.b64encode(raw).decode("ascii")}
-
-
-def json_record(msg: Any) -> str:
-    record = {"topic": msg.topic, "partition": msg.partition, "offset": msg.offset, "timestamp": msg.timestamp,
-              "key": _json_data(msg.key), "value": _json_data(msg.value),
-              "headers": [[_json_data(k), _json_data(v)] for k, v in (msg.headers or ())]}
-    return json.dumps(record, ensure_ascii=False) + "\n"
-
-
-def _check_percent_format(spec: str) -> None:
-    for match in PERCENT.finditer(spec):
-        if match.group(0) not in FORMAT_TOKENS:
-            known = " ".join(t for t in FORMAT_TOKENS if t != "%%")
-            raise CliError(f"--format: unknown placeholder {match.group(0)!r} (known: {known}; %% for a literal %)")
-
-
-def _check_brace_format(spec: str) -> None:
-    known = " ".join("{" + name + "}" for name in FIELDS)
-    try:
-        for _literal, field, _spec, _conversion in string.Formatter().parse(spec):
-            if field is not None and field not in SAMPLE_FIELDS:
-                raise CliError(f"--format: unknown field {{{field}}} (known: {known}; {{{{ and }}}} for literal braces)")
-        spec.format_map(SAMPLE_FIELDS)
-    except (KeyError, IndexError, ValueError, TypeError, AttributeError) as exc:
-        raise CliError(f"--format: {exc} in {spec!r} ({{{{ and }}}} for literal braces)") from None
-
-
-def formatter(spec: str, null: str = "") -> Render:
-    """The record printer for ``spec``; a mistake in it is a CliError now, before any record is read.
-
-    A spec with a kcat %-placeholder is read kcat's way, its braces literal (``%k {"v": %v}``);
-    one without any is a str.format template when it has braces."""
-    for escape, char in ESCAPES.items():
-        spec = spec.replace(escape, char)
-    if TOKEN.search(spec) is None and ("{" in spec or "}" in spec):
-        _check_brace_format(spec)
-        return lambda msg: spec.format_map(_fields(msg, null))
-    _check_percent_format(spec)
-
-    def render(msg: Any) -> str:
-        values = _fields(msg, null)
-        return TOKEN.sub(lambda m: str(values[FORMAT_TOKENS[m.group(0)]]), spec)
-
-    return render
 
 
 class Start(NamedTuple):
@@ -167,9 +81,9 @@ def _timestamp(text: str, prefix: str) -> int:
     try:
         value = int(text[len(prefix):])
     except ValueError:
-        raise CliError(f"--offset must be {OFFSET_HELP}, got {text!r}") from None
+        raise UsageError(f"--offset must be {OFFSET_HELP}, got {text!r}") from None
     if value < 0:
-        raise CliError(f"--offset {prefix}<timestamp ms> must be >= 0, got {text!r}")
+        raise UsageError(f"--offset {prefix}<timestamp ms> must be >= 0, got {text!r}")
     return value
 
 
@@ -184,7 +98,7 @@ def _start_offset(text: str) -> Start:
     try:
         offset = int(text)
     except ValueError:
-        raise CliError(f"--offset must be {OFFSET_HELP}, got {text!r}") from None
+        raise UsageError(f"--offset must be {OFFSET_HELP}, got {text!r}") from None
     if text.startswith(RELATIVE_PREFIX):
         return Start(None, back=-offset)
     return Start(offset)
@@ -198,10 +112,10 @@ def parse_offsets(items: list[str] | None) -> tuple[Start, int | None]:
     for text in items or ():
         if text.startswith(STOP_TIME_PREFIX):
             if stop is not None:
-                raise CliError("--offset e@<ms> given twice")
+                raise UsageError("--offset e@<ms> given twice")
             stop = _timestamp(text, STOP_TIME_PREFIX)
         elif start is not None:
-            raise CliError(f"--offset: two starts given ({first!r} and {text!r}); a second -o may only be e@<ms>")
+            raise UsageError(f"--offset: two starts given ({first!r} and {text!r}); a second -o may only be e@<ms>")
         else:
             start, first = _start_offset(text), text
     return start or Start(), stop
@@ -272,15 +186,16 @@ class EndWatch:
 
 def run(args: argparse.Namespace) -> int:
     if args.count is not None and args.count < 1:
-        raise CliError(f"--count must be >= 1, got {args.count}")
+        raise UsageError(f"--count must be >= 1, got {args.count}")
     start, stop_ms = parse_offsets(args.offset)
-    render = json_record if args.json else formatter(args.format, NULL_TEXT if args.null else "")
-    extra = client_options(args.client_options)
+    render = json_record if args.json else formatter(args.format, args.null)
     topics = list(dict.fromkeys(args.topics))  # a topic named twice is read once
-    out = sys.stdout
+    out = sys.stdout.buffer  # bytes, written as they are
     seen = 0
     failure: BaseException | None = None  # raised by printing a record: ends the run
     stopping = False  # set once the run is over: records still in flight are not printed
+    flush_due = False  # a flush of stdout is scheduled after the records being delivered now
+    following = False  # the loop runs until the end, a count or a stop signal
     watch: EndWatch | None = None
     client: Client
 
@@ -292,11 +207,14 @@ def run(args: argparse.Namespace) -> int:
     def on_message(msg: Any) -> None:
         # Checked after printing, not before: inside this callback position() already counts
         # the record being delivered, so a check first would take the last record for done.
-        nonlocal seen, failure, stopping
+        nonlocal seen, failure, stopping, flush_due
         if stopping or (watch is not None and not watch.keep(msg)):
             return
         try:
             out.write(render(msg))
+            if not flush_due:  # once per delivered burst: a reader of the pipe sees records as they come
+                flush_due = True
+                client.loop.call_soon(flush_output)
         except Exception as exc:  # noqa: BLE001 - a closed pipe, or a record the format cannot print
             failure = exc
             stopping = True
@@ -309,6 +227,23 @@ def run(args: argparse.Namespace) -> int:
             stopping = True
             stop_delivering(client.loop)
 
+    def flush_output() -> None:
+        nonlocal flush_due, failure, stopping
+        flush_due = False
+        try:
+            out.flush()
+        except Exception as exc:  # noqa: BLE001 - a closed pipe
+            failure = exc
+            stopping = True
+            stop_delivering(client.loop)
+
+    def on_stop_signal() -> None:
+        """SIGINT/SIGTERM: deliver nothing more; close() below commits and leaves the group."""
+        nonlocal stopping
+        stopping = True
+        if following:  # while setting up, the flag is enough: the loop is not turned for records
+            stop_delivering(client.loop)
+
     def check_end() -> None:
         if finished():
             client.loop.stop()
@@ -319,9 +254,9 @@ def run(args: argparse.Namespace) -> int:
     if args.group:
         options.update(group_id=args.group,
                        auto_offset_reset="earliest" if start.offset == OFFSET_BEGINNING else "latest")
-    options.update(extra)
-    client = new_client(args.brokers, **options)
+    client = new_client(args, **options)
     loop = client.loop
+    on_stop_signals(loop, on_stop_signal)
     try:
         wait(loop, client.connect, "connect")
         ranges: dict[TP, tuple[int, int]] = {}
@@ -363,11 +298,13 @@ def run(args: argparse.Namespace) -> int:
             if start.timestamp is not None:
                 for topic, p in partitions:
                     client.seek_to_time(topic, p, start.timestamp)
-        if not finished():
+        if not finished() and not stopping:
             client.start()
             if watch is not None:
                 loop.call_later(END_CHECK_S, check_end)
+            following = True
             loop.run_forever()
+            following = False
         if failure is not None:
             raise failure
         out.flush()

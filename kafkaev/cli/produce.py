@@ -9,11 +9,13 @@ from typing import Any
 
 from kafkaev.cli.common import (
     CliError,
+    StopRequested,
+    StopSignals,
+    UsageError,
     add_brokers,
-    add_client_options,
-    client_options,
     new_client,
     parse_pairs,
+    unescape,
     wait,
 )
 from kafkaev.errors import MESSAGE_TOO_LARGE, KafkaError
@@ -21,6 +23,10 @@ from kafkaev.errors import MESSAGE_TOO_LARGE, KafkaError
 ACKS_CHOICES = {"0": 0, "1": 1, "-1": -1, "all": -1}
 TRAILING_POSITIONAL = "files"  # files may follow the options too (kafkaev/__main__.py)
 FLUSH_EVERY = 10000  # records: on long inputs, let the loop send and free buffer memory
+READ_SIZE = 1 << 16  # bytes asked of stdin at a time (a pipe gives what it holds)
+LINE_DELIMITER = b"\n"
+CARRIAGE_RETURN = b"\r"  # dropped before the default delimiter: a text file written on Windows
+ESCAPES_HELP = "escapes \\t \\n \\r \\\\ \\xNN allowed"
 
 # (what the user calls it: "line 3" or a file's path, key, value)
 Record = tuple[str, bytes | None, bytes]
@@ -34,8 +40,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("topic")
     parser.add_argument("files", nargs="*", help="files to send, one record each (default: stdin lines)")
     parser.add_argument("-k", "--key-separator", metavar="SEP",
-                        help="split each line into key SEP value at the first SEP; a line without SEP "
-                             "is sent whole as the value, with no key (as kcat does)")
+                        help="split each record into key SEP value at the first SEP; a record without SEP "
+                             f"is sent whole as the value, with no key (as kcat -K does); {ESCAPES_HELP}")
+    parser.add_argument("-D", "--delimiter", metavar="DELIM",
+                        help="what separates records on stdin (kcat -D; default a newline, with a carriage "
+                             f"return before it dropped); the last record needs none; {ESCAPES_HELP}")
     parser.add_argument("-H", "--header", action="append", metavar="KEY=VALUE",
                         help="record header, repeatable; a name given twice is sent twice, in order")
     parser.add_argument("-p", "--partition", type=int, help="partition (default: the partitioner's choice)")
@@ -43,10 +52,37 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("-z", "--compression", choices=["none", "gzip", "snappy", "lz4", "zstd"], default="none")
     parser.add_argument("--linger-ms", type=float, default=5.0, help="batching delay (default 5)")
     add_brokers(parser)
-    add_client_options(parser)
 
 
-def _records(args: argparse.Namespace) -> Iterator[Record]:
+def _split(stream: Any, delimiter: bytes, signals: StopSignals) -> Iterator[bytes]:
+    """The records of ``stream``, each delimited by ``delimiter`` (the last need not be). A stop
+    signal while waiting for input ends it, after the bytes read so far (as a last record)."""
+    pending = bytearray()
+    searched = 0  # pending[:searched] holds no delimiter
+    while True:
+        signals.blocking = True
+        try:
+            chunk = stream.read1(READ_SIZE)
+        except StopRequested:
+            chunk = b""
+        finally:
+            signals.blocking = False
+        if not chunk:
+            break
+        pending += chunk
+        at = 0
+        while (end := pending.find(delimiter, max(at, searched))) >= 0:
+            yield bytes(pending[at:end])
+            at = end + len(delimiter)
+        del pending[:at]
+        searched = max(0, len(pending) - len(delimiter) + 1)
+        if signals.requested:
+            break
+    if pending:
+        yield bytes(pending)
+
+
+def _records(args: argparse.Namespace, signals: StopSignals) -> Iterator[Record]:
     if args.files:
         for path in args.files:
             try:
@@ -55,15 +91,27 @@ def _records(args: argparse.Namespace) -> Iterator[Record]:
             except OSError as exc:
                 raise CliError(f"cannot read {path}: {exc.strerror}") from None
         return
-    separator = args.key_separator.encode() if args.key_separator else None
-    for number, line in enumerate(sys.stdin.buffer, 1):
-        line = line.rstrip(b"\r\n")
+    separator = _delimiter(args.key_separator, "--key-separator")
+    delimiter = _delimiter(args.delimiter, "--delimiter") or LINE_DELIMITER
+    for number, record in enumerate(_split(sys.stdin.buffer, delimiter, signals), 1):
+        if args.delimiter is None and record.endswith(CARRIAGE_RETURN):
+            record = record[:-len(CARRIAGE_RETURN)]
+        label = f"line {number}" if args.delimiter is None else f"record {number}"
         if separator is not None:
-            key, sep, value = line.partition(separator)
+            key, sep, value = record.partition(separator)
             if sep:
-                yield f"line {number}", key, value
+                yield label, key, value
                 continue
-        yield f"line {number}", None, line
+        yield label, None, record
+
+
+def _delimiter(text: str | None, flag: str) -> bytes | None:
+    if text is None:
+        return None
+    delimiter = unescape(text, flag)
+    if not delimiter:
+        raise UsageError(f"{flag} must not be empty")
+    return delimiter
 
 
 def _plural(n: int) -> str:
@@ -72,12 +120,15 @@ def _plural(n: int) -> str:
 
 def run(args: argparse.Namespace) -> int:
     if args.partition is not None and args.partition < 0:
-        raise CliError(f"--partition must be >= 0, got {args.partition}")
+        raise UsageError(f"--partition must be >= 0, got {args.partition}")
     headers = [(k, v.encode()) for k, v in parse_pairs(args.header, "--header")] or None
+    _delimiter(args.key_separator, "--key-separator")  # checked before connecting
+    _delimiter(args.delimiter, "--delimiter")
+    signals = StopSignals()  # SIGINT/SIGTERM: stop reading, send what was read, exit 0
+    signals.install()
     options: dict[str, Any] = {"acks": ACKS_CHOICES[args.acks], "compression": args.compression,
                                "linger_ms": args.linger_ms, "allow_auto_topic_creation": True}
-    options.update(client_options(args.client_options))
-    client = new_client(args.brokers, **options)
+    client = new_client(args, **options)
     max_size = client.config.max_request_size
     loop = client.loop
     wait(loop, client.connect, "connect")
@@ -109,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
         return CliError(f"{label}: {err}; {before}")
 
     try:
-        for label, key, value in _records(args):
+        for label, key, value in ([] if signals.requested else _records(args, signals)):
             try:
                 client.produce(args.topic, key, value, delivered_as(label), partition=args.partition,
                                headers=headers)
