@@ -18,9 +18,11 @@ PERCENTILES: tuple[tuple[str, float], ...] = (
     ("p99", 99.0),
     ("p99.9", 99.9),
 )
-# Latency histogram buckets: powers of two from 8 us to ~1 s, wide enough for every client.
+# Latency histogram buckets: eighths of an octave (each bound 2**(1/8), ~9%, above the last) from
+# 8 us over 18 octaves (~2 s), wide enough for every client and fine enough to draw a CDF from.
 HISTOGRAM_FIRST_US = 8.0
-HISTOGRAM_BUCKETS = 18
+HISTOGRAM_STEPS_PER_OCTAVE = 8
+HISTOGRAM_BUCKETS = 18 * HISTOGRAM_STEPS_PER_OCTAVE + 1  # the last collects everything slower
 
 # An e2e value starts with the producer's monotonic send time in nanoseconds.
 SEND_TIME = struct.Struct(">q")
@@ -78,13 +80,18 @@ def summarize_latencies(latencies_us: list[float]) -> dict[str, float]:
 
 
 def histogram(latencies_us: list[float]) -> list[tuple[float, int]]:
-    """Counts per power-of-two bucket; the last bucket collects everything slower."""
+    """(upper bound in us, count) of every non-empty bucket, in order; the last bound, inf, holds
+    everything slower than the buckets reach. The report draws each client's latency CDF from it."""
     counts = [0] * HISTOGRAM_BUCKETS
     for value in latencies_us:
-        index = 0 if value <= HISTOGRAM_FIRST_US else math.ceil(math.log2(value / HISTOGRAM_FIRST_US))
+        if value <= HISTOGRAM_FIRST_US:
+            index = 0
+        else:
+            index = math.ceil(HISTOGRAM_STEPS_PER_OCTAVE * math.log2(value / HISTOGRAM_FIRST_US) - 1e-9)
         counts[min(index, HISTOGRAM_BUCKETS - 1)] += 1
-    bounds = [HISTOGRAM_FIRST_US * 2**i for i in range(HISTOGRAM_BUCKETS - 1)] + [math.inf]
-    return list(zip(bounds, counts, strict=False))
+    bounds = [HISTOGRAM_FIRST_US * 2 ** (i / HISTOGRAM_STEPS_PER_OCTAVE) for i in range(HISTOGRAM_BUCKETS - 1)]
+    bounds.append(math.inf)
+    return [(bound, count) for bound, count in zip(bounds, counts, strict=True) if count]
 
 
 def make_value(size: int, seed: int = 7) -> bytes:

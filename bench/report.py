@@ -1,4 +1,5 @@
-"""The run's outputs: the terminal table, the JSON document and the PNG chart."""
+"""The run's outputs: the terminal table, the JSON document and the PNG chart (throughput by value
+size, latency percentiles, and each client's latency CDF from its runs' histograms)."""
 
 from __future__ import annotations
 
@@ -150,13 +151,57 @@ def _latency_panel(axis: Any, scenario: dict[str, Any] | None, title: str) -> No
     axis.legend(fontsize=7)
 
 
+LATENCY_SCENARIOS = (("roundtrip", "Sequential round trip latency"), ("e2e", "End-to-end latency at a fixed rate"))
+
+
+def latency_cdf(client: dict[str, Any]) -> list[tuple[float, float]]:
+    """(latency us, fraction of samples at or below it) over every run of one client in one
+    scenario, from the runs' histograms; the slower-than-every-bucket samples end it at 1.0
+    without a point of their own (their bound is infinite)."""
+    counts: dict[float, int] = {}
+    for run in client.get("runs", ()):
+        for bound, count in run["raw"].get("histogram", ()):
+            key = math.inf if bound == "inf" else float(bound)
+            counts[key] = counts.get(key, 0) + count
+    total = sum(counts.values())
+    points: list[tuple[float, float]] = []
+    seen = 0
+    for bound in sorted(counts):
+        seen += counts[bound]
+        if math.isfinite(bound):
+            points.append((bound, seen / total))
+    return points
+
+
+def _cdf_panel(axis: Any, scenario: dict[str, Any] | None, title: str) -> None:
+    axis.set_title(f"{title}: CDF")
+    curves = {label: latency_cdf(client) for label, client in (scenario or {}).get("clients", {}).items()}
+    curves = {label: points for label, points in curves.items() if points}
+    if not curves:
+        axis.set_axis_off()
+        return
+    for label, points in curves.items():
+        # a logit axis cannot show 0 or 1: the last point sits half a sample short of 1
+        samples = sum(count for run in scenario["clients"][label]["runs"]  # type: ignore[index]
+                      for _bound, count in run["raw"].get("histogram", ()))
+        top = 1 - 0.5 / max(1, samples)
+        ys = [min(max(f, 0.5 / max(1, samples)), top) for _x, f in points]
+        axis.step([x for x, _f in points], ys, where="post", label=label, color=_color(label))
+    axis.set_xscale("log")
+    axis.set_yscale("logit")
+    axis.set_xlabel("microseconds (log)")
+    axis.set_ylabel("fraction at or below (logit)")
+    axis.grid(True, which="major", alpha=0.3)
+    axis.legend(fontsize=7)
+
+
 def chart(document: dict[str, Any], path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axes = plt.subplots(2, 2, figsize=(13, 9))
+    figure, axes = plt.subplots(3, 2, figsize=(13, 13))
     for axis, metric, unit in ((axes[0][0], "msgs_per_s", "acked msg/s"), (axes[0][1], "mb_per_s", "MB/s")):
         for label, points in _series_by_size(document, metric).items():
             axis.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=label, color=_color(label))
@@ -167,8 +212,9 @@ def chart(document: dict[str, Any], path: Path) -> None:
         axis.set_title(f"Pipelined produce acks=1: {unit} by value size")
         axis.legend(fontsize=7)
     scenarios = document["scenarios"]
-    _latency_panel(axes[1][0], scenarios.get("roundtrip"), "Sequential round trip latency")
-    _latency_panel(axes[1][1], scenarios.get("e2e"), "End-to-end latency at a fixed rate")
+    for column, (name, title) in enumerate(LATENCY_SCENARIOS):
+        _latency_panel(axes[1][column], scenarios.get(name), title)
+        _cdf_panel(axes[2][column], scenarios.get(name), title)
     machine = document["machine"]
     figure.suptitle(f"kafkaev bench {document['started']} ({document['mode']}): "
                     f"{machine['cpu']}, {machine['cores']} cores", fontsize=10)

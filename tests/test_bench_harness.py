@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +23,43 @@ def test_percentiles_are_nearest_rank():
     summary = summarize_latencies(list(reversed(values)))
     assert summary["p90"] == 90.0 and summary["min"] == 1.0 and summary["max"] == 100.0
     assert sum(count for _, count in histogram(values)) == 100
+
+
+def test_histogram_buckets_are_eighths_of_an_octave_and_only_the_non_empty_ones():
+    values = [1.0, 8.0, 8.5, 9.0, 16.0, 16.5, 5e9]
+    got = histogram(values)
+    assert [count for _, count in got] == [2, 1, 1, 1, 1, 1]
+    bounds = [bound for bound, _ in got]
+    assert bounds[:2] == [8.0, 8.0 * 2 ** (1 / 8)] and bounds[3] == 16.0 and bounds[-1] == float("inf")
+    for value in values[:-1]:  # each value is in the first bucket whose bound reaches it
+        bound = next(b for b in bounds if value <= b)
+        assert bound == max(8.0, 8.0 * 2 ** (math.ceil(8 * math.log2(max(value, 8.0) / 8.0) - 1e-9) / 8))
+
+
+def _latency_document(histograms: dict[str, list[list[list[object]]]]) -> dict:
+    """A run document with a roundtrip and an e2e scenario whose clients' runs have these histograms."""
+    def scenario(name: str) -> dict:
+        return {"group": "latency", "params": {}, "metrics": [{"name": "p50"}, {"name": "p99"}],
+                "clients": {label: {"role": "client", "median": {"p50": 10.0, "p99": 20.0},
+                                    "runs": [{"figures": {}, "raw": {"histogram": h}} for h in runs]}
+                            for label, runs in histograms.items()}}
+    return {"scenarios": {"roundtrip": scenario("roundtrip"), "e2e": scenario("e2e")},
+            "machine": {"cpu": "test", "cores": 1}, "started": "now", "mode": "quick"}
+
+
+def test_latency_cdf_merges_every_run_of_a_client_and_the_chart_draws_it(tmp_path):
+    from bench.report import chart, latency_cdf
+
+    document = _latency_document({
+        "kafkaev": [[[8.0, 1], [16.0, 2]], [[16.0, 1], [32.0, 4], ["inf", 2]]],
+        "confluent": [[[64.0, 10]]],
+    })
+    kafkaev_cdf = latency_cdf(document["scenarios"]["e2e"]["clients"]["kafkaev"])
+    assert kafkaev_cdf == [(8.0, 0.1), (16.0, 0.4), (32.0, 0.8)]  # 10 samples, 2 slower than every bucket
+    assert latency_cdf(document["scenarios"]["e2e"]["clients"]["confluent"]) == [(64.0, 1.0)]
+    path = tmp_path / "chart.png"
+    chart(document, path)
+    assert path.stat().st_size > 0 and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_spec_and_result_survive_json():
