@@ -84,3 +84,21 @@ def test_every_public_client_method_is_documented(site):
     public = [n for n in vars(kafkaev.Client) if not n.startswith("_")]
     missing = [n for n in public if f"{n}(" not in text and f"property{n}" not in text.replace(" ", "")]
     assert not missing, missing
+
+
+def test_every_public_member_of_the_connection_stub_is_documented_on_the_api_page(site):
+    sys.path.insert(0, str(ROOT / "docs" / "_ext"))
+    from kafkaev_docs import stub_members
+
+    members = stub_members(ROOT / "kafkaev" / "protocol" / "connection.pyi", "Connection")
+    undocumented = [name for _kind, name, _node, doc in members if not doc]
+    assert not undocumented, f"give these a docstring in connection.pyi: {undocumented}"
+    page = (site / "api.html").read_text()
+    rendered = set(re.findall(r'id="kafkaev\.Connection\.([a-z_]+)"', page))
+    public = {name for _kind, name, _node, _doc in members if name != "__init__"}
+    assert rendered == public
+    # the compiled class has exactly the stub's public members: neither side has one the other lacks
+    from kafkaev.protocol.connection import Connection
+
+    compiled = {n for n in dir(Connection) if not n.startswith("_")}
+    assert compiled == public

@@ -52,20 +52,35 @@ FLUSH_THRESHOLD: int  # coalesced writes go out at once past this many bytes
 class Connection:
     # Settable by the cluster layer; informational for the connection itself.
     node_id: int
+    """The broker's node id, set by whoever made the connection (the cluster layer); the connection
+    itself only shows it in messages."""
     # Counters over the object's life (across reconnects).
     @property
-    def requests_sent(self) -> int: ...
+    def requests_sent(self) -> int:
+        """Requests written since the object was made, across reconnects."""
     @property
-    def responses_received(self) -> int: ...
+    def responses_received(self) -> int:
+        """Responses matched to their requests since the object was made, across reconnects."""
     @property
-    def writes(self) -> int: ...  # socket writes: requests of one loop iteration share one
+    def writes(self) -> int:  # socket writes: requests of one loop iteration share one
+        """Socket writes since the object was made: the requests of one loop iteration share one
+        write."""
     @property
-    def bytes_sent(self) -> int: ...
+    def bytes_sent(self) -> int:
+        """Bytes written to the socket since the object was made, across reconnects."""
     # Handlers (None to clear).
     on_connect: Callable[[], object] | None  # ready: socket open, ApiVersions negotiated, SASL done
+    """Called with no arguments each time the connection becomes ready (socket open, ApiVersions
+    negotiated, SASL done), also after an automatic reconnect; None clears it."""
     on_error: Callable[[BaseException], object] | None  # KafkaError, or an exception a user callback raised
+    """Called with a KafkaError the connection has no callback for (a lost connection while idle),
+    or with an exception a user callback raised; None: the loop's exception handler gets them."""
     on_disconnect: Callable[[KafkaError | None], object] | None  # None after a clean disconnect()
+    """Called once when an open connection closes: with None after disconnect(), with the KafkaError
+    that closed it otherwise."""
     on_writable: Callable[[bool], object] | None  # False above write_high_water, True once below low water
+    """Back-pressure: called with False once more than ``write_high_water`` bytes wait to be
+    written, with True once they drain below ``write_low_water``."""
 
     def __init__(
         self,
@@ -81,7 +96,14 @@ class Connection:
         write_high_water: int = ...,
         write_low_water: int = ...,
         max_response_size: int = ...,
-    ) -> None: ...
+    ) -> None:
+        """A connection not connected yet. ``loop=None`` is kafkaev's default loop, the one
+        ``kafkaev.run()`` turns. ``tls`` and ``sasl`` secure it (a TLSConfig is read when the
+        connection is made, so a missing file raises here); ``auto_reconnect`` reconnects after a
+        loss with the backoff of ``reconnect_backoff_ms`` up to ``reconnect_backoff_max_ms``;
+        ``write_high_water``/``write_low_water`` bound the bytes waiting to be written (see
+        ``on_writable``); a response larger than ``max_response_size`` closes the connection with
+        PROTOCOL."""
 
     # --- lifetime -----------------------------------------------------------------------------
     def connect(
@@ -108,21 +130,32 @@ class Connection:
         ``timeout_ms`` (default request_timeout_ms), when it is aborted."""
 
     @property
-    def state(self) -> State: ...
+    def state(self) -> State:
+        """``"disconnected"``, ``"connecting"``, ``"handshaking"`` (TLS, ApiVersions, SASL),
+        ``"ready"`` or ``"closed"`` (after disconnect())."""
     @property
-    def connected(self) -> bool: ...  # state == "ready"
+    def connected(self) -> bool:  # state == "ready"
+        """``state == "ready"``: requests are accepted."""
     @property
-    def pending(self) -> int: ...  # requests awaiting a response
+    def pending(self) -> int:  # requests awaiting a response
+        """Requests sent and not answered yet."""
     @property
-    def writable(self) -> bool: ...  # see on_writable
+    def writable(self) -> bool:  # see on_writable
+        """False between ``on_writable(False)`` and ``on_writable(True)``: more than
+        ``write_high_water`` bytes wait to be written."""
     @property
-    def api_versions(self) -> dict[int, tuple[int, int]]: ...  # {api_key: (min, max)} as the broker reported
+    def api_versions(self) -> dict[int, tuple[int, int]]:  # {api_key: (min, max)} as the broker reported
+        """``{api_key: (min_version, max_version)}`` as the broker reported them in ApiVersions;
+        empty before the handshake."""
     @property
-    def host(self) -> str | None: ...
+    def host(self) -> str | None:
+        """The host given to connect(), or None before."""
     @property
-    def port(self) -> int | None: ...
+    def port(self) -> int | None:
+        """The port given to connect(), or None before."""
     @property
-    def client_id(self) -> str | None: ...
+    def client_id(self) -> str | None:
+        """The client id sent in every request header."""
     def version_for(self, api_key: int) -> int:
         """Highest version both sides support (capped at the codecs' newest). Raises KafkaError
         (UNSUPPORTED_VERSION) at once if the broker lacks the API or the ranges do not overlap,
@@ -143,14 +176,19 @@ class Connection:
         with UNSUPPORTED_VERSION. ``timeout_ms`` defaults to request_timeout_ms."""
 
     # --- typed helpers (cb(response, err) with the generated response object) ---------------
-    def api_versions_request(self, cb: ResponseCallback[codec.ApiVersionsResponse]) -> None: ...
+    def api_versions_request(self, cb: ResponseCallback[codec.ApiVersionsResponse]) -> None:
+        """ApiVersions: the versions the broker supports per API (the handshake already sent one;
+        ``api_versions`` holds its answer)."""
     def metadata(
         self,
         topics: Iterable[str] | None,
         cb: ResponseCallback[codec.MetadataResponse],
         *,
         allow_auto_topic_creation: bool = True,
-    ) -> None: ...  # topics None = all topics
+    ) -> None:  # topics None = all topics
+        """Metadata for ``topics`` (None: every topic): brokers, controller, and per topic its id
+        and partitions with leader, epoch, replicas and ISR. ``allow_auto_topic_creation`` lets
+        the broker create a topic it does not have, when it is configured to."""
     def produce(
         self,
         topic: str,
@@ -191,7 +229,11 @@ class Connection:
         partition_max_bytes: int = 1048576,
         isolation_level: int = 0,
         current_leader_epoch: int = -1,
-    ) -> None: ...
+    ) -> None:
+        """Fetch one partition from ``offset``: the broker waits up to ``max_wait_ms`` for
+        ``min_bytes``; ``isolation_level`` 0 reads uncommitted, 1 committed records;
+        ``current_leader_epoch`` (KIP-320) makes a stale leader answer FENCED_LEADER_EPOCH. The
+        deadline is request_timeout_ms + max_wait_ms."""
     def fetch_multi(
         self,
         partitions: Iterable[FetchPosition],
@@ -217,10 +259,14 @@ class Connection:
         cb: ResponseCallback[codec.ListOffsetsResponse],
         *,
         isolation_level: int = 0,
-    ) -> None: ...
+    ) -> None:
+        """ListOffsets: per partition the offset for a timestamp (``OffsetLookup``; -1 the end
+        offset, -2 the first), with the timestamp of the record found."""
     def find_coordinator(
         self, key: str, cb: ResponseCallback[codec.FindCoordinatorResponse], *, key_type: int = 0
-    ) -> None: ...  # 0 group, 1 transaction
+    ) -> None:  # 0 group, 1 transaction
+        """FindCoordinator: the broker coordinating a group (``key_type=0``) or a transactional id
+        (``key_type=1``)."""
     def join_group(
         self,
         group_id: str,
@@ -233,7 +279,11 @@ class Connection:
         rebalance_timeout_ms: int = 300000,
         group_instance_id: str | None = None,
         reason: str | None = None,
-    ) -> None: ...  # deadline = request_timeout_ms + rebalance_timeout_ms
+    ) -> None:  # deadline = request_timeout_ms + rebalance_timeout_ms
+        """JoinGroup (classic protocol): join or rejoin ``group_id`` with the member's
+        ``protocols``; an empty ``member_id`` first gets MEMBER_ID_REQUIRED and the id to rejoin
+        with. The deadline is request_timeout_ms + ``rebalance_timeout_ms``, since the broker
+        answers only once the group rebalanced."""
     def sync_group(
         self,
         group_id: str,
@@ -245,7 +295,9 @@ class Connection:
         group_instance_id: str | None = None,
         protocol_type: str | None = None,
         protocol_name: str | None = None,
-    ) -> None: ...
+    ) -> None:
+        """SyncGroup: the leader sends every member's assignment, the others send none; each gets
+        its own."""
     def heartbeat(
         self,
         group_id: str,
@@ -254,10 +306,12 @@ class Connection:
         cb: ResponseCallback[codec.HeartbeatResponse],
         *,
         group_instance_id: str | None = None,
-    ) -> None: ...
+    ) -> None:
+        """Heartbeat: keeps the member in its generation; REBALANCE_IN_PROGRESS says to rejoin."""
     def leave_group(
         self, group_id: str, members: Iterable[codec.MemberIdentity], cb: ResponseCallback[codec.LeaveGroupResponse]
-    ) -> None: ...
+    ) -> None:
+        """LeaveGroup: the ``members`` leave at once instead of after their session timeout."""
     def offset_commit(
         self,
         group_id: str,
@@ -267,7 +321,10 @@ class Connection:
         cb: ResponseCallback[codec.OffsetCommitResponse],
         *,
         group_instance_id: str | None = None,
-    ) -> None: ...
+    ) -> None:
+        """OffsetCommit: commit ``offsets`` (``OffsetToCommit``: the next offset to read, with its
+        leader epoch and metadata) for the member of that generation; generation -1 and an empty
+        member id commit for a group with no members."""
     def offset_fetch(
         self,
         group_id: str,
@@ -275,10 +332,15 @@ class Connection:
         cb: ResponseCallback[codec.OffsetFetchResponse],
         *,
         require_stable: bool = False,
-    ) -> None: ...  # None = all partitions the group committed
+    ) -> None:  # None = all partitions the group committed
+        """OffsetFetch: the group's committed offsets of ``partitions`` (None: every partition it
+        committed); ``require_stable`` waits for pending transactional commits
+        (UNSTABLE_OFFSET_COMMIT until then)."""
     def offset_for_leader_epoch(
         self, partitions: Iterable[EpochLookup], cb: ResponseCallback[codec.OffsetForLeaderEpochResponse]
-    ) -> None: ...
+    ) -> None:
+        """OffsetForLeaderEpoch (KIP-320): per partition, the end offset of a leader epoch, to find
+        where a log diverged after a truncation."""
     def init_producer_id(
         self,
         cb: ResponseCallback[codec.InitProducerIdResponse],
@@ -287,7 +349,10 @@ class Connection:
         transaction_timeout_ms: int = 60000,
         producer_id: int = -1,
         producer_epoch: int = -1,
-    ) -> None: ...
+    ) -> None:
+        """InitProducerId: a producer id and epoch for an idempotent producer, or for
+        ``transactional_id`` (fencing earlier instances); passing the current
+        ``producer_id``/``producer_epoch`` bumps the epoch (KIP-360)."""
     def add_partitions_to_txn(
         self,
         transactional_id: str,
@@ -295,7 +360,9 @@ class Connection:
         producer_epoch: int,
         partitions: Iterable[TopicPartition],
         cb: ResponseCallback[codec.AddPartitionsToTxnResponse],
-    ) -> None: ...
+    ) -> None:
+        """AddPartitionsToTxn: add ``partitions`` to the ongoing transaction before producing to
+        them."""
     def add_offsets_to_txn(
         self,
         transactional_id: str,
@@ -303,7 +370,9 @@ class Connection:
         producer_epoch: int,
         group_id: str,
         cb: ResponseCallback[codec.AddOffsetsToTxnResponse],
-    ) -> None: ...
+    ) -> None:
+        """AddOffsetsToTxn: include ``group_id``'s offsets in the transaction (before
+        txn_offset_commit)."""
     def end_txn(
         self,
         transactional_id: str,
@@ -311,7 +380,8 @@ class Connection:
         producer_epoch: int,
         commit: bool,
         cb: ResponseCallback[codec.EndTxnResponse],
-    ) -> None: ...
+    ) -> None:
+        """EndTxn: commit (``commit=True``) or abort the ongoing transaction."""
     def txn_offset_commit(
         self,
         transactional_id: str,
@@ -324,7 +394,10 @@ class Connection:
         generation_id: int = -1,
         member_id: str = "",
         group_instance_id: str | None = None,
-    ) -> None: ...
+    ) -> None:
+        """TxnOffsetCommit: commit a group's offsets as part of the transaction, sent to the group's
+        coordinator; the generation and member id let the broker fence a zombie consumer
+        (KIP-447)."""
     def create_topics(
         self,
         topics: Iterable[NewTopic],
@@ -332,10 +405,14 @@ class Connection:
         *,
         timeout_ms: int = 30000,
         validate_only: bool = False,
-    ) -> None: ...
+    ) -> None:
+        """CreateTopics: create ``topics`` (``NewTopic``: name, partitions, replication factor,
+        configs; -1 for the broker's defaults); ``validate_only`` checks without creating. Per-
+        topic errors are in the response."""
     def delete_topics(
         self, names: Iterable[str], cb: ResponseCallback[codec.DeleteTopicsResponse], *, timeout_ms: int = 30000
-    ) -> None: ...
+    ) -> None:
+        """DeleteTopics: delete the topics named; per-topic errors are in the response."""
     def create_partitions(
         self,
         totals: Mapping[str, int],
@@ -343,14 +420,18 @@ class Connection:
         *,
         timeout_ms: int = 30000,
         validate_only: bool = False,
-    ) -> None: ...  # {topic: new total partition count}
+    ) -> None:  # {topic: new total partition count}
+        """CreatePartitions: raise each topic's partition count to the total given (``{topic: new
+        total}``)."""
     def delete_records(
         self,
         before_offsets: Mapping[TopicPartition, int],
         cb: ResponseCallback[codec.DeleteRecordsResponse],
         *,
         timeout_ms: int = 30000,
-    ) -> None: ...  # {partition: offset records below which go}; -1 = high watermark
+    ) -> None:  # {partition: offset records below which go}; -1 = high watermark
+        """DeleteRecords: per partition, delete every record below the offset given (-1: the high
+        watermark); sent to each partition's leader."""
     def describe_configs(
         self,
         resources: Iterable[codec.DescribeConfigsResource],
@@ -358,15 +439,22 @@ class Connection:
         *,
         include_synonyms: bool = False,
         include_documentation: bool = False,
-    ) -> None: ...  # resource_type 2 topic / 4 broker; configuration_keys None for all
-    def describe_groups(self, group_ids: Iterable[str], cb: ResponseCallback[codec.DescribeGroupsResponse]) -> None: ...
+    ) -> None:  # resource_type 2 topic / 4 broker; configuration_keys None for all
+        """DescribeConfigs: the configs of topics (``resource_type`` 2) and brokers (4), every key
+        when ``configuration_keys`` is None; ``include_synonyms`` adds where each value comes
+        from."""
+    def describe_groups(self, group_ids: Iterable[str], cb: ResponseCallback[codec.DescribeGroupsResponse]) -> None:
+        """DescribeGroups: state, protocol and members (with their assignments) of classic groups,
+        asked of their coordinator."""
     def list_groups(
         self,
         cb: ResponseCallback[codec.ListGroupsResponse],
         *,
         states: Iterable[str] = (),
         types: Iterable[str] = (),
-    ) -> None: ...
+    ) -> None:
+        """ListGroups: the groups this broker coordinates, filtered by ``states`` and ``types``
+        (classic, consumer) when given."""
 
 # --- typed request records: each checks its fields once, when made (TypeError/ValueError
 # naming Record.field); the helpers group them into the generated request objects ------------
