@@ -13,6 +13,7 @@ import time
 import uuid
 from pathlib import Path
 
+import pytest
 from producer_helpers import read_back
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -472,7 +473,26 @@ def _readme_kcat_table() -> list[list[str]]:
     return commands
 
 
-def test_every_kafkaev_command_of_the_readme_kcat_table_runs(kafka, make_topic, tmp_path):
+# The table's TLS and SASL rows name a host, files and a user: the secured listeners' own.
+SECURE_PLACEHOLDERS = ("host:9093", "host:9094")
+
+
+def _secure_names(secure) -> dict[str, str]:
+    user = secure.sasl_plain
+    return {"host:9093": secure.ssl_bootstrap, "host:9094": secure.sasl_bootstrap, "ca.pem": str(secure.ca_cert),
+            "client.pem": str(secure.client_cert), "client.key": str(secure.client_key), "alice": user.username,
+            "secret": user.password}
+
+
+def _named(arg: str, names: dict[str, str]) -> str:
+    """``arg`` with a placeholder replaced, also as the value of a key=value (-X ssl.ca.location=ca.pem)."""
+    key, sep, value = arg.partition("=")
+    if sep and value in names:
+        return f"{key}={names[value]}"
+    return names.get(arg, arg)
+
+
+def test_every_kafkaev_command_of_the_readme_kcat_table_runs(kafka, make_topic, tmp_path, request):
     events, logs = make_topic(partitions=2), make_topic()
     lines = "".join(f"k{i}:v{i}\n" for i in range(20))  # enough for the table's -p 0 -o 5 -c 10
     assert kafkaev("produce", events, "-p", "0", "-k", ":", stdin=lines, brokers=kafka.bootstrap).returncode == 0
@@ -481,12 +501,25 @@ def test_every_kafkaev_command_of_the_readme_kcat_table_runs(kafka, make_topic, 
         (tmp_path / name).write_bytes(b"\x00\x01" + name.encode())
         files[name] = str(tmp_path / name)
     commands = _readme_kcat_table()
-    assert len(commands) >= 15
+    assert len(commands) >= 20
+    secured = [args for args in commands if any(p in args for p in SECURE_PLACEHOLDERS)]
+    assert len(secured) == 3
+    try:
+        secure_names = _secure_names(request.getfixturevalue("secure_kafka"))
+    except pytest.skip.Exception:
+        secure_names = None  # an external cluster: the secured rows cannot run
     for args in commands:
         names = {"events": events, "logs": logs, "grp": f"cli-kcat-{uuid.uuid4().hex[:8]}", **files}
-        args = [names.get(a, a) for a in args]
+        is_secured = args in secured
+        if is_secured:
+            if secure_names is None:
+                continue
+            names.update(secure_names)
+        args = [_named(a, names) for a in args]
         if args[0] == "consume" and "-e" not in args and "-c" not in args:
             args.append("-e")  # the table's consumers follow the topic; here they stop at its end
         result = kafkaev(*args, stdin="x\n", brokers=kafka.bootstrap)
         assert result.returncode == 0, (args, result.stderr)
         assert "Traceback" not in result.stderr
+        if is_secured:
+            assert f'topic "{events}"' in result.stdout
