@@ -89,3 +89,10 @@ def test_mistakes_in_formats_and_delimiters_are_usage_errors(kafka, topic):
                          (("consume", topic, "-f", "%Q"), "unknown placeholder '%Q'")):
         line = one_line_error(run_cli(*args, brokers=b), args[0], status=2)
         assert reason in line, (args, line)
+
+
+def test_produce_to_a_partition_the_topic_lacks_is_one_line(kafka, make_topic):
+    topic = make_topic(partitions=3)
+    line = one_line_error(run_cli("produce", topic, "-p", "9", stdin=b"a\nb\n", brokers=kafka.bootstrap), "produce")
+    assert f"UNKNOWN_PARTITION (-190): produce: 'partition' 9 is out of range for topic '{topic}' (3 partitions)" in line
+    assert _consume(topic, brokers=kafka.bootstrap) == b""  # nothing was written

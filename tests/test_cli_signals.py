@@ -8,9 +8,12 @@ import fcntl
 import select
 import signal
 import struct
+import subprocess
 import termios
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 from cli_helpers import run_cli, start_cli
@@ -39,6 +42,23 @@ def _read_lines(stream, count: int, timeout: float) -> list[bytes]:
     return got.splitlines()
 
 
+@contextmanager
+def _running(*args: str, brokers: str) -> Iterator[subprocess.Popen[bytes]]:
+    child = start_cli(*args, brokers=brokers)
+    try:
+        yield child
+    finally:  # a failed test leaves no process behind
+        child.kill()
+        child.wait()
+
+
+def _stop_with(child: subprocess.Popen[bytes], signum: int) -> tuple[int, str]:
+    """Send ``signum``; the exit status and stderr once the child is gone."""
+    child.send_signal(signum)
+    status = child.wait(WAIT_S)
+    return status, child.stderr.read().decode()
+
+
 def _committed(kafka, group: str, topic: str) -> int:
     from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 
@@ -53,17 +73,11 @@ def test_a_stop_signal_makes_a_group_consumer_commit_leave_and_exit_0(kafka, top
     lines = b"".join(b"v%d\n" % i for i in range(RECORDS))
     assert run_cli("produce", topic, stdin=lines, brokers=kafka.bootstrap).returncode == 0
     group = f"cli-signal-{uuid.uuid4().hex[:8]}"
-    consumer = start_cli("consume", topic, "-G", group, "-o", "beginning", "-X", "auto_commit_interval_ms=600000",
-                         brokers=kafka.bootstrap)
-    try:
+    with _running("consume", topic, "-G", group, "-o", "beginning", "-X", "auto_commit_interval_ms=600000",
+                  brokers=kafka.bootstrap) as consumer:
         printed = _read_lines(consumer.stdout, RECORDS, WAIT_S)
         assert printed == lines.splitlines()
-        consumer.send_signal(signum)
-        status = consumer.wait(WAIT_S)
-        stderr = consumer.stderr.read().decode()
-    finally:
-        consumer.kill()
-        consumer.wait()
+        status, stderr = _stop_with(consumer, signum)
     assert status == 0, stderr
     assert stderr == f"consumed {RECORDS} records\n"
     # committed on the way out (the interval commit is far off), up to the last record printed
@@ -81,8 +95,7 @@ def _unread(pipe) -> int:
 
 
 def test_sigterm_makes_produce_send_what_it_read_and_exit_0(kafka, topic):
-    producer = start_cli("produce", topic, "-k", ":", brokers=kafka.bootstrap)
-    try:
+    with _running("produce", topic, "-k", ":", brokers=kafka.bootstrap) as producer:
         producer.stdin.write(b"".join(b"k%d:v%d\n" % (i, i) for i in range(RECORDS)) + b"k-last:partial")
         producer.stdin.flush()
         deadline = time.monotonic() + WAIT_S
@@ -90,12 +103,8 @@ def test_sigterm_makes_produce_send_what_it_read_and_exit_0(kafka, topic):
             time.sleep(POLL_S)
         assert _unread(producer.stdin) == 0, "the producer never read its input"
         time.sleep(SETTLE_S)
-        producer.send_signal(signal.SIGTERM)  # stdin stays open: the signal, not EOF, ends the input
-        status = producer.wait(WAIT_S)
-        stderr = producer.stderr.read().decode()
-    finally:
-        producer.kill()
-        producer.wait()
+        # stdin stays open: the signal, not EOF, ends the input
+        status, stderr = _stop_with(producer, signal.SIGTERM)
     assert status == 0, stderr
     assert stderr == f"produced {RECORDS + 1} records to {topic}\n"
     got = [(m.key(), m.value()) for m in read_back(kafka.bootstrap, topic, RECORDS + 1)]
