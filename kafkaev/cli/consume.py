@@ -32,7 +32,10 @@ END_CHECK_S = 0.05  # with -e: how often the positions are compared with the end
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("consume", help="print records of topics")
+    parser = subparsers.add_parser(
+        "consume", help="print records of topics",
+        description="Records are written to stdout byte for byte. SIGTERM or Ctrl-C ends the run cleanly: "
+                    "a group member commits what was printed and leaves the group; the exit status is 0.")
     parser.add_argument("topics", nargs="+", metavar="topic", help="one or more topics")
     parser.add_argument("-G", "--group", help="consume as a member of this group (commits offsets)")
     parser.add_argument("-o", "--offset", action="append", metavar="OFFSET",

@@ -36,7 +36,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "produce", help="produce stdin lines (or files) as records",
         description="Records are sent in order; the first one that cannot be sent (too large, say) "
-                    "stops the run with exit status 1, after the records before it were sent.")
+                    "stops the run with exit status 1, after the records before it were sent. SIGTERM or "
+                    "Ctrl-C stops reading stdin: what was read is sent, and the exit status is 0.")
     parser.add_argument("topic")
     parser.add_argument("files", nargs="*", help="files to send, one record each (default: stdin lines)")
     parser.add_argument("-k", "--key-separator", metavar="SEP",
