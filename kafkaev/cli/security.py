@@ -54,8 +54,10 @@ FLAG_OF = {"security_protocol": "--security-protocol", "ca_file": "--ca-file", "
            "key_file": "--key-file", "key_password": "--key-password", "sasl_mechanism": "--sasl-mechanism",
            "sasl_username": "--sasl-username", "sasl_password": "--sasl-password",
            "hostname_check": "--no-hostname-check"}
-TLS_FIELDS = ("ca_file", "cert_file", "key_file", "key_password")
-SASL_FIELDS = ("sasl_username", "sasl_password")
+TLS_FILES = ("ca_file", "cert_file", "key_file")
+TLS_FIELDS = (*TLS_FILES, "key_password")
+SASL_CREDENTIALS = ("sasl_username", "sasl_password")
+SASL_FIELDS = (*SASL_CREDENTIALS, "sasl_mechanism")
 
 
 def normalise(name: str) -> str:
@@ -131,7 +133,7 @@ class SecuritySettings:
         if self.security_protocol is not None:
             return self.security_protocol
         tls = self._given(TLS_FIELDS) or self.hostname_check is not None
-        sasl = self._given(SASL_FIELDS + ("sasl_mechanism",))
+        sasl = self._given(SASL_FIELDS)
         if tls and sasl:
             return SASL_SSL
         return SSL if tls else SASL_PLAINTEXT if sasl else PLAINTEXT
@@ -144,8 +146,8 @@ class SecuritySettings:
         if not uses_tls and (self._given(TLS_FIELDS) or self.hostname_check is not None):
             flags = self._given(TLS_FIELDS) or [FLAG_OF["hostname_check"]]
             raise UsageError(f"{flags[0]} needs TLS: --security-protocol SSL or SASL_SSL, not {protocol}")
-        if not uses_sasl and self._given(SASL_FIELDS + ("sasl_mechanism",)):
-            flag = self._given(SASL_FIELDS + ("sasl_mechanism",))[0]
+        if not uses_sasl and self._given(SASL_FIELDS):
+            flag = self._given(SASL_FIELDS)[0]
             raise UsageError(f"{flag} needs SASL: --security-protocol SASL_PLAINTEXT or SASL_SSL, not {protocol}")
         options: dict[str, Any] = {}
         if uses_tls:
@@ -157,7 +159,7 @@ class SecuritySettings:
     def _ssl_context(self) -> ssl.SSLContext:
         if self.key_file is not None and self.cert_file is None:
             raise UsageError("--key-file needs --cert-file")
-        for name in TLS_FIELDS[:3]:
+        for name in TLS_FILES:
             path = getattr(self, name)
             if path is not None and not os.path.isfile(path):
                 raise CliError(f"{FLAG_OF[name]}: no such file: {path}")
@@ -169,7 +171,7 @@ class SecuritySettings:
             raise CliError(f"the TLS files cannot be used: {exc}") from None
 
     def _sasl(self) -> SASLConfig:
-        missing = [FLAG_OF[n] for n in SASL_FIELDS if getattr(self, n) is None]
+        missing = [FLAG_OF[n] for n in SASL_CREDENTIALS if getattr(self, n) is None]
         if missing:
             raise UsageError(f"SASL needs {' and '.join(missing)}")
         assert self.sasl_username is not None and self.sasl_password is not None
@@ -180,5 +182,6 @@ class SecuritySettings:
 
 
 def quiet_plaintext_credentials() -> None:
-    """SASL_PLAINTEXT asked for by name is the user's choice: no warning line per connection."""
+    """SASL without TLS is what the command line was asked for (by the protocol's name, or by SASL
+    flags alone): no warning line per connection."""
     warnings.simplefilter("ignore", InsecureCredentialsWarning)
