@@ -86,7 +86,10 @@ def test_mistakes_in_formats_and_delimiters_are_usage_errors(kafka, topic):
                          (("produce", topic, "-D", ""), "--delimiter must not be empty"),
                          (("produce", topic, "-k", ""), "--key-separator must not be empty"),
                          (("consume", topic, "-f", "%s\\xg1"), "--format: \\x needs two hex digits"),
-                         (("consume", topic, "-f", "%Q"), "unknown placeholder '%Q'")):
+                         (("consume", topic, "-f", "%Q"), "unknown placeholder '%Q'"),
+                         (("consume", topic, "-p", "-1"), "--partition must be >= 0, got -1"),
+                         (("produce", topic, "-p", "-1"), "--partition must be >= 0, got -1"),
+                         (("consume", topic, "-c", "0"), "--count must be >= 1, got 0")):
         line = one_line_error(run_cli(*args, brokers=b), args[0], status=2)
         assert reason in line, (args, line)
 

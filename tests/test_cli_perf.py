@@ -108,6 +108,10 @@ def test_perf_prints_plain_progress_lines_into_a_pipe_and_json_figures(kafka, to
 
 
 def test_perf_usage_mistakes_exit_2(kafka, topic):
-    for args, reason in ((("-n", "0"), "--count must be >= 1, got 0"), (("--interval", "0"), "--interval must be > 0")):
-        line = one_line_error(run_cli("perf", "produce", topic, *args, brokers=kafka.bootstrap), "perf", status=2)
+    for mode, args, reason in (("produce", ("-n", "0"), "--count must be >= 1, got 0"),
+                               ("consume", ("--interval", "0"), "--interval must be > 0"),
+                               ("produce", ("-s", "-5"), "--size must be >= 0, got -5"),
+                               ("produce", ("-r", "-1"), "--rate must be >= 0"),
+                               ("e2e", ("-s", "4"), "--size must be >= 8 for e2e")):
+        line = one_line_error(run_cli("perf", mode, topic, *args, brokers=kafka.bootstrap), "perf", status=2)
         assert reason in line

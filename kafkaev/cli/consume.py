@@ -190,6 +190,9 @@ class EndWatch:
 def run(args: argparse.Namespace) -> int:
     if args.count is not None and args.count < 1:
         raise UsageError(f"--count must be >= 1, got {args.count}")
+    for partition in args.partition or ():
+        if partition < 0:
+            raise UsageError(f"--partition must be >= 0, got {partition}")
     start, stop_ms = parse_offsets(args.offset)
     render = json_record if args.json else formatter(args.format, args.null)
     topics = list(dict.fromkeys(args.topics))  # a topic named twice is read once

@@ -186,7 +186,12 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--count must be >= 1, got {args.count}")
     if args.interval <= 0:
         raise UsageError(f"--interval must be > 0, got {args.interval:g}")
-    if getattr(args, "size", SEND_TIME.size) < SEND_TIME.size and args.mode == "e2e":
+    if args.mode != "consume":
+        if args.size < 0:
+            raise UsageError(f"--size must be >= 0, got {args.size}")
+        if args.rate < 0:
+            raise UsageError(f"--rate must be >= 0 (0: as fast as it goes), got {args.rate}")
+    if args.mode == "e2e" and args.size < SEND_TIME.size:
         raise UsageError(f"--size must be >= {SEND_TIME.size} for e2e")
     try:
         return {"produce": _produce, "consume": _consume, "e2e": _e2e}[args.mode](args)
