@@ -22,7 +22,7 @@ def test_mypy_is_clean():
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-POLICY_LAYER = ("kafkaev/cluster", "kafkaev/producer", "kafkaev/consumer", "kafkaev/admin.py", "kafkaev/client.py")
+POLICY_LAYER = ("kafkaev/cluster", "kafkaev/producer", "kafkaev/consumer", "kafkaev/admin", "kafkaev/client.py")
 # A parameter or attribute named for a connection or a response, annotated Any (alone or in a union).
 UNTYPED_CONNECTION_OR_RESPONSE = re.compile(r"\b(conn|connection|resp|response|answer|responses)\s*:\s*(\w+\s*\|\s*)*Any\b")
 
