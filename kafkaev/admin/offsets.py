@@ -168,7 +168,7 @@ class OffsetAdmin(GroupAdmin):
         check_partitions("specs", specs)
         for tp, spec in specs.items():
             if not isinstance(spec, OffsetSpec):
-                raise TypeError(f"kafkaev.Admin: 'specs[{tp}]' must be an OffsetSpec, got {type(spec).__name__}")
+                raise TypeError(f"kafkaev.Admin: 'specs[{tp.topic}[{tp.partition}]]' must be an OffsetSpec, got {type(spec).__name__}")
         check_int("isolation_level", isolation_level, ISOLATION_READ_UNCOMMITTED, ISOLATION_READ_COMMITTED)
         self._list_offsets({tp: spec.timestamp for tp, spec in specs.items()}, self._once(cb), isolation_level)
 
@@ -279,7 +279,7 @@ class OffsetAdmin(GroupAdmin):
             raise TypeError(f"kafkaev.Admin: 'offsets' must be a mapping, got {type(offsets).__name__}")
         check_partitions("offsets", offsets)
         for tp, offset in offsets.items():
-            check_int(f"offsets[{tp}]", offset, 0, INT64_MAX)
+            check_int(f"offsets[{tp.topic}[{tp.partition}]]", offset, 0, INT64_MAX)
         self._commit(group_id, dict(offsets), self._once(cb))
 
     def _commit(self, group_id: str, offsets: dict[TopicPartition, int],

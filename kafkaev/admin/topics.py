@@ -156,7 +156,7 @@ class TopicAdmin(AdminCore):
             raise TypeError(f"kafkaev.Admin: 'before_offsets' must be a mapping, got {type(before_offsets).__name__}")
         check_partitions("before_offsets", before_offsets)
         for tp, offset in before_offsets.items():
-            check_int(f"before_offsets[{tp}]", offset, HIGH_WATERMARK, INT64_MAX)
+            check_int(f"before_offsets[{tp.topic}[{tp.partition}]]", offset, HIGH_WATERMARK, INT64_MAX)
         check_int("timeout_ms", timeout_ms, 0, INT32_MAX)
         offsets = dict(before_offsets)
         done = self._once(cb)
