@@ -68,7 +68,7 @@ def _enum(owner: str, name: str, kind: type[enum.IntEnum], value: int, *, filter
     try:
         member = kind(value)
     except ValueError:
-        raise ValueError(f"kafkaev.{owner}: '{name}' must be a {kind.__name__}, got {value!r}") from None
+        raise ValueError(f"kafkaev.{owner}: '{name}' must be one of {kind.__name__}, got {value!r}") from None
     if member.value == 0 or (not filtering and (member is _FILTER_ONLY[kind]
                                                  or (kind is PatternType and member is PatternType.MATCH))):
         raise ValueError(f"kafkaev.{owner}: '{name}' cannot be {member.name}"

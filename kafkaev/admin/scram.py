@@ -131,6 +131,11 @@ class ScramAdmin(AdminCore):
                                      cb: ResultCallback[dict[str, KafkaError | None]]) -> None:
         """``cb({user: KafkaError | None}, err)``, None where every change of that user was made."""
         wanted = check_items("alterations", alterations, (ScramUpsertion, ScramDeletion))
+        users = [a.user for a in wanted]
+        twice = sorted({u for u in users if users.count(u) > 1})
+        if twice:  # the broker refuses the whole request (DUPLICATE_RESOURCE): say so before sending
+            raise ValueError(f"kafkaev.Admin: 'alterations' changes user {twice[0]!r} twice; one change per "
+                             f"user and call")
         done = self._once(cb)
 
         def on_response(resp: codec.AlterUserScramCredentialsResponse | None, err: KafkaError | None) -> None:
