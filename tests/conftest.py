@@ -84,6 +84,7 @@ from typing import Any
 
 import pytest
 import uvloop
+from admin_helpers import admin, peer  # noqa: F401  (fixtures: kafkaev's Admin and confluent-kafka's AdminClient)
 from exactly_once import each_callback_at_most_once  # noqa: F401  (an autouse fixture)
 from fake_broker import FakeCluster
 

@@ -19,14 +19,6 @@ pytestmark = pytest.mark.compat
 GROUP_JOIN_TIMEOUT_S = 30.0
 
 
-@pytest.fixture
-def admin(kafka):
-    admin = Admin(kafka.bootstrap)
-    yield admin
-    admin.close()
-    admin.loop.close()
-
-
 def _fill(bootstrap: str, topic: str, partition: int, count: int) -> None:
     producer = Producer({"bootstrap.servers": bootstrap})
     for i in range(count):

@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from admin_helpers import PEER_TIMEOUT_S, admin, peer, peer_error_code, result  # noqa: F401  (fixtures)
+from admin_helpers import PEER_TIMEOUT_S, peer_error_code, result
 from confluent_kafka.admin import AclBinding as CAclBinding
 from confluent_kafka.admin import AclBindingFilter as CAclBindingFilter
 from confluent_kafka.admin import AclOperation as CAclOperation

@@ -7,7 +7,7 @@ import time
 import uuid
 
 import pytest
-from admin_helpers import admin, peer, result  # noqa: F401  (fixtures)
+from admin_helpers import result
 from confluent_kafka.admin import AlterConfigOpType as CAlterConfigOpType
 from confluent_kafka.admin import ConfigEntry as CConfigEntry
 from confluent_kafka.admin import ConfigResource as CConfigResource

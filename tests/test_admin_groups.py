@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from admin_helpers import admin, commit, joined_consumer, peer, peer_error_code, result  # noqa: F401  (fixtures)
+from admin_helpers import commit, joined_consumer, peer_error_code, result
 from confluent_kafka import ConsumerGroupType
 
 from kafkaev.admin import ConsumerGroupDescription

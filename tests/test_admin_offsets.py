@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from admin_helpers import admin, commit, fill, joined_consumer, peer, result  # noqa: F401  (fixtures)
+from admin_helpers import commit, fill, joined_consumer, result
 from confluent_kafka import ConsumerGroupTopicPartitions
 from confluent_kafka import TopicPartition as CTopicPartition
 from confluent_kafka.admin import OffsetSpec as COffsetSpec

@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from admin_helpers import admin, peer, result  # noqa: F401  (fixtures)
+from admin_helpers import result
 from confluent_kafka.admin import ScramCredentialInfo as CScramCredentialInfo
 from confluent_kafka.admin import ScramMechanism as CScramMechanism
 from confluent_kafka.admin import UserScramCredentialUpsertion

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from admin_helpers import admin, fill, peer, peer_error_code, result  # noqa: F401  (fixtures)
+from admin_helpers import fill, peer_error_code, result
 from confluent_kafka import TopicPartition as CTopicPartition
 from confluent_kafka.admin import NewPartitions as CNewPartitions
 from confluent_kafka.admin import OffsetSpec as COffsetSpec
