@@ -1,4 +1,4 @@
-"""``python -m kafkaev`` / ``kafkaev``: the command line (produce, consume, topics, metadata, groups, perf, broker)."""
+"""``python -m kafkaev`` / ``kafkaev``: the command line (produce, consume, topics, metadata, groups, configs, acls, perf, broker)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 
 from kafkaev.cli.common import EXIT_ERROR, EXIT_USAGE, CliError, UsageError
 
-COMMANDS = ("produce", "consume", "topics", "metadata", "groups", "perf", "broker")
+COMMANDS = ("produce", "consume", "topics", "metadata", "groups", "configs", "acls", "perf", "broker")
 DISTRIBUTION = "kafkaev"
 # kcat's -L: `kafkaev -L ...` is `kafkaev metadata ...` (rewritten before parsing, so that the
 # metadata command's own options follow it as they follow kcat -L).

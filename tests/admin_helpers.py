@@ -18,6 +18,8 @@ from kafkaev.admin import Admin
 
 PEER_TIMEOUT_S = 30.0
 GROUP_JOIN_TIMEOUT_S = 30.0
+FIRST_TIMESTAMP = 1_000_000  # fill() stamps record i at FIRST_TIMESTAMP + i * STEP_MS
+STEP_MS = 1000
 
 
 @pytest.fixture
@@ -49,7 +51,7 @@ def peer_error_code(future: Future[Any]) -> int:
 def fill(bootstrap: str, topic: str, partition: int, count: int) -> None:
     producer = Producer({"bootstrap.servers": bootstrap})
     for i in range(count):
-        producer.produce(topic, f"v{i}".encode(), partition=partition, timestamp=1_000_000 + i * 1000)
+        producer.produce(topic, f"v{i}".encode(), partition=partition, timestamp=FIRST_TIMESTAMP + i * STEP_MS)
     assert producer.flush(PEER_TIMEOUT_S) == 0
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from admin_helpers import commit, fill, joined_consumer, result
+from admin_helpers import FIRST_TIMESTAMP, STEP_MS, commit, fill, joined_consumer, result
 from confluent_kafka import ConsumerGroupTopicPartitions
 from confluent_kafka import TopicPartition as CTopicPartition
 from confluent_kafka.admin import OffsetSpec as COffsetSpec
@@ -17,8 +17,6 @@ from kafkaev.types import NO_OFFSET, TopicPartition
 
 pytestmark = pytest.mark.compat
 
-FIRST_TIMESTAMP = 1_000_000  # admin_helpers.fill stamps record i at FIRST_TIMESTAMP + i * 1000
-STEP_MS = 1000
 
 
 def _peer_committed(peer, group: str) -> dict[TopicPartition, int]:

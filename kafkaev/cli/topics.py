@@ -1,16 +1,16 @@
-"""``kafkaev topics list|create|delete|describe``."""
+"""``kafkaev topics list|create|delete|describe|alter``."""
 
 from __future__ import annotations
 
 import argparse
 
-from kafkaev.admin import DEFAULT_PARTITIONS, DEFAULT_REPLICATION, NewTopic
+from kafkaev.admin import DEFAULT_PARTITIONS, DEFAULT_REPLICATION, NewPartitions, NewTopic
 from kafkaev.cli.common import CliError, UsageError, add_brokers, open_admin, parse_key_values
 from kafkaev.errors import NONE, KafkaError, error_name
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("topics", help="list, create, delete and describe topics")
+    parser = subparsers.add_parser("topics", help="list, create, delete, describe and grow topics")
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     listing = actions.add_parser("list", help="list topics")
     listing.add_argument("--internal", action="store_true", help="include internal topics")
@@ -24,7 +24,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     delete.add_argument("names", nargs="+")
     describe = actions.add_parser("describe", help="partitions, leaders, replicas and ISR of topics")
     describe.add_argument("names", nargs="+")
-    for sub in (listing, create, delete, describe):
+    alter = actions.add_parser("alter", help="add partitions to a topic (kafka-topics.sh --alter --partitions)")
+    alter.add_argument("name")
+    alter.add_argument("-p", "--partitions", type=int, required=True,
+                       help="the new total number of partitions, more than the topic has")
+    alter.add_argument("--dry-run", action="store_true", help="let the broker check the change, apply nothing")
+    for sub in (listing, create, delete, describe, alter):
         add_brokers(sub)
 
 
@@ -59,6 +64,11 @@ def run(args: argparse.Namespace) -> int:
             _raise_failures(admin.run(admin.delete_topics, args.names), "delete")
             for name in args.names:
                 print(f"deleted {name}")
+        elif args.action == "alter":
+            total = _count(args.partitions, "--partitions", DEFAULT_PARTITIONS)
+            _raise_failures(admin.run(admin.create_partitions, [NewPartitions(args.name, total)],
+                                      validate_only=args.dry_run), "alter")
+            print(f"{'would grow' if args.dry_run else 'grew'} {args.name} to {total} partitions")
         else:
             for name, info in admin.run(admin.describe_topics, args.names).items():
                 if info.error_code != NONE:
