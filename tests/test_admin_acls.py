@@ -138,3 +138,47 @@ def test_bad_arguments_name_the_argument(acl_admin):
         acl_admin.create_acls([("t", "User:x")], lambda r, e: None)
     with pytest.raises(TypeError, match="'acl_filter'"):
         acl_admin.describe_acls(None, lambda r, e: None)
+
+
+def test_acls_on_the_command_line(secured, acl_admin):
+    from test_cli import kafkaev
+
+    def acls(*args: str):
+        return kafkaev("acls", *args, brokers=secured.bootstrap)
+
+    carol = f"User:carol-{uuid.uuid4().hex[:6]}"
+    topic = f"cli-acl-{uuid.uuid4().hex[:6]}"
+    created = acls("create", "--topic", topic, "--principal", carol, "--operation", "read", "--operation", "describe")
+    assert created.returncode == 0, created.stderr
+    assert created.stdout.splitlines() == [f"TOPIC:{topic}\tLITERAL\t{carol}\t*\tREAD\tALLOW",
+                                           f"TOPIC:{topic}\tLITERAL\t{carol}\t*\tDESCRIBE\tALLOW"]
+    denied = acls("create", "--group", "cli-", "--pattern", "prefixed", "--principal", carol, "--host", "10.0.0.9",
+                  "--operation", "read", "--deny")
+    assert denied.returncode == 0, denied.stderr
+    ours = acl_admin.run(acl_admin.describe_acls, AclBindingFilter(
+        ResourceType.ANY, None, PatternType.ANY, carol, None, AclOperation.ANY, AclPermissionType.ANY))
+    assert sorted(map(_as_peer, ours)) == sorted([
+        (ResourceType.TOPIC, topic, PatternType.LITERAL, carol, "*", AclOperation.READ, AclPermissionType.ALLOW),
+        (ResourceType.TOPIC, topic, PatternType.LITERAL, carol, "*", AclOperation.DESCRIBE, AclPermissionType.ALLOW),
+        (ResourceType.GROUP, "cli-", PatternType.PREFIXED, carol, "10.0.0.9", AclOperation.READ,
+         AclPermissionType.DENY)])
+
+    described = acls("describe", "--principal", carol, "--deny")
+    assert described.stdout.splitlines() == [f"GROUP:cli-\tPREFIXED\t{carol}\t10.0.0.9\tREAD\tDENY"]
+    matching = acls("describe", "--group", "cli-orders", "--pattern", "match")
+    assert f"GROUP:cli-\tPREFIXED\t{carol}\t10.0.0.9\tREAD\tDENY" in matching.stdout.splitlines()
+    deleted = acls("delete", "--topic", topic, "--principal", carol, "--operation", "read")
+    assert deleted.returncode == 0 and deleted.stdout.splitlines() == [
+        f"TOPIC:{topic}\tLITERAL\t{carol}\t*\tREAD\tALLOW"], deleted.stderr
+    assert len(acls("describe", "--principal", carol).stdout.splitlines()) == 2
+    assert acls("delete", "--principal", carol).returncode == 0
+    assert acls("describe", "--principal", carol).stdout == ""
+
+    everything = acls("delete")
+    assert everything.returncode == 1 and "every ACL" in everything.stderr
+    for usage in (("create", "--topic", topic, "--operation", "read"),  # no principal
+                  ("create", "--principal", carol, "--operation", "read"),  # no resource
+                  ("create", "--topic", topic, "--principal", carol, "--operation", "fly"),
+                  ("create", "--topic", topic, "--principal", carol, "--operation", "read", "--pattern", "any")):
+        result = acls(*usage)
+        assert result.returncode == 2 and "Traceback" not in result.stderr, usage
