@@ -18,7 +18,9 @@ from kafkaev.admin import Admin
 
 PEER_TIMEOUT_S = 30.0
 GROUP_JOIN_TIMEOUT_S = 30.0
-FIRST_TIMESTAMP = 1_000_000  # fill() stamps record i at FIRST_TIMESTAMP + i * STEP_MS
+# fill() stamps record i at FIRST_TIMESTAMP + i * STEP_MS: an hour ago, well inside the retention
+# time (a 1970 stamp would let the broker's retention check delete the records mid-test).
+FIRST_TIMESTAMP = (int(time.time()) - 3600) * 1000
 STEP_MS = 1000
 
 

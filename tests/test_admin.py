@@ -6,8 +6,8 @@ import time
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, Producer
-from confluent_kafka import TopicPartition as CTopicPartition
+from admin_helpers import commit, fill
+from confluent_kafka import Consumer
 
 from kafkaev.admin import Admin, NewTopic
 from kafkaev.client import Client
@@ -17,21 +17,6 @@ from kafkaev.types import TopicPartition
 pytestmark = pytest.mark.compat
 
 GROUP_JOIN_TIMEOUT_S = 30.0
-
-
-def _fill(bootstrap: str, topic: str, partition: int, count: int) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap})
-    for i in range(count):
-        producer.produce(topic, f"v{i}".encode(), partition=partition)
-    assert producer.flush(30) == 0
-
-
-def _commit(bootstrap: str, group: str, offsets: list[tuple[str, int, int]]) -> None:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
-    try:
-        consumer.commit(offsets=[CTopicPartition(t, p, o) for t, p, o in offsets], asynchronous=False)
-    finally:
-        consumer.close()
 
 
 def test_create_describe_list_delete_topic(admin):
@@ -65,17 +50,17 @@ def test_per_topic_failures_do_not_hide_the_others(admin, topic):
 
 
 def test_internal_topics_only_when_asked(kafka, admin, topic):
-    _commit(kafka.bootstrap, f"g-{uuid.uuid4().hex[:8]}", [(topic, 0, 0)])  # makes __consumer_offsets exist
+    commit(kafka.bootstrap, f"g-{uuid.uuid4().hex[:8]}", [(topic, 0, 0)])  # makes __consumer_offsets exist
     assert "__consumer_offsets" not in admin.run(admin.list_topics)
     assert "__consumer_offsets" in admin.run(admin.list_topics, internal=True)
 
 
 def test_group_lag_end_offsets_list_and_describe(kafka, admin, make_topic):
     topic = make_topic(partitions=2)
-    _fill(kafka.bootstrap, topic, 0, 10)
-    _fill(kafka.bootstrap, topic, 1, 3)
+    fill(kafka.bootstrap, topic, 0, 10)
+    fill(kafka.bootstrap, topic, 1, 3)
     group = f"admin-group-{uuid.uuid4().hex[:8]}"
-    _commit(kafka.bootstrap, group, [(topic, 0, 4), (topic, 1, 3)])
+    commit(kafka.bootstrap, group, [(topic, 0, 4), (topic, 1, 3)])
 
     ends = admin.run(admin.end_offsets, [TopicPartition(topic, 0), TopicPartition(topic, 1)])
     assert ends == {TopicPartition(topic, 0): 10, TopicPartition(topic, 1): 3}

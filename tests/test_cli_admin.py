@@ -5,6 +5,7 @@ broker with an authorizer: their commands are tested in test_admin_acls.py, on i
 from __future__ import annotations
 
 import uuid
+from datetime import datetime, timezone
 
 from admin_helpers import FIRST_TIMESTAMP, STEP_MS, commit, fill, joined_consumer
 from test_cli import kafkaev
@@ -59,7 +60,7 @@ def test_groups_reset_offsets_each_target_dry_run_and_execute(kafka, admin, make
     assert _committed(admin, group) == {0: 2, 1: 1}
     at_3 = FIRST_TIMESTAMP + 3 * STEP_MS
     assert reset("--all-topics", "--to-timestamp", str(at_3), "--execute") == [(0, "2", "3"), (1, "1", "3")]
-    iso = f"1970-01-01T00:{at_3 // 60000 % 60:02d}:{at_3 // 1000 % 60:02d}+00:00"  # the same moment
+    iso = datetime.fromtimestamp(at_3 / 1000, tz=timezone.utc).isoformat()  # the same moment
     assert reset("--all-topics", "--to-datetime", iso, "--dry-run") == [(0, "3", "3"), (1, "3", "3")]
     assert _committed(admin, group) == {0: 3, 1: 3}
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from ..errors import PROTOCOL, KafkaError
 from ..protocol import codec
 from ..protocol.connection import Connection
-from .core import AdminCore, ResultCallback, check_items, error_or_none, send_request
+from .core import AdminCore, ResultCallback, answered, check_items, error_or_none, send_request
 
 ANY_HOST = "*"
 
@@ -130,9 +130,9 @@ class AclDeletion:
     error: KafkaError | None = None
 
 
-def _miscounted(api: str, sent: int, answered: int) -> KafkaError:
+def _miscounted(api: str, sent: int, results: int) -> KafkaError | None:
     """Results are matched to requests by position, so a count that differs is a broken answer."""
-    return KafkaError(PROTOCOL, f"{api}: {answered} results for {sent} entries")
+    return None if results == sent else KafkaError(PROTOCOL, f"{api}: {results} results for {sent} entries")
 
 
 def _binding(resource_type: int, name: str, pattern_type: int, principal: str, host: str, operation: int,
@@ -150,15 +150,9 @@ class AclAdmin(AdminCore):
         wanted = check_items("bindings", bindings, AclBinding)
         done = self._once(cb)
 
-        def on_response(resp: codec.CreateAclsResponse | None, err: KafkaError | None) -> None:
-            if resp is None or err is not None:
-                done(None, err)
-                return
-            if len(resp.results) != len(wanted):
-                done(None, _miscounted("CreateAcls", len(wanted), len(resp.results)))
-                return
-            done({b: error_or_none(r.error_code, r.error_message)
-                  for b, r in zip(wanted, resp.results, strict=True)}, None)
+        on_response = answered(codec.CreateAclsResponse, done, lambda resp: {
+            b: error_or_none(r.error_code, r.error_message) for b, r in zip(wanted, resp.results, strict=True)},
+            lambda resp: _miscounted("CreateAcls", len(wanted), len(resp.results)))
 
         def send(conn: Connection) -> None:
             body = codec.CreateAclsRequest(creations=[codec.AclCreation(
@@ -174,17 +168,10 @@ class AclAdmin(AdminCore):
         if not isinstance(acl_filter, AclBindingFilter):
             raise TypeError(f"kafkaev.Admin: 'acl_filter' must be an AclBindingFilter, got {type(acl_filter).__name__}")
         done = self._once(cb)
-
-        def on_response(resp: codec.DescribeAclsResponse | None, err: KafkaError | None) -> None:
-            if resp is None or err is not None:
-                done(None, err)
-                return
-            failure = error_or_none(resp.error_code, resp.error_message)
-            if failure is not None:
-                done(None, failure)
-                return
-            done([_binding(r.resource_type, r.resource_name, r.pattern_type, a.principal, a.host, a.operation,
-                           a.permission_type) for r in resp.resources for a in r.acls], None)
+        on_response = answered(codec.DescribeAclsResponse, done, lambda resp: [
+            _binding(r.resource_type, r.resource_name, r.pattern_type, a.principal, a.host, a.operation,
+                     a.permission_type) for r in resp.resources for a in r.acls],
+            lambda resp: error_or_none(resp.error_code, resp.error_message))
 
         f = acl_filter
         body = codec.DescribeAclsRequest(resource_type_filter=f.resource_type, resource_name_filter=f.name,
@@ -198,17 +185,12 @@ class AclAdmin(AdminCore):
         wanted = check_items("filters", filters, AclBindingFilter)
         done = self._once(cb)
 
-        def on_response(resp: codec.DeleteAclsResponse | None, err: KafkaError | None) -> None:
-            if resp is None or err is not None:
-                done(None, err)
-                return
-            if len(resp.filter_results) != len(wanted):
-                done(None, _miscounted("DeleteAcls", len(wanted), len(resp.filter_results)))
-                return
-            done({f: AclDeletion(tuple(_binding(m.resource_type, m.resource_name, m.pattern_type, m.principal,
-                                                m.host, m.operation, m.permission_type) for m in r.matching_acls),
-                                 error_or_none(r.error_code, r.error_message))
-                  for f, r in zip(wanted, resp.filter_results, strict=True)}, None)
+        on_response = answered(codec.DeleteAclsResponse, done, lambda resp: {
+            f: AclDeletion(tuple(_binding(m.resource_type, m.resource_name, m.pattern_type, m.principal, m.host,
+                                          m.operation, m.permission_type) for m in r.matching_acls),
+                           error_or_none(r.error_code, r.error_message))
+            for f, r in zip(wanted, resp.filter_results, strict=True)},
+            lambda resp: _miscounted("DeleteAcls", len(wanted), len(resp.filter_results)))
 
         def send(conn: Connection) -> None:
             body = codec.DeleteAclsRequest(filters=[codec.DeleteAclsFilter(

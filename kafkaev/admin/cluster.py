@@ -13,16 +13,15 @@ from ..protocol.connection import Connection
 from ..types import TopicPartition
 from .core import (
     DEFAULT_TIMEOUT_MS,
+    INT32_MAX,
     AdminCore,
-    Gather,
     ResultCallback,
+    answered,
     check_int,
     check_partitions,
     error_or_none,
     send_request,
 )
-
-INT32_MAX = 2**31 - 1
 
 
 class ElectionType(enum.IntEnum):
@@ -64,37 +63,17 @@ class ClusterAdmin(AdminCore):
         done = self._once(cb)
 
         def send(conn: Connection) -> None:
-            def on_cluster(resp: codec.DescribeClusterResponse | None, err: KafkaError | None) -> None:
-                failure = err or (None if resp is None else error_or_none(resp.error_code, resp.error_message))
-                if failure is not None or resp is None:
-                    gather.fail(failure)
-                else:
-                    gather.add(resp)
+            def with_features(described: codec.DescribeClusterResponse | None, err: KafkaError | None) -> None:
+                if described is None or err is not None:
+                    done(None, err)
+                else:  # the same broker's ApiVersions: its finalized feature levels
+                    conn.api_versions_request(answered(codec.ApiVersionsResponse, done,
+                                                       lambda versions: _description(described, versions)))
 
-            def on_versions(resp: codec.ApiVersionsResponse | None, err: KafkaError | None) -> None:
-                if resp is None or err is not None:
-                    gather.fail(err)
-                else:
-                    gather.add(resp)
-
-            gather = Gather[codec.MessageStruct](2, assemble)
             send_request(conn, codec.DescribeClusterRequest(include_fenced_brokers=bool(include_fenced)),
-                         codec.DescribeClusterResponse, on_cluster)
-            conn.api_versions_request(on_versions)
-
-        def assemble(parts: list[codec.MessageStruct] | None, err: KafkaError | None) -> None:
-            if parts is None or err is not None:
-                done(None, err)
-                return
-            [described] = [p for p in parts if isinstance(p, codec.DescribeClusterResponse)]
-            [versions] = [p for p in parts if isinstance(p, codec.ApiVersionsResponse)]
-            brokers = tuple(sorted((BrokerDescription(b.broker_id, b.host, b.port, b.rack, b.is_fenced)
-                                    for b in described.brokers), key=lambda b: b.node_id))
-            done(ClusterDescription(
-                described.cluster_id, described.controller_id, brokers,
-                {f.name: FeatureRange(f.min_version_level, f.max_version_level) for f in versions.finalized_features or ()},
-                {f.name: FeatureRange(f.min_version, f.max_version) for f in versions.supported_features or ()},
-                versions.finalized_features_epoch), None)
+                         codec.DescribeClusterResponse, answered(
+                             codec.DescribeClusterResponse, with_features, lambda resp: resp,
+                             lambda resp: error_or_none(resp.error_code, resp.error_message)))
 
         self._on_any(done, send)
 
@@ -112,16 +91,10 @@ class ClusterAdmin(AdminCore):
         check_int("timeout_ms", timeout_ms, 0, INT32_MAX)
         done = self._once(cb)
 
-        def on_response(resp: codec.ElectLeadersResponse | None, err: KafkaError | None) -> None:
-            if resp is None or err is not None:
-                done(None, err)
-                return
-            failure = error_or_none(resp.error_code)
-            if failure is not None:
-                done(None, failure)
-                return
-            done({TopicPartition(r.topic, p.partition_id): error_or_none(p.error_code, p.error_message)
-                  for r in resp.replica_election_results for p in r.partition_result}, None)
+        on_response = answered(codec.ElectLeadersResponse, done, lambda resp: {
+            TopicPartition(r.topic, p.partition_id): error_or_none(p.error_code, p.error_message)
+            for r in resp.replica_election_results for p in r.partition_result},
+            lambda resp: error_or_none(resp.error_code))
 
         by_topic: dict[str, list[int]] = {}
         for tp in wanted or ():
@@ -133,3 +106,13 @@ class ClusterAdmin(AdminCore):
         self._on_controller(done, lambda conn: send_request(
             conn, body, codec.ElectLeadersResponse, on_response,
             timeout_ms=self.config.request_timeout_ms + timeout_ms))
+
+
+def _description(described: codec.DescribeClusterResponse, versions: codec.ApiVersionsResponse) -> ClusterDescription:
+    brokers = tuple(sorted((BrokerDescription(b.broker_id, b.host, b.port, b.rack, b.is_fenced)
+                            for b in described.brokers), key=lambda b: b.node_id))
+    return ClusterDescription(
+        described.cluster_id, described.controller_id, brokers,
+        {f.name: FeatureRange(f.min_version_level, f.max_version_level) for f in versions.finalized_features or ()},
+        {f.name: FeatureRange(f.min_version, f.max_version) for f in versions.supported_features or ()},
+        versions.finalized_features_epoch)

@@ -15,7 +15,7 @@ from typing import TypeVar
 from ..errors import KafkaError
 from ..protocol import codec
 from ..protocol.connection import Connection
-from .core import AdminCore, Gather, ResultCallback, check_items, error_or_none, send_request
+from .core import AdminCore, Gather, ResultCallback, check_items, error_or_none, gathered, send_request
 
 Result = TypeVar("Result")  # one resource's answer
 
@@ -223,13 +223,10 @@ class ConfigAdmin(AdminCore):
                  gather: Gather[dict[ConfigResource, KafkaError | None]]) -> None:
             known: dict[tuple[int, str], ConfigResource] = {(r.type, r.name): r for r in group}
 
-            def on_response(resp: codec.IncrementalAlterConfigsResponse | None, err: KafkaError | None) -> None:
-                if resp is None or err is not None:
-                    gather.fail(err)
-                    return
-                gather.add({known.get((r.resource_type, r.resource_name)) or ConfigResource(
+            on_response = gathered(codec.IncrementalAlterConfigsResponse, gather, lambda resp: {
+                known.get((r.resource_type, r.resource_name)) or ConfigResource(
                     _resource_type(r.resource_type), r.resource_name): error_or_none(r.error_code, r.error_message)
-                    for r in resp.responses})
+                for r in resp.responses})
 
             body = codec.IncrementalAlterConfigsRequest(resources=[codec.AlterConfigsResource(
                 resource_type=r.type, resource_name=r.name,

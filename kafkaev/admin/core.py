@@ -41,6 +41,8 @@ ConnCallback = Callable[[Connection | None, KafkaError | None], object]
 
 COORDINATOR_GROUP = 0  # FindCoordinator key_type: a group id
 COORDINATOR_TRANSACTION = 1  # FindCoordinator key_type: a transactional id
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
 DEFAULT_TIMEOUT_MS = 30000  # the broker-side timeout of calls that wait for the cluster
 # Answers that pass once the coordinator is loaded or found again: the request goes again
 # after the backoff, until request_timeout_ms has passed.
@@ -109,6 +111,38 @@ class Gather(Generic[Part]):
             return
         self.finished = True
         self.done(None, err or KafkaError(TRANSPORT, "request failed"))
+
+
+def answered(kind: type[Response], done: ResultCallback[Result], build: Callable[[Response], Result],
+             failure: Callable[[Response], KafkaError | None] | None = None
+             ) -> Callable[[Response | None, KafkaError | None], None]:
+    """The response callback of a one-request call: ``done(None, err)`` when the request failed
+    or the answer says so as a whole (``failure``), else ``done(build(answer), None)``."""
+
+    def on_response(resp: Response | None, err: KafkaError | None) -> None:
+        if resp is None or err is not None:
+            done(None, err)
+            return
+        problem = None if failure is None else failure(resp)
+        if problem is not None:
+            done(None, problem)
+        else:
+            done(build(resp), None)
+
+    return on_response
+
+
+def gathered(kind: type[Response], sink: Sink[Part], build: Callable[[Response], Part]
+             ) -> Callable[[Response | None, KafkaError | None], None]:
+    """The response callback of one broker's share: ``sink.add(build(answer))``, or ``sink.fail``."""
+
+    def on_response(resp: Response | None, err: KafkaError | None) -> None:
+        if resp is None or err is not None:
+            sink.fail(err)
+        else:
+            sink.add(build(resp))
+
+    return on_response
 
 
 def send_request(conn: Connection, body: codec.MessageStruct, kind: type[Response],

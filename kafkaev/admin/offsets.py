@@ -27,18 +27,19 @@ from ..types import (
     TopicPartition,
 )
 from .core import (
+    INT64_MAX,
     Gather,
     ResultCallback,
     check_int,
     check_names,
     check_partitions,
     error_or_none,
+    gathered,
     send_request,
 )
 from .groups import ConsumerGroupDescription, GroupAdmin
 
 MAX_TIMESTAMP = -3  # ListOffsets: the offset of the record with the largest timestamp (KIP-734)
-INT64_MAX = 2**63 - 1
 NO_GENERATION = -1  # an OffsetCommit from outside the group
 NO_MEMBER = ""
 INACTIVE_STATES = frozenset({"Empty", "Dead"})  # group states in which offsets can be reset
@@ -180,14 +181,10 @@ class OffsetAdmin(GroupAdmin):
 
         def send(conn: Connection, tps: list[TopicPartition], gather: Gather[dict[TopicPartition, ListedOffset]]
                  ) -> None:
-            def on_response(resp: codec.ListOffsetsResponse | None, err: KafkaError | None) -> None:
-                if resp is None or err is not None:
-                    gather.fail(err)
-                    return
-                gather.add({TopicPartition(t.name, p.partition_index): ListedOffset(
+            on_response = gathered(codec.ListOffsetsResponse, gather, lambda resp: {
+                TopicPartition(t.name, p.partition_index): ListedOffset(
                     p.offset, p.timestamp, p.leader_epoch, error_or_none(p.error_code, f"{t.name}[{p.partition_index}]"))
-                    for t in resp.topics for p in t.partitions})
-
+                for t in resp.topics for p in t.partitions})
             conn.list_offsets([OffsetLookup(tp.topic, tp.partition, timestamps[tp], NO_LEADER_EPOCH) for tp in tps],
                               on_response, isolation_level=isolation_level)
 

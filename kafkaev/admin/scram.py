@@ -16,7 +16,16 @@ from dataclasses import dataclass, field
 from ..errors import KafkaError
 from ..protocol import codec
 from ..protocol.connection import Connection
-from .core import AdminCore, ResultCallback, check_int, check_items, check_names, error_or_none, send_request
+from .core import (
+    AdminCore,
+    ResultCallback,
+    answered,
+    check_int,
+    check_items,
+    check_names,
+    error_or_none,
+    send_request,
+)
 
 SALT_BYTES = 32
 DEFAULT_ITERATIONS = 4096  # the broker's minimum for SCRAM-SHA-256/512, and what kafka-configs.sh uses
@@ -109,18 +118,11 @@ class ScramAdmin(AdminCore):
         """``cb({user: UserScramCredentials}, err)`` for ``users``, or every user that has one."""
         wanted = None if users is None else check_names("users", users)
         done = self._once(cb)
-
-        def on_response(resp: codec.DescribeUserScramCredentialsResponse | None, err: KafkaError | None) -> None:
-            if resp is None or err is not None:
-                done(None, err)
-                return
-            failure = error_or_none(resp.error_code, resp.error_message)
-            if failure is not None:
-                done(None, failure)
-                return
-            done({r.user: UserScramCredentials(r.user, tuple(
+        on_response = answered(codec.DescribeUserScramCredentialsResponse, done, lambda resp: {
+            r.user: UserScramCredentials(r.user, tuple(
                 ScramCredentialInfo(_known(c.mechanism), c.iterations) for c in r.credential_infos),
-                error_or_none(r.error_code, r.error_message)) for r in resp.results}, None)
+                error_or_none(r.error_code, r.error_message)) for r in resp.results},
+            lambda resp: error_or_none(resp.error_code, resp.error_message))
 
         body = codec.DescribeUserScramCredentialsRequest(
             users=None if wanted is None else [codec.UserName(name=u) for u in wanted])
@@ -138,11 +140,8 @@ class ScramAdmin(AdminCore):
                              f"user and call")
         done = self._once(cb)
 
-        def on_response(resp: codec.AlterUserScramCredentialsResponse | None, err: KafkaError | None) -> None:
-            if resp is None or err is not None:
-                done(None, err)
-                return
-            done({r.user: error_or_none(r.error_code, r.error_message) for r in resp.results}, None)
+        on_response = answered(codec.AlterUserScramCredentialsResponse, done, lambda resp: {
+            r.user: error_or_none(r.error_code, r.error_message) for r in resp.results})
 
         def send(conn: Connection) -> None:
             body = codec.AlterUserScramCredentialsRequest(

@@ -12,21 +12,23 @@ from ..protocol.connection import Connection
 from ..types import NO_OFFSET, TopicPartition
 from .core import (
     DEFAULT_TIMEOUT_MS,
+    INT32_MAX,
+    INT64_MAX,
     AdminCore,
     Gather,
     ResultCallback,
+    answered,
     check_int,
     check_items,
     check_names,
     check_partitions,
     error_or_none,
+    gathered,
 )
 
 DEFAULT_REPLICATION = -1  # the broker's default.replication.factor
 DEFAULT_PARTITIONS = -1  # the broker's num.partitions
 HIGH_WATERMARK = -1  # delete_records: everything up to the partition's high watermark
-INT32_MAX = 2**31 - 1
-INT64_MAX = 2**63 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,26 +70,19 @@ class TopicAdmin(AdminCore):
         """``cb({name: TopicInfo}, err)`` for every topic (internal ones only when asked)."""
         done = self._once(cb)
 
-        def on_response(resp: codec.MetadataResponse | None, err: KafkaError | None) -> None:
-            if resp is None or err is not None:
-                done(None, err)
-                return
+        def listed(resp: codec.MetadataResponse) -> dict[str, TopicInfo]:
             topics = {info.name: info for info in map(topic_from_response, resp.topics)}
-            done({n: t for n, t in sorted(topics.items()) if internal or not t.is_internal}, None)
+            return {n: t for n, t in sorted(topics.items()) if internal or not t.is_internal}
 
+        on_response = answered(codec.MetadataResponse, done, listed)
         self._on_any(done, lambda conn: conn.metadata(None, on_response, allow_auto_topic_creation=False))
 
     def describe_topics(self, names: Iterable[str], cb: ResultCallback[dict[str, TopicInfo]]) -> None:
         """``cb({name: TopicInfo}, err)``; a missing topic has ``error_code`` UNKNOWN_TOPIC_OR_PARTITION."""
         wanted = check_names("names", names)
         done = self._once(cb)
-
-        def on_response(resp: codec.MetadataResponse | None, err: KafkaError | None) -> None:
-            if resp is None or err is not None:
-                done(None, err)
-                return
-            done({info.name: info for info in map(topic_from_response, resp.topics)}, None)
-
+        on_response = answered(codec.MetadataResponse, done, lambda resp: {
+            info.name: info for info in map(topic_from_response, resp.topics)})
         self._on_any(done, lambda conn: conn.metadata(wanted, on_response, allow_auto_topic_creation=False))
 
     def create_topics(self, topics: Iterable[NewTopic | str], cb: ResultCallback[dict[str, KafkaError | None]], *,
@@ -98,12 +93,8 @@ class TopicAdmin(AdminCore):
             if not isinstance(t.name, str) or not t.name:
                 raise ValueError(f"kafkaev.Admin: 'topics' holds a topic without a name: {t!r}")
         done = self._once(cb)
-
-        def on_response(resp: codec.CreateTopicsResponse | None, err: KafkaError | None) -> None:
-            if resp is None or err is not None:
-                done(None, err)
-                return
-            done({r.name: error_or_none(r.error_code, r.error_message) for r in resp.topics}, None)
+        on_response = answered(codec.CreateTopicsResponse, done, lambda resp: {
+            r.name: error_or_none(r.error_code, r.error_message) for r in resp.topics})
 
         def send(conn: Connection) -> None:
             request = [connection.NewTopic(t.name, t.num_partitions, t.replication_factor, t.config) for t in wanted]
@@ -116,13 +107,9 @@ class TopicAdmin(AdminCore):
         """``cb({name: KafkaError | None}, err)``: per topic, None when it was deleted."""
         wanted = check_names("names", names)
         done = self._once(cb)
-
-        def on_response(resp: codec.DeleteTopicsResponse | None, err: KafkaError | None) -> None:
-            if resp is None or err is not None:
-                done(None, err)
-                return
-            # A name is null only in an answer to a deletion by topic id, which this does not send.
-            done({r.name or "": error_or_none(r.error_code, r.error_message) for r in resp.responses}, None)
+        # A name is null only in an answer to a deletion by topic id, which this does not send.
+        on_response = answered(codec.DeleteTopicsResponse, done, lambda resp: {
+            r.name or "": error_or_none(r.error_code, r.error_message) for r in resp.responses})
 
         self._on_controller(done, lambda conn: conn.delete_topics(wanted, on_response, timeout_ms=timeout_ms))
 
@@ -137,12 +124,8 @@ class TopicAdmin(AdminCore):
             raise ValueError("kafkaev.Admin: 'new_partitions' names a topic twice")
         check_int("timeout_ms", timeout_ms, 0, INT32_MAX)
         done = self._once(cb)
-
-        def on_response(resp: codec.CreatePartitionsResponse | None, err: KafkaError | None) -> None:
-            if resp is None or err is not None:
-                done(None, err)
-                return
-            done({r.name: error_or_none(r.error_code, r.error_message) for r in resp.results}, None)
+        on_response = answered(codec.CreatePartitionsResponse, done, lambda resp: {
+            r.name: error_or_none(r.error_code, r.error_message) for r in resp.results})
 
         self._on_controller(done, lambda conn: conn.create_partitions(
             totals, on_response, timeout_ms=timeout_ms, validate_only=validate_only))
@@ -166,14 +149,9 @@ class TopicAdmin(AdminCore):
 
         def send(conn: Connection, tps: list[TopicPartition], gather: Gather[dict[TopicPartition, DeletedRecords]]
                  ) -> None:
-            def on_response(resp: codec.DeleteRecordsResponse | None, err: KafkaError | None) -> None:
-                if resp is None or err is not None:
-                    gather.fail(err)
-                    return
-                gather.add({TopicPartition(t.name, p.partition_index):
-                            DeletedRecords(p.low_watermark, error_or_none(p.error_code))
-                            for t in resp.topics for p in t.partitions})
-
+            on_response = gathered(codec.DeleteRecordsResponse, gather, lambda resp: {
+                TopicPartition(t.name, p.partition_index): DeletedRecords(p.low_watermark, error_or_none(p.error_code))
+                for t in resp.topics for p in t.partitions})
             conn.delete_records({tp: offsets[tp] for tp in tps}, on_response, timeout_ms=timeout_ms)
 
         def unreachable(errors: dict[TopicPartition, KafkaError]) -> dict[TopicPartition, DeletedRecords]:

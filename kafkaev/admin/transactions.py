@@ -12,6 +12,7 @@ from ..protocol.connection import Connection
 from ..types import TopicPartition
 from .core import (
     COORDINATOR_TRANSACTION,
+    INT64_MAX,
     AdminCore,
     Gather,
     ResultCallback,
@@ -19,11 +20,11 @@ from .core import (
     check_names,
     check_partitions,
     error_or_none,
+    gathered,
     send_request,
 )
 
 ANY_DURATION = -1  # ListTransactions: no minimum running time
-INT64_MAX = 2**63 - 1
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -151,15 +152,11 @@ class TransactionAdmin(AdminCore):
             for tp in tps:
                 by_topic.setdefault(tp.topic, []).append(tp.partition)
 
-            def on_response(resp: codec.DescribeProducersResponse | None, err: KafkaError | None) -> None:
-                if resp is None or err is not None:
-                    gather.fail(err)
-                    return
-                gather.add({TopicPartition(t.name, p.partition_index): PartitionProducers(
+            on_response = gathered(codec.DescribeProducersResponse, gather, lambda resp: {
+                TopicPartition(t.name, p.partition_index): PartitionProducers(
                     tuple(ProducerState(s.producer_id, s.producer_epoch, s.last_sequence, s.last_timestamp,
                                         s.coordinator_epoch, s.current_txn_start_offset) for s in p.active_producers),
                     error_or_none(p.error_code, p.error_message)) for t in resp.topics for p in t.partitions})
-
             body = codec.DescribeProducersRequest(topics=[codec.TopicRequest(name=topic, partition_indexes=parts)
                                                           for topic, parts in by_topic.items()])
             send_request(conn, body, codec.DescribeProducersResponse, on_response)
