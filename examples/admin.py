@@ -1,4 +1,4 @@
-"""Create a topic, list the topics, describe the new one and delete it again.
+"""Create a topic, list the topics, grow and configure the new one, describe it and delete it again.
 
     python examples/admin.py [TOPIC]
 
@@ -9,6 +9,7 @@ one call is done and returns its result (or raises its KafkaError), which suits 
 import sys
 
 import kafkaev
+import kafkaev.admin
 
 name = sys.argv[1] if len(sys.argv) > 1 else "example-admin-topic"
 admin = kafkaev.Admin()
@@ -17,6 +18,12 @@ try:
     if created[name] is not None:
         sys.exit(f"create {name}: {created[name]}")
     print("topics:", sorted(admin.run(admin.list_topics)))
+    grown = admin.run(admin.create_partitions, [kafkaev.admin.NewPartitions(name, 6)])
+    print("grown to 6 partitions:", grown[name] is None)
+    resource = kafkaev.admin.ConfigResource(kafkaev.admin.ConfigResourceType.TOPIC, name)
+    admin.run(admin.incremental_alter_configs, {resource: [kafkaev.admin.AlterConfigOp("retention.ms", "3600000")]})
+    retention = admin.run(admin.describe_configs, [resource])[resource].entries["retention.ms"]
+    print("retention.ms:", retention.value, retention.source.name)
     print(name, "->", admin.run(admin.describe_topics, [name])[name])
     deleted = admin.run(admin.delete_topics, [name])
     print("deleted:", deleted[name] is None)

@@ -173,3 +173,22 @@ async def _sleep_until(loop, condition, timeout_s):
     deadline = time.monotonic() + timeout_s
     while not condition() and time.monotonic() < deadline:
         await asyncio.sleep(0.02)
+
+
+def test_an_answer_this_client_cannot_read_fails_the_call_once():
+    """A value newer than the client (an ACL operation it has no name for) must still reach the
+    callback: as a PROTOCOL error, once, not as an exception that leaves it uncalled."""
+    from kafkaev.admin.acls import AclOperation
+    from kafkaev.admin.core import answered
+    from kafkaev.errors import PROTOCOL
+    from kafkaev.protocol import codec
+
+    calls: list[tuple[object, KafkaError | None]] = []
+    on_response = answered(codec.DescribeAclsResponse, lambda r, e: calls.append((r, e)),
+                           lambda resp: [AclOperation(a.operation) for r in resp.resources for a in r.acls])
+    newer = codec.DescribeAclsResponse(error_code=0, resources=[codec.DescribeAclsResource(
+        resource_type=2, resource_name="t", pattern_type=3, acls=[codec.AclDescription(
+            principal="User:x", host="*", operation=99, permission_type=3)])])
+    on_response(newer, None)
+    [(result, err)] = calls
+    assert result is None and err is not None and err.code == PROTOCOL and "99" in str(err)

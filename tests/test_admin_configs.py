@@ -109,6 +109,7 @@ def test_broker_configs_at_the_broker_and_the_cluster_default(admin, peer):
         ConfigSource.DEFAULT_CONFIG)
 
 
+@pytest.mark.requires_kafka("4.0", "group configs (KIP-848)")
 def test_group_configs(admin):
     group = ConfigResource(ConfigResourceType.GROUP, f"cfg-group-{uuid.uuid4().hex[:8]}")
     assert admin.run(admin.incremental_alter_configs, {group: [AlterConfigOp(GROUP_SESSION_TIMEOUT, "30000")]}) == {

@@ -36,7 +36,9 @@ def _compare(ours: ConsumerGroupDescription, theirs) -> None:
             TopicPartition(tp.topic, tp.partition) for tp in member.assignment.topic_partitions)
 
 
-@pytest.mark.parametrize("protocol", ["consumer", "classic"])
+@pytest.mark.parametrize("protocol", [
+    pytest.param("consumer", marks=pytest.mark.requires_kafka("4.0", "the consumer group protocol (KIP-848)")),
+    "classic"])
 def test_describe_consumer_groups_of_either_protocol_agrees_with_the_peer(kafka, admin, peer, make_topic, protocol):
     topic = make_topic(partitions=3)
     group = f"admin-{protocol}-{uuid.uuid4().hex[:8]}"

@@ -35,4 +35,6 @@ def test_admin(kafka):
     name = f"example-admin-{os.getpid()}"
     proc = _run(kafka, "admin.py", name)
     assert f"{name} ->" in proc.stdout
+    assert "grown to 6 partitions: True" in proc.stdout
+    assert "retention.ms: 3600000 DYNAMIC_TOPIC_CONFIG" in proc.stdout
     assert "deleted: True" in proc.stdout

@@ -23,6 +23,7 @@ from ..errors import (
     LEADER_NOT_AVAILABLE,
     NONE,
     NOT_COORDINATOR,
+    PROTOCOL,
     TRANSPORT,
     UNKNOWN_TOPIC_OR_PARTITION,
     KafkaError,
@@ -123,11 +124,15 @@ def answered(kind: type[Response], done: ResultCallback[Result], build: Callable
         if resp is None or err is not None:
             done(None, err)
             return
-        problem = None if failure is None else failure(resp)
+        try:
+            problem = None if failure is None else failure(resp)
+            result = None if problem is not None else build(resp)
+        except (ValueError, TypeError, KeyError) as exc:  # a value this client cannot read
+            problem = unreadable(resp, exc)
         if problem is not None:
             done(None, problem)
         else:
-            done(build(resp), None)
+            done(result, None)
 
     return on_response
 
@@ -139,10 +144,21 @@ def gathered(kind: type[Response], sink: Sink[Part], build: Callable[[Response],
     def on_response(resp: Response | None, err: KafkaError | None) -> None:
         if resp is None or err is not None:
             sink.fail(err)
-        else:
-            sink.add(build(resp))
+            return
+        try:
+            part = build(resp)
+        except (ValueError, TypeError, KeyError) as exc:  # a value this client cannot read
+            sink.fail(unreadable(resp, exc))
+            return
+        sink.add(part)
 
     return on_response
+
+
+def unreadable(resp: codec.MessageStruct, exc: Exception) -> KafkaError:
+    """An answer holding what this client cannot turn into its result (an enum value newer than
+    it): the call fails with that, rather than leaving its callback uncalled."""
+    return KafkaError(PROTOCOL, f"{type(resp).__name__}: {exc}")
 
 
 def send_request(conn: Connection, body: codec.MessageStruct, kind: type[Response],
