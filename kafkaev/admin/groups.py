@@ -2,8 +2,9 @@
 
 A classic group is described by DescribeGroups; a consumer-protocol group (KIP-848) by
 ConsumerGroupDescribe, which has the member epochs and the target assignments. A broker answers
-ConsumerGroupDescribe for a classic group with GROUP_ID_NOT_FOUND, so ``describe_consumer_groups``
-asks DescribeGroups for those, as confluent-kafka does, and says which type each group is.
+ConsumerGroupDescribe for a classic group with GROUP_ID_NOT_FOUND (and, with the consumer protocol
+off, with UNSUPPORTED_VERSION), so ``describe_consumer_groups`` asks DescribeGroups for those, as
+confluent-kafka does, and says which type each group is.
 """
 
 from __future__ import annotations
@@ -22,6 +23,10 @@ DEAD_STATE = "Dead"  # a group with no members and no offsets left
 CLASSIC = "classic"  # group types, as ListGroups v5 names them
 CONSUMER = "consumer"
 NO_EPOCH = -1  # a classic member has no member epoch, a classic group no group epoch
+# ConsumerGroupDescribe's answers for a group it cannot describe as a consumer-protocol group: a
+# classic (or unknown) group, or a broker whose consumer protocol is off (3.9 answers the group
+# with UNSUPPORTED_VERSION). DescribeGroups is asked instead.
+NOT_A_CONSUMER_GROUP = frozenset({GROUP_ID_NOT_FOUND, UNSUPPORTED_VERSION})
 Result = TypeVar("Result")  # one group's answer
 
 
@@ -174,7 +179,7 @@ class GroupAdmin(AdminCore):
         def finish(desc: ConsumerGroupDescription | None, err: KafkaError | None) -> None:
             if err is not None:
                 gather.fail(err)
-            elif desc is not None and (desc.error is None or desc.error.code != GROUP_ID_NOT_FOUND):
+            elif desc is not None and (desc.error is None or desc.error.code not in NOT_A_CONSUMER_GROUP):
                 gather.add((group_id, desc))
             else:
                 self._describe_classic(group_id, _AsConsumer(group_id, gather))
