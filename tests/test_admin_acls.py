@@ -175,7 +175,7 @@ def test_acls_on_the_command_line(secured, acl_admin):
     assert acls("describe", "--principal", carol).stdout == ""
 
     everything = acls("delete")
-    assert everything.returncode == 1 and "every ACL" in everything.stderr
+    assert everything.returncode == 2 and "every ACL" in everything.stderr
     for usage in (("create", "--topic", topic, "--operation", "read"),  # no principal
                   ("create", "--principal", carol, "--operation", "read"),  # no resource
                   ("create", "--topic", topic, "--principal", carol, "--operation", "fly"),

@@ -142,7 +142,7 @@ def test_configs_describe_and_alter(kafka, admin, topic):
     assert bad.returncode == 1 and "INVALID_CONFIG" in bad.stderr and len(bad.stderr.splitlines()) == 1
     missing = configs("describe", "--topic", f"no-such-{uuid.uuid4().hex[:6]}")
     assert missing.returncode == 1 and "UNKNOWN_TOPIC_OR_PARTITION" in missing.stderr
-    assert configs("alter", "--topic", topic).returncode == 1  # nothing to change
+    assert configs("alter", "--topic", topic).returncode == 2  # nothing to change: a usage mistake
     for usage in (("describe",), ("describe", "--broker", "one"), ("alter", "--topic", topic, "--set")):
         result = configs(*usage)
         assert result.returncode == 2 and "Traceback" not in result.stderr, usage
