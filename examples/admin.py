@@ -21,9 +21,11 @@ try:
     grown = admin.run(admin.create_partitions, [kafkaev.admin.NewPartitions(name, 6)])
     print("grown to 6 partitions:", grown[name] is None)
     resource = kafkaev.admin.ConfigResource(kafkaev.admin.ConfigResourceType.TOPIC, name)
-    admin.run(admin.incremental_alter_configs, {resource: [kafkaev.admin.AlterConfigOp("retention.ms", "3600000")]})
-    retention = admin.run(admin.describe_configs, [resource])[resource].entries["retention.ms"]
-    print("retention.ms:", retention.value, retention.source.name)
+    altered = admin.run(admin.incremental_alter_configs,
+                        {resource: [kafkaev.admin.AlterConfigOp("retention.ms", "3600000")]})
+    print("retention.ms set:", altered[resource] is None)
+    policy = admin.run(admin.describe_configs, [resource])[resource].entries["cleanup.policy"]
+    print("cleanup.policy:", policy.value, policy.source.name)
     print(name, "->", admin.run(admin.describe_topics, [name])[name])
     deleted = admin.run(admin.delete_topics, [name])
     print("deleted:", deleted[name] is None)

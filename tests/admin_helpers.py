@@ -5,9 +5,9 @@ members."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from confluent_kafka import Consumer, Producer
@@ -16,6 +16,7 @@ from confluent_kafka.admin import AdminClient
 
 from kafkaev.admin import Admin
 
+T = TypeVar("T")
 PEER_TIMEOUT_S = 30.0
 GROUP_JOIN_TIMEOUT_S = 30.0
 # fill() stamps record i at FIRST_TIMESTAMP + i * STEP_MS: an hour ago, well inside the retention
@@ -80,3 +81,18 @@ def joined_consumer(bootstrap: str, group: str, topic: str, *, protocol: str = "
         consumer.close()
         raise AssertionError(f"the confluent consumer never joined {group} ({protocol})")
     return consumer
+
+
+APPLY_TIMEOUT_S = 10.0
+
+
+def eventually(read: Callable[[], T], check: Callable[[T], bool]) -> T:
+    """``read()`` until ``check`` holds (or the time is up; then the last value, for the assert):
+    a broker answers a change once the controller took it and serves reads of it a moment later,
+    when it has replayed the metadata record."""
+    deadline = time.monotonic() + APPLY_TIMEOUT_S
+    while True:
+        value = read()
+        if check(value) or time.monotonic() > deadline:
+            return value
+        time.sleep(0.1)

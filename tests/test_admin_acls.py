@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from admin_helpers import PEER_TIMEOUT_S, peer_error_code, result
+from admin_helpers import PEER_TIMEOUT_S, eventually, peer_error_code, result
 from confluent_kafka.admin import AclBinding as CAclBinding
 from confluent_kafka.admin import AclBindingFilter as CAclBindingFilter
 from confluent_kafka.admin import AclOperation as CAclOperation
@@ -80,7 +80,7 @@ def test_create_describe_delete_agree_with_the_peer(secured, acl_admin):
                                                                                 group: None}
     everything_of_alice = AclBindingFilter(ResourceType.ANY, None, PatternType.ANY, alice, None, AclOperation.ANY,
                                            AclPermissionType.ANY)
-    ours = acl_admin.run(acl_admin.describe_acls, everything_of_alice)
+    ours = eventually(lambda: acl_admin.run(acl_admin.describe_acls, everything_of_alice), lambda a: len(a) == 3)
     assert sorted(map(_as_peer, ours)) == sorted(map(_as_peer, [read, deny_write, group]))
     peer_filter = CAclBindingFilter(CResourceType.ANY, None, CResourcePatternType.ANY, alice, None,
                                     CAclOperation.ANY, CAclPermissionType.ANY)
@@ -98,9 +98,10 @@ def test_create_describe_delete_agree_with_the_peer(secured, acl_admin):
     deleted = acl_admin.run(acl_admin.delete_acls, [topics_only])[topics_only]
     assert deleted.error is None and sorted(map(_as_peer, deleted.deleted)) == sorted(map(_as_peer, [read, deny_write]))
     # The peer deletes the rest, and finds exactly what kafkaev left.
+    eventually(lambda: acl_admin.run(acl_admin.describe_acls, everything_of_alice), lambda a: len(a) == 1)
     [peer_deleted] = peer.delete_acls([peer_filter]).values()
     assert sorted(map(_peer_tuple, result(peer_deleted))) == [_as_peer(group)]
-    assert acl_admin.run(acl_admin.describe_acls, everything_of_alice) == []
+    assert eventually(lambda: acl_admin.run(acl_admin.describe_acls, everything_of_alice), lambda a: not a) == []
 
 
 def test_the_peer_creates_and_kafkaev_reads(secured, acl_admin):
@@ -110,8 +111,8 @@ def test_the_peer_creates_and_kafkaev_reads(secured, acl_admin):
                           CAclOperation.WRITE, CAclPermissionType.ALLOW)
     [future] = peer.create_acls([binding]).values()
     result(future)
-    found = acl_admin.run(acl_admin.describe_acls, AclBindingFilter(
-        ResourceType.ANY, None, PatternType.ANY, bob, None, AclOperation.ANY, AclPermissionType.ANY))
+    found = eventually(lambda: acl_admin.run(acl_admin.describe_acls, AclBindingFilter(
+        ResourceType.ANY, None, PatternType.ANY, bob, None, AclOperation.ANY, AclPermissionType.ANY)), bool)
     assert found == [AclBinding(ResourceType.TRANSACTIONAL_ID, "txn-", PatternType.PREFIXED, bob, "*",
                                 AclOperation.WRITE, AclPermissionType.ALLOW)]
 
@@ -155,8 +156,9 @@ def test_acls_on_the_command_line(secured, acl_admin):
     denied = acls("create", "--group", "cli-", "--pattern", "prefixed", "--principal", carol, "--host", "10.0.0.9",
                   "--operation", "read", "--deny")
     assert denied.returncode == 0, denied.stderr
-    ours = acl_admin.run(acl_admin.describe_acls, AclBindingFilter(
-        ResourceType.ANY, None, PatternType.ANY, carol, None, AclOperation.ANY, AclPermissionType.ANY))
+    ours = eventually(lambda: acl_admin.run(acl_admin.describe_acls, AclBindingFilter(
+        ResourceType.ANY, None, PatternType.ANY, carol, None, AclOperation.ANY, AclPermissionType.ANY)),
+        lambda a: len(a) == 3)
     assert sorted(map(_as_peer, ours)) == sorted([
         (ResourceType.TOPIC, topic, PatternType.LITERAL, carol, "*", AclOperation.READ, AclPermissionType.ALLOW),
         (ResourceType.TOPIC, topic, PatternType.LITERAL, carol, "*", AclOperation.DESCRIBE, AclPermissionType.ALLOW),
@@ -170,9 +172,10 @@ def test_acls_on_the_command_line(secured, acl_admin):
     deleted = acls("delete", "--topic", topic, "--principal", carol, "--operation", "read")
     assert deleted.returncode == 0 and deleted.stdout.splitlines() == [
         f"TOPIC:{topic}\tLITERAL\t{carol}\t*\tREAD\tALLOW"], deleted.stderr
-    assert len(acls("describe", "--principal", carol).stdout.splitlines()) == 2
+    assert len(eventually(lambda: acls("describe", "--principal", carol).stdout.splitlines(),
+                          lambda lines: len(lines) == 2)) == 2
     assert acls("delete", "--principal", carol).returncode == 0
-    assert acls("describe", "--principal", carol).stdout == ""
+    assert eventually(lambda: acls("describe", "--principal", carol).stdout, lambda out: out == "") == ""
 
     everything = acls("delete")
     assert everything.returncode == 2 and "every ACL" in everything.stderr

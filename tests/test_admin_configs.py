@@ -3,11 +3,10 @@ real broker and compared with confluent-kafka's AdminClient."""
 
 from __future__ import annotations
 
-import time
 import uuid
 
 import pytest
-from admin_helpers import result
+from admin_helpers import eventually, result
 from confluent_kafka.admin import AlterConfigOpType as CAlterConfigOpType
 from confluent_kafka.admin import ConfigEntry as CConfigEntry
 from confluent_kafka.admin import ConfigResource as CConfigResource
@@ -26,7 +25,6 @@ pytestmark = pytest.mark.compat
 
 CLEANER_BACKOFF = "log.cleaner.backoff.ms"  # a dynamic broker config no test depends on
 GROUP_SESSION_TIMEOUT = "consumer.session.timeout.ms"
-APPLY_TIMEOUT_S = 10.0
 
 
 def _peer_values(peer, resource: CConfigResource) -> dict[str, tuple[str | None, int]]:
@@ -41,13 +39,7 @@ def _our_values(admin, resource: ConfigResource) -> dict[str, tuple[str | None, 
 
 
 def _eventually(admin, resource: ConfigResource, name: str, check) -> tuple[str | None, int]:
-    """A broker applies a dynamic broker config a moment after accepting it: ask until it shows."""
-    deadline = time.monotonic() + APPLY_TIMEOUT_S
-    while True:
-        value = _our_values(admin, resource)[name]
-        if check(value) or time.monotonic() > deadline:
-            return value
-        time.sleep(0.1)
+    return eventually(lambda: _our_values(admin, resource)[name], check)
 
 
 def test_topic_configs_set_append_delete_agree_with_the_peer(admin, peer, make_topic):
@@ -63,6 +55,7 @@ def test_topic_configs_set_append_delete_agree_with_the_peer(admin, peer, make_t
                           AlterConfigOp("max.message.bytes", "200000"),
                           AlterConfigOp("cleanup.policy", "compact", AlterConfigOpType.APPEND)]}
     assert admin.run(admin.incremental_alter_configs, changes) == {resource: None}
+    _eventually(admin, resource, "max.message.bytes", lambda v: v[0] == "200000")
     ours = _our_values(admin, resource)
     assert ours["max.message.bytes"] == ("200000", ConfigSource.DYNAMIC_TOPIC_CONFIG)
     assert ours["cleanup.policy"] == ("delete,compact", ConfigSource.DYNAMIC_TOPIC_CONFIG)
@@ -74,7 +67,8 @@ def test_topic_configs_set_append_delete_agree_with_the_peer(admin, peer, make_t
         CConfigEntry("max.message.bytes", "300000", incremental_operation=CAlterConfigOpType.SET)])
     [future] = peer.incremental_alter_configs([peer_change]).values()
     result(future)
-    assert _our_values(admin, resource)["max.message.bytes"] == ("300000", ConfigSource.DYNAMIC_TOPIC_CONFIG)
+    assert _eventually(admin, resource, "max.message.bytes", lambda v: v[0] == "300000") == (
+        "300000", ConfigSource.DYNAMIC_TOPIC_CONFIG)
 
 
 def test_per_resource_errors_do_not_hide_the_others(admin, topic):
@@ -114,9 +108,8 @@ def test_group_configs(admin):
     group = ConfigResource(ConfigResourceType.GROUP, f"cfg-group-{uuid.uuid4().hex[:8]}")
     assert admin.run(admin.incremental_alter_configs, {group: [AlterConfigOp(GROUP_SESSION_TIMEOUT, "30000")]}) == {
         group: None}
-    entries = admin.run(admin.describe_configs, [group])[group].entries
-    assert entries[GROUP_SESSION_TIMEOUT].value == "30000"
-    assert entries[GROUP_SESSION_TIMEOUT].source == ConfigSource.GROUP_CONFIG
+    assert _eventually(admin, group, GROUP_SESSION_TIMEOUT, lambda v: v[0] == "30000") == (
+        "30000", ConfigSource.GROUP_CONFIG)
 
 
 def test_bad_arguments_name_the_argument(admin):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from admin_helpers import result
+from admin_helpers import eventually, result
 from confluent_kafka.admin import ScramCredentialInfo as CScramCredentialInfo
 from confluent_kafka.admin import ScramMechanism as CScramMechanism
 from confluent_kafka.admin import UserScramCredentialUpsertion
@@ -54,7 +54,8 @@ def test_upsert_log_in_describe_delete(secure_kafka, admin, peer):
                    ScramUpsertion(user, ScramMechanism.SCRAM_SHA_512, password)):
         assert admin.run(admin.alter_user_scram_credentials, [change]) == {user: None}
 
-    described = admin.run(admin.describe_user_scram_credentials, users=[user])[user]
+    described = eventually(lambda: admin.run(admin.describe_user_scram_credentials, users=[user])[user],
+                           lambda d: len(d.credentials) == 2)
     assert described.error is None
     ours = sorted((int(c.mechanism), c.iterations) for c in described.credentials)
     assert ours == [(ScramMechanism.SCRAM_SHA_256, ITERATIONS), (ScramMechanism.SCRAM_SHA_512, 4096)]
@@ -67,10 +68,12 @@ def test_upsert_log_in_describe_delete(secure_kafka, admin, peer):
 
     assert admin.run(admin.alter_user_scram_credentials, [ScramDeletion(user, ScramMechanism.SCRAM_SHA_256)]) == {
         user: None}
-    assert _peer_credentials(peer, user) == [(ScramMechanism.SCRAM_SHA_512, 4096)]
+    assert eventually(lambda: _peer_credentials(peer, user), lambda c: len(c) == 1) == [
+        (ScramMechanism.SCRAM_SHA_512, 4096)]
     assert admin.run(admin.alter_user_scram_credentials, [ScramDeletion(user, ScramMechanism.SCRAM_SHA_512)]) == {
         user: None}
-    gone = admin.run(admin.describe_user_scram_credentials, users=[user])[user]
+    gone = eventually(lambda: admin.run(admin.describe_user_scram_credentials, users=[user])[user],
+                      lambda d: d.error is not None)
     assert gone.error is not None and gone.error.code == RESOURCE_NOT_FOUND
 
 
@@ -79,7 +82,8 @@ def test_a_credential_the_peer_sets_is_one_kafkaev_reads(admin, peer):
     upsert = UserScramCredentialUpsertion(user, CScramCredentialInfo(CScramMechanism.SCRAM_SHA_512, 5000), b"pw")
     [future] = peer.alter_user_scram_credentials([upsert]).values()
     result(future)
-    [info] = admin.run(admin.describe_user_scram_credentials, users=[user])[user].credentials
+    [info] = eventually(lambda: admin.run(admin.describe_user_scram_credentials, users=[user])[user].credentials,
+                        lambda found: len(found) == 1)
     assert (info.mechanism, info.iterations) == (ScramMechanism.SCRAM_SHA_512, 5000)
 
 

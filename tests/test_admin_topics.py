@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from admin_helpers import fill, peer_error_code, result
+from admin_helpers import eventually, fill, peer_error_code, result
 from confluent_kafka import TopicPartition as CTopicPartition
 from confluent_kafka.admin import NewPartitions as CNewPartitions
 from confluent_kafka.admin import OffsetSpec as COffsetSpec
@@ -20,7 +20,8 @@ def test_create_partitions_grows_a_topic_as_the_peer_sees_it(admin, peer, make_t
     assert admin.run(admin.create_partitions, [NewPartitions(topic, 3)], validate_only=True) == {topic: None}
     assert admin.run(admin.describe_topics, [topic])[topic].num_partitions == 1  # validated, not applied
     assert admin.run(admin.create_partitions, [NewPartitions(topic, 3)]) == {topic: None}
-    assert admin.run(admin.describe_topics, [topic])[topic].num_partitions == 3
+    assert eventually(lambda: admin.run(admin.describe_topics, [topic])[topic].num_partitions,
+                      lambda n: n == 3) == 3
     assert len(peer.list_topics(topic, timeout=30).topics[topic].partitions) == 3
 
     shrink = admin.run(admin.create_partitions, [NewPartitions(topic, 2)])

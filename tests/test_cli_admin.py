@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime, timezone
 
-from admin_helpers import FIRST_TIMESTAMP, STEP_MS, commit, fill, joined_consumer
+from admin_helpers import FIRST_TIMESTAMP, STEP_MS, commit, eventually, fill, joined_consumer
 from test_cli import kafkaev
 
 
@@ -27,7 +27,8 @@ def test_topics_alter_partitions(kafka, admin, topic):
     assert admin.run(admin.describe_topics, [topic])[topic].num_partitions == 1
     grown = kafkaev("topics", "alter", topic, "--partitions", "3", brokers=kafka.bootstrap)
     assert grown.returncode == 0 and grown.stdout == f"grew {topic} to 3 partitions\n", grown.stderr
-    assert admin.run(admin.describe_topics, [topic])[topic].num_partitions == 3
+    assert eventually(lambda: admin.run(admin.describe_topics, [topic])[topic].num_partitions,
+                      lambda n: n == 3) == 3
     shrink = kafkaev("topics", "alter", topic, "-p", "2", brokers=kafka.bootstrap)
     assert shrink.returncode == 1 and "INVALID_PARTITIONS" in shrink.stderr
     assert len(shrink.stderr.splitlines()) == 1 and "Traceback" not in shrink.stderr
@@ -116,20 +117,24 @@ def test_configs_describe_and_alter(kafka, admin, topic):
     def configs(*args: str):
         return kafkaev("configs", *args, brokers=kafka.bootstrap)
 
+    def described(*args: str, expect: list[str]) -> list[str]:
+        return eventually(lambda: configs("describe", *args).stdout.splitlines(), lambda lines: lines == expect)
+
     preset = configs("describe", "--topic", topic).stdout.splitlines()  # what the harness set
     assert not any(line.startswith(("retention.ms=", "cleanup.policy=")) for line in preset)
     altered = configs("alter", "--topic", topic, "--set", "retention.ms=60000", "--append", "cleanup.policy=compact")
     assert altered.returncode == 0 and altered.stdout == f"altered topic {topic}\n", altered.stderr
-    assert configs("describe", "--topic", topic).stdout.splitlines() == sorted(
-        [*preset, "cleanup.policy=delete,compact", "retention.ms=60000"])
+    expect = sorted([*preset, "cleanup.policy=delete,compact", "retention.ms=60000"])
+    assert described("--topic", topic, expect=expect) == expect
     everything = configs("describe", "--topic", topic, "--all").stdout.splitlines()
     assert "retention.ms=60000\tDYNAMIC_TOPIC_CONFIG" in everything and len(everything) > 20
     assert configs("alter", "--topic", topic, "--delete", "retention.ms", "--subtract",
                    "cleanup.policy=compact").returncode == 0
-    assert configs("describe", "--topic", topic).stdout.splitlines() == sorted([*preset, "cleanup.policy=delete"])
+    expect = sorted([*preset, "cleanup.policy=delete"])
+    assert described("--topic", topic, expect=expect) == expect
     dry = configs("alter", "--topic", topic, "--set", "retention.ms=1000", "--dry-run")
     assert dry.returncode == 0 and dry.stdout == f"would alter topic {topic}\n"
-    assert configs("describe", "--topic", topic).stdout.splitlines() == sorted([*preset, "cleanup.policy=delete"])
+    assert configs("describe", "--topic", topic).stdout.splitlines() == expect
 
     [node] = [b.node_id for b in admin.run(admin.describe_cluster).brokers][:1]
     broker = configs("describe", "--broker", str(node), "--all")
