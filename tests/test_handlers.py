@@ -1,0 +1,259 @@
+"""kafkaev.Runner on the real broker: retries, dead letters (read back by confluent-kafka), a
+dead-letter topic that rejects the record, parallelism by partition and by key."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections import defaultdict
+
+from consumer_helpers import fill, parse
+from handlers_helpers import committed, produce, read_all, run_until, start, stop
+
+import kafkaev
+
+PARTITIONS = 4
+PER_PARTITION = 200
+
+
+def group() -> str:
+    return f"g-{uuid.uuid4().hex[:8]}"
+
+
+def test_retries_handle_every_record_in_partition_order(kafka, make_topic, loop, caplog):
+    topic = make_topic(partitions=PARTITIONS)
+    fill(kafka.bootstrap, topic, PARTITIONS, PER_PARTITION)
+    failures_wanted = {}  # (partition, seq) -> failures before success (1-3) for every 7th record
+    for p in range(PARTITIONS):
+        for seq in range(0, PER_PARTITION, 7):
+            failures_wanted[(p, seq)] = seq % 3 + 1
+    failed_so_far: dict[tuple[int, int], int] = defaultdict(int)
+    handled: dict[int, list[int]] = defaultdict(list)  # partition -> offsets handled successfully, in order
+    attempts: dict[int, list[int]] = defaultdict(list)  # partition -> offset of every call, in order
+
+    def handler(msg):
+        record = parse(msg.value)
+        attempts[msg.partition].append(msg.offset)
+        if failed_so_far[record] < failures_wanted.get(record, 0):
+            failed_so_far[record] += 1
+            raise RuntimeError(f"flaky {record}")
+        handled[msg.partition].append(msg.offset)
+
+    gid = group()
+    errors: list[BaseException] = []
+    runner = kafkaev.Runner(kafka.bootstrap, loop=loop, on_error=errors.append)
+    runner.consumer("flaky", [topic], handler, group_id=gid, max_retries=3, retry_backoff_ms=1, concurrency=2)
+    caplog.set_level(logging.WARNING, logger="kafkaev.handlers")
+    start(loop, runner)
+    run_until(loop, lambda: sum(map(len, handled.values())) >= PARTITIONS * PER_PARTITION, 60, "every record")
+    run_until(loop, lambda: runner.stats("flaky").lag == 0 and all(
+        o == PER_PARTITION for o in committed(kafka.bootstrap, gid, topic, PARTITIONS).values()), 30,
+        "the commits to reach the end")
+    stats = runner.stats("flaky")
+    stop(loop, runner)
+    for p in range(PARTITIONS):
+        assert handled[p] == list(range(PER_PARTITION)), f"partition {p}: each record once, in offset order"
+        assert attempts[p] == sorted(attempts[p]), f"partition {p}: a retry runs before the next record"
+    assert stats.retried == sum(failures_wanted.values())
+    assert stats.handled == PARTITIONS * PER_PARTITION
+    assert (stats.failed, stats.dead_lettered, stats.skipped, stats.in_flight) == (0, 0, 0, 0)
+    assert committed(kafka.bootstrap, gid, topic, PARTITIONS) == dict.fromkeys(range(PARTITIONS), PER_PARTITION)
+    retry_lines = [r.getMessage() for r in caplog.records if "retrying in" in r.getMessage()]
+    assert len(retry_lines) == stats.retried
+    assert f"consumer 'flaky': handler failed on {topic}[" in retry_lines[0] and "(attempt 1 of 4)" in \
+        "".join(retry_lines) and "RuntimeError: flaky" not in retry_lines[0] and "flaky (" in retry_lines[0]
+    assert not errors, errors
+
+
+def test_dead_letters_keep_the_record_and_say_where_it_came_from(kafka, make_topic, loop):
+    topic = make_topic(partitions=2)
+    dlq = make_topic(partitions=1)
+    records = []
+    for i in range(40):
+        headers = [("trace", b"t%d" % i), ("empty", None)]
+        if i % 10 == 0:
+            headers.append(("kafkaev.dlq.original-offset", b"999999"))  # forged: must not survive
+        value = None if i % 10 == 5 else b"value-%d" % i  # a tombstone stays one
+        key = None if i == 20 else b"key-%d" % i
+        records.append((i % 2, key, value, headers))
+    produce(kafka.bootstrap, topic, records)
+    poison = {i for i in range(40) if i % 5 == 0}  # always fails
+
+    def handler(msg):
+        index = int(msg.headers[0][1][1:])
+        if index in poison:
+            raise ValueError("no good: " + "é" * 2000)  # past 1,024 bytes
+
+    gid = group()
+    errors: list[BaseException] = []
+    runner = kafkaev.Runner(kafka.bootstrap, loop=loop, on_error=errors.append, acks=1)  # dead letters still -1
+    runner.consumer("billing", [topic], handler, group_id=gid, max_retries=2, retry_backoff_ms=1,
+                    dead_letter_topic=dlq)
+    start(loop, runner)
+    run_until(loop, lambda: runner.stats("billing").handled + runner.stats("billing").dead_lettered >= 40, 60,
+              "every record handled or dead-lettered")
+    run_until(loop, lambda: committed(kafka.bootstrap, gid, topic, 2) == {0: 20, 1: 20}, 30, "commits at the end")
+    stats = runner.stats("billing")
+    stop(loop, runner)
+    assert (stats.handled, stats.dead_lettered, stats.failed, stats.retried, stats.skipped) == (32, 8, 8, 16, 0)
+    letters = read_all(kafka.bootstrap, dlq, len(poison))
+    by_index = {int(dict(m.headers())["trace"][1:]): m for m in letters}
+    assert sorted(by_index) == sorted(poison)
+    offsets_in_partition: dict[int, list[int]] = defaultdict(list)
+    for i, (partition, _key, _value, _headers) in enumerate(records):
+        offsets_in_partition[partition].append(i)
+    for i in poison:
+        partition, key, value, headers = records[i]
+        letter = by_index[i]
+        assert letter.key() == key and letter.value() == value
+        kept = [(n, v) for n, v in headers if not n.startswith("kafkaev.dlq.")]
+        got = letter.headers()
+        assert got[:len(kept)] == kept, "the source headers, in order, without forged kafkaev.dlq.* ones"
+        provenance = dict(got[len(kept):])
+        assert list(provenance) == ["kafkaev.dlq.consumer", "kafkaev.dlq.original-topic",
+                                    "kafkaev.dlq.original-partition", "kafkaev.dlq.original-offset",
+                                    "kafkaev.dlq.attempts", "kafkaev.dlq.error"]
+        assert provenance["kafkaev.dlq.consumer"] == b"billing"
+        assert provenance["kafkaev.dlq.original-topic"] == topic.encode()
+        assert provenance["kafkaev.dlq.original-partition"] == str(partition).encode()
+        assert provenance["kafkaev.dlq.original-offset"] == str(offsets_in_partition[partition].index(i)).encode()
+        assert provenance["kafkaev.dlq.attempts"] == b"3"
+        error = provenance["kafkaev.dlq.error"]
+        assert error.startswith("ValueError: no good: é".encode()) and len(error) <= 1024
+        assert len(error) >= 1023, "cut at 1,024 bytes on a character boundary"
+        error.decode("utf-8")
+    assert not errors, errors
+
+
+def test_a_rejected_dead_letter_stops_the_consumer_without_a_commit_past_it(kafka, make_topic, loop):
+    topic = make_topic(partitions=1)
+    dlq = make_topic(partitions=1, config={"max.message.bytes": "2000"})
+    big = 7
+    produce(kafka.bootstrap, topic, [(0, b"k%d" % i, (b"x" * 5000) if i == big else b"v%d" % i, [])
+                                     for i in range(20)])
+    calls: list[int] = []
+
+    def handler(msg):
+        calls.append(msg.offset)
+        if msg.offset == big:
+            raise RuntimeError("cannot handle the big one")
+
+    gid = group()
+    errors: list[BaseException] = []
+    runner = kafkaev.Runner(kafka.bootstrap, loop=loop, on_error=errors.append)
+    runner.consumer("strict", [topic], handler, group_id=gid, max_retries=1, retry_backoff_ms=1,
+                    dead_letter_topic=dlq)
+    start(loop, runner)
+    run_until(loop, lambda: runner.health().status == "DOWN", 60, "the consumer to go down")
+    health = runner.health()
+    assert "strict" in health.reasons and dlq in health.reasons["strict"] and f"{topic}[0]@{big}" in \
+        health.reasons["strict"] and "MESSAGE_TOO_LARGE" in health.reasons["strict"], health
+    assert not runner.stats("strict").running
+    run_until(loop, lambda: bool(errors), 10, "on_error")
+    assert len(errors) == 1 and isinstance(errors[0], kafkaev.KafkaError) and "strict" in str(errors[0])
+    stop(loop, runner)
+    assert committed(kafka.bootstrap, gid, topic, 1)[0] == big, "committed up to the failed record, not past it"
+    assert calls[:big + 2] == [*range(big + 1), big], "in order, the big one tried twice"
+    assert max(calls) == big, "nothing after the failed record was handled"
+
+    # After a restart (the record is fine now) it is handled again, and the rest after it.
+    again: list[int] = []
+    runner = kafkaev.Runner(kafka.bootstrap, loop=loop)
+    runner.consumer("strict", [topic], lambda msg: again.append(msg.offset), group_id=gid,
+                    dead_letter_topic=dlq)
+    start(loop, runner)
+    run_until(loop, lambda: len(again) >= 20 - big, 60, "the rest")
+    run_until(loop, lambda: committed(kafka.bootstrap, gid, topic, 1)[0] == 20, 30, "the commit")
+    stop(loop, runner)
+    assert again == list(range(big, 20))
+
+
+def test_concurrency_runs_partitions_in_parallel(kafka, make_topic, loop):
+    partitions = 8
+    per_partition = 40
+    topic = make_topic(partitions=partitions)
+    fill(kafka.bootstrap, topic, partitions, per_partition)
+
+    def measure(concurrency: int) -> tuple[int, float, dict[int, list[int]]]:
+        in_flight = 0
+        most = 0
+        order: dict[int, list[int]] = defaultdict(list)
+        running_partitions: set[int] = set()
+        overlap_in_partition: list[int] = []
+        done_at: list[float] = []
+
+        async def handler(msg):
+            nonlocal in_flight, most
+            if msg.partition in running_partitions:
+                overlap_in_partition.append(msg.partition)
+            running_partitions.add(msg.partition)
+            in_flight += 1
+            most = max(most, in_flight)
+            try:
+                await asyncio.sleep(0.001)
+            finally:
+                in_flight -= 1
+                running_partitions.discard(msg.partition)
+            order[msg.partition].append(msg.offset)
+            done_at.append(loop.time())
+
+        runner = kafkaev.Runner(kafka.bootstrap, loop=loop)
+        runner.consumer("parallel", [topic], handler, group_id=group(), concurrency=concurrency)
+        start(loop, runner)
+        run_until(loop, lambda: len(done_at) >= partitions * per_partition, 120, "every record")
+        stop(loop, runner)
+        assert not overlap_in_partition, "two records of one partition ran at once"
+        return most, done_at[-1] - done_at[0], order
+
+    most_1, span_1, order_1 = measure(1)
+    most_8, span_8, order_8 = measure(8)
+    for order in (order_1, order_8):
+        assert all(offsets == list(range(per_partition)) for offsets in order.values())
+    assert most_1 == 1
+    assert most_8 == 8, "eight handlers in flight at once"
+    # Each handler sleeps >= 1 ms: serial, 320 records take >= 320 ms; eight at a time a
+    # fraction of that. The loop's timer granularity and a loaded machine blur both, so the
+    # in-flight count above is the firm check and this ratio the throughput one.
+    assert span_1 / span_8 >= 6, (span_1, span_8)
+
+
+def test_key_ordering_never_runs_one_key_twice_at_once(kafka, make_topic, loop):
+    topic = make_topic(partitions=2)
+    keys = 6
+    per_key = 30
+    records = [(i % 2, b"key-%d" % (i % keys), b"%d" % i, []) for i in range(keys * per_key)]
+    produce(kafka.bootstrap, topic, records)
+    running: set[bytes] = set()
+    overlaps: list[bytes] = []
+    seen: dict[bytes, list[int]] = defaultdict(list)
+    in_flight = 0
+    most = 0
+
+    async def handler(msg):
+        nonlocal in_flight, most
+        if msg.key in running:
+            overlaps.append(msg.key)
+        running.add(msg.key)
+        in_flight += 1
+        most = max(most, in_flight)
+        try:
+            await asyncio.sleep(0.002 if int(msg.value) % 3 else 0)
+        finally:
+            in_flight -= 1
+            running.discard(msg.key)
+        seen[msg.key].append(int(msg.value))
+
+    gid = group()
+    runner = kafkaev.Runner(kafka.bootstrap, loop=loop)
+    runner.consumer("keyed", [topic], handler, group_id=gid, ordering="key", concurrency=4)
+    start(loop, runner)
+    run_until(loop, lambda: sum(map(len, seen.values())) >= keys * per_key, 60, "every record")
+    run_until(loop, lambda: committed(kafka.bootstrap, gid, topic, 2) == {0: keys * per_key // 2,
+                                                                         1: keys * per_key // 2}, 30, "commits")
+    stop(loop, runner)
+    assert not overlaps, f"records of one key ran at once: {overlaps[:5]}"
+    assert most == 4, "different keys ran in parallel, up to concurrency"
+    for key, values in seen.items():
+        assert values == sorted(values), f"{key!r} out of order"
+        assert len(values) == per_key
