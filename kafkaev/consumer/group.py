@@ -374,7 +374,13 @@ class GroupMember:
 
     def _on_sync(self, resp: codec.SyncGroupResponse | None, err: KafkaError | None, generation: int) -> None:
         self._join_in_flight = False
-        if self.state is not GroupState.SYNCING or generation != self.generation_id:
+        if self.state is not GroupState.SYNCING:
+            return
+        if generation != self.generation_id:
+            # The generation was lost while syncing (a commit refused it): this answer is
+            # stale, and nothing else would take the member out of SYNCING; join again.
+            self.state = GroupState.JOINING
+            self._join()
             return
         if err is not None:
             self.link.forget()
