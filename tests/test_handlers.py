@@ -7,7 +7,7 @@ import asyncio
 import logging
 import time
 import uuid
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 from consumer_helpers import fill, parse
 from handlers_helpers import committed, produce, read_all, run_until, start, stop
@@ -268,3 +268,87 @@ def test_key_ordering_never_runs_one_key_twice_at_once(kafka, make_topic, loop):
     for key, values in seen.items():
         assert values == sorted(values), f"{key!r} out of order"
         assert len(values) == per_key
+
+
+def test_a_revocation_waits_for_the_running_handlers_and_commits_them(kafka, make_topic, loop):
+    """A second member joins while the first has handlers running on partitions it is about to
+    give up: those finish and are committed before the partitions move, so the newcomer starts
+    after them and no record is handled twice."""
+    partitions = 4
+    per_partition = 60
+    topic = make_topic(partitions=partitions)
+    fill(kafka.bootstrap, topic, partitions, per_partition)
+    handled: list[tuple[str, int, int]] = []
+
+    def handler_for(member: str):
+        async def handler(msg):
+            await asyncio.sleep(0.02)
+            handled.append((member, msg.partition, msg.offset))
+        return handler
+
+    gid = group()
+    options = {"loop": loop, "session_timeout_ms": 10000, "heartbeat_interval_ms": 500}
+    first = kafkaev.Runner(kafka.bootstrap, **options)
+    first.consumer("slow", [topic], handler_for("first"), group_id=gid, concurrency=4)
+    start(loop, first)
+    run_until(loop, lambda: len(handled) >= 20, 60, "the first member to be under way")
+    second = kafkaev.Runner(kafka.bootstrap, **options)
+    second.consumer("slow", [topic], handler_for("second"), group_id=gid, concurrency=4)
+    start(loop, second)
+    run_until(loop, lambda: any(m == "second" for m, _, _ in handled), 60, "the second member's first record")
+    run_until(loop, lambda: len({(p, o) for _, p, o in handled}) >= partitions * per_partition, 120,
+              "every record")
+    stop(loop, first)
+    stop(loop, second)
+    seen = Counter((p, o) for _, p, o in handled)
+    twice = [k for k, n in seen.items() if n > 1]
+    assert not twice, f"handled twice across the rebalance: {sorted(twice)[:10]}"
+    assert committed(kafka.bootstrap, gid, topic, partitions) == dict.fromkeys(range(partitions), per_partition)
+    for p in range(partitions):
+        offsets = [o for _, q, o in handled if q == p]
+        assert offsets == sorted(offsets), f"partition {p} out of order across the handover"
+
+
+def test_run_on_a_plain_running_loop_until_cancelled(kafka, make_topic, event_loop_kind, new_loop):
+    """``await runner.run()`` on whatever loop runs the coroutine (no loop option): cancelling it
+    stops the runner, and a handler in flight at that moment finishes and is committed."""
+    loop = new_loop(event_loop_kind)
+    topic = make_topic(partitions=2)
+    fill(kafka.bootstrap, topic, 2, 50)
+    handled: list[tuple[int, int]] = []
+    gid = group()
+
+    async def main() -> tuple[object, kafkaev.Runner]:
+        release = asyncio.Event()
+
+        async def handler(msg):
+            if len(handled) == 30:
+                await release.wait()  # in flight when the runner is cancelled
+            handled.append((msg.partition, msg.offset))
+
+        runner = kafkaev.Runner(kafka.bootstrap)
+        runner.consumer("plain", [topic], handler, group_id=gid, concurrency=2)
+        task = asyncio.ensure_future(runner.run())
+        while len(handled) < 30:
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.1)
+        task.cancel()
+        await asyncio.sleep(0.05)
+        release.set()
+        try:
+            await task
+        except asyncio.CancelledError:
+            return "cancelled", runner
+        return "returned", runner
+
+    outcome, runner = loop.run_until_complete(main())
+    assert outcome == "cancelled"
+    assert runner.health().reasons == {"plain": "stopped"}
+    done = committed(kafka.bootstrap, gid, topic, 2)
+    per_partition: dict[int, list[int]] = defaultdict(list)
+    for p, o in handled:
+        per_partition[p].append(o)
+    for p in range(2):
+        ran = per_partition[p]
+        assert ran == list(range(len(ran)))
+        assert done[p] == len(ran), "the commit covers exactly what was handled, the one in flight included"

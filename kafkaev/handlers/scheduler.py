@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import time
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable
 from typing import TYPE_CHECKING, Any
@@ -38,6 +39,11 @@ if TYPE_CHECKING:
     from kafkaev.protocol.codec import Message
 
 log = logging.getLogger("kafkaev.handlers")
+
+# Sync handlers run inline for at most this long per loop turn; later records wait for the
+# next turn (and past max_unprocessed their partition pauses). Without it one fetch response
+# (up to fetch_max_bytes) would be handled in a single turn: no commit, no heartbeat until it ends.
+SYNC_TURN_BUDGET_S = 0.01
 
 
 class Lane:
@@ -102,6 +108,7 @@ class Scheduler:
         self._active = 0  # slots taken: handler calls and dead letters in flight
         self._accepting = False
         self._pumping = False
+        self._turn_deadline = 0.0  # while sync handlers ran this loop turn: when the turn's budget ends
         self._drained: list[tuple[set[PartitionWork], asyncio.Future[None]]] = []
         self._by_key = options.ordering == "key"
         self._resume_below = options.max_unprocessed // 2
@@ -176,6 +183,8 @@ class Scheduler:
         try:
             concurrency = self.options.concurrency
             while self._active < concurrency:
+                if self._turn_deadline and time.monotonic() > self._turn_deadline:
+                    break  # the turn's budget is spent: _next_turn goes on
                 if self._retry_due:
                     job = self._retry_due.popleft()
                 elif self._ready:
@@ -208,7 +217,14 @@ class Scheduler:
             task.add_done_callback(lambda done: self._task_done(job, done))
             return
         counters.in_flight -= 1
+        if not self._turn_deadline:
+            self._turn_deadline = time.monotonic() + SYNC_TURN_BUDGET_S
+            self.loop.call_soon(self._next_turn)
         self._handled(job)
+
+    def _next_turn(self) -> None:
+        self._turn_deadline = 0.0
+        self._pump()
 
     def _task_done(self, job: Job, task: asyncio.Future[Any]) -> None:
         self.counters.in_flight -= 1
