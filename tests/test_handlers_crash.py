@@ -62,8 +62,8 @@ def test_every_record_is_handled_at_least_once_across_three_sigkills(kafka, make
         worker = spawn(kafka.bootstrap, topic, group, output)
         # Kill once this run has handled a fair share more, so each crash lands mid-stream.
         target = handled_before + TOTAL // (KILLS + 2)
-        wait_for(lambda: output.exists() and output.stat().st_size // 8 >= target, 180, f"crash {kill + 1}",
-                 worker)
+        wait_for(lambda target=target: output.exists() and output.stat().st_size // 8 >= target, 180,
+                 f"crash {kill + 1}", worker)
         worker.send_signal(signal.SIGKILL)
         worker.wait(30)
         lines = read_lines(output)

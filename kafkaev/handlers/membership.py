@@ -113,8 +113,12 @@ class Membership:
             return None
         done: asyncio.Future[None] = self._loop.create_future()
 
+        def committed(_err: KafkaError | None) -> None:
+            if not done.done():
+                done.set_result(None)  # released, committed or not: the rebalance goes on
+
         def handlers_over() -> None:
-            self._commit_works(works, lambda _err: done.done() or done.set_result(None))
+            self._commit_works(works, committed)
 
         when_all(waits, handlers_over)
         return done

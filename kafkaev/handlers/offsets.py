@@ -32,6 +32,13 @@ class PartitionOffsets:
         self._unfinished.append(offset)
         self._next = offset + 1
 
+    def admit_finished(self, offset: int) -> None:
+        """A record handled as soon as it came: ``admit`` and ``finish`` in one step."""
+        if self._unfinished:
+            self._unfinished.append(offset)
+            self._finished_early.add(offset)
+        self._next = offset + 1
+
     def finish(self, offset: int) -> None:
         unfinished = self._unfinished
         if unfinished and unfinished[0] == offset:

@@ -124,21 +124,24 @@ class Runner:
         for options in self._consumers:
             groups.setdefault(options.group_id, []).append(options)
         clients: list[Client] = []
+        loop = self.config.loop if self.config.loop is not None else default_loop()  # as Client() picks it
         for group_id, consumers in groups.items():
             membership = Membership(group_id, rebalance_timeout_ms=self.config.rebalance_timeout_ms)
-            client = Client(self._brokers, **{**self._client_options, "on_message": membership.on_message})
-            membership.attach(client)
-            clients.append(client)
             for options in consumers:
                 scheduler = Scheduler(
-                    options, client.loop,
-                    dead_letter_client=self._dead_letter_client_for(client) if options.dead_letter_topic else None,
-                    dead_letter_backoff=self.config.retry_backoff, pause=membership.pause, resume=membership.resume,
-                    on_progress=membership.progress, on_down=self._consumer_down)
+                    options, loop, dead_letter_backoff=self.config.retry_backoff, pause=membership.pause,
+                    resume=membership.resume, on_progress=membership.progress, on_down=self._consumer_down)
                 membership.add(scheduler)
                 self._schedulers[options.name] = scheduler
+            # One consumer in the group: records go straight to its scheduler, one call less each.
+            route = membership.schedulers[0].offer if len(membership.schedulers) == 1 else membership.on_message
+            client = Client(self._brokers, **{**self._client_options, "on_message": route})
+            membership.attach(client)
+            clients.append(client)
+            for scheduler in membership.schedulers:
+                if scheduler.options.dead_letter_topic is not None:
+                    scheduler.dead_letter_client = self._dead_letter_client_for(client)
             self._memberships.append(membership)
-        loop = clients[0].loop
         self._stopped = loop.create_future()
         for membership in self._memberships:
             membership.start()
@@ -283,8 +286,11 @@ class Runner:
             if scheduler in membership.schedulers and membership.all_down() and self._state is RunnerState.RUNNING:
                 # Nothing of this group runs here any more: leave, so its partitions go to a member
                 # that can handle them; what finished is committed first.
-                membership.leave(self.shutdown_timeout_ms / 1000.0,
-                                 lambda e: e is None or self._report(e))
+                membership.leave(self.shutdown_timeout_ms / 1000.0, self._report_if_failed)
+
+    def _report_if_failed(self, err: KafkaError | None) -> None:
+        if err is not None:
+            self._report(err)
 
     def _report(self, exc: BaseException) -> None:
         loop = self._memberships[0].client.loop if self._memberships else default_loop()

@@ -18,7 +18,6 @@ its own (``on_down``).
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import time
 from collections import deque
@@ -29,6 +28,7 @@ from kafkaev.backoff import BackoffPolicy
 from kafkaev.errors import STATE, KafkaError
 from kafkaev.types import TopicPartition
 
+from .calls import go_on, start_call
 from .dead_letter import DeadLetterSend, dead_letter_headers
 from .offsets import PartitionOffsets
 from .options import ConsumerOptions
@@ -40,10 +40,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kafkaev.handlers")
 
-# Sync handlers run inline for at most this long per loop turn; later records wait for the
-# next turn (and past max_unprocessed their partition pauses). Without it one fetch response
-# (up to fetch_max_bytes) would be handled in a single turn: no commit, no heartbeat until it ends.
-SYNC_TURN_BUDGET_S = 0.01
+# Handler calls run inline (sync ones, and async ones until they first wait) for at most this
+# long per loop turn; later records wait for the next turn (and past max_unprocessed their
+# partition pauses). Without it one fetch response (up to fetch_max_bytes) would be handled in
+# a single turn: no commit, no heartbeat until it ends.
+INLINE_TURN_BUDGET_S = 0.5
 
 
 class Lane:
@@ -60,14 +61,16 @@ class Lane:
 
 class PartitionWork:
     """An assigned partition as its consumer sees it: its offsets, the records of it holding
-    a slot now, whether it is paused for having too many unfinished records."""
+    a slot now, and why it is paused (each reason set and cleared by the scheduler)."""
 
-    __slots__ = ("offsets", "active", "paused", "released")
+    __slots__ = ("offsets", "active", "paused", "backlogged", "yielded", "released")
 
     def __init__(self, tp: TopicPartition) -> None:
         self.offsets = PartitionOffsets(tp)
         self.active = 0  # records of it running a handler or sending a dead letter
-        self.paused = False
+        self.paused = False  # as the client was last told
+        self.backlogged = False  # past max_unprocessed unfinished records, until half are done
+        self.yielded = False  # delivered past the loop turn's budget, until the next turn
         self.released = False  # revoked, lost or stopped: late outcomes change nothing
 
 
@@ -87,14 +90,15 @@ class Job:
 
 class Scheduler:
     def __init__(self, options: ConsumerOptions, loop: asyncio.AbstractEventLoop, *,
-                 dead_letter_client: Client | None, dead_letter_backoff: BackoffPolicy,
+                 dead_letter_backoff: BackoffPolicy,
                  pause: Callable[[list[TopicPartition]], object], resume: Callable[[list[TopicPartition]], object],
                  on_progress: Callable[[], object], on_down: Callable[[Scheduler, KafkaError], object]) -> None:
         self.options = options
         self.name = options.name
         self.loop = loop
         self.counters = Counters()
-        self._dead_letter_client = dead_letter_client
+        # Who sends this consumer's dead letters: set by the runner once the clients exist.
+        self.dead_letter_client: Client | None = None
         self._dead_letter_backoff = dead_letter_backoff
         self._pause = pause
         self._resume = resume
@@ -108,9 +112,12 @@ class Scheduler:
         self._active = 0  # slots taken: handler calls and dead letters in flight
         self._accepting = False
         self._pumping = False
-        self._turn_deadline = 0.0  # while sync handlers ran this loop turn: when the turn's budget ends
+        self._turn_deadline = 0.0  # while handlers ran inline this loop turn: when the turn's budget ends
+        self._yielded: list[PartitionWork] = []  # paused for the rest of this turn
         self._drained: list[tuple[set[PartitionWork], asyncio.Future[None]]] = []
         self._by_key = options.ordering == "key"
+        self._handler = options.handler
+        self._concurrency = options.concurrency
         self._resume_below = options.max_unprocessed // 2
 
     # --- the membership's calls ---------------------------------------------------------------
@@ -129,24 +136,81 @@ class Scheduler:
         return self._works.get(tp)
 
     def offer(self, msg: Message) -> None:
-        """A record delivered by the client: queue it in its lane, start it if a slot is free."""
-        work = self._works.get(TopicPartition(msg.topic, msg.partition))
+        """A record delivered by the client: run it now if nothing of its lane waits and a slot
+        is free (the common case: no lane, no job), else queue it in its lane."""
+        work = self._works.get((msg.topic, msg.partition))  # type: ignore[call-overload]  # a tuple equals its TopicPartition
         if work is None or not self._accepting:
             return  # not ours any more (revoked, stopping): not admitted, so never committed past
+        key: Hashable = (msg.topic, msg.key) if self._by_key and msg.key is not None else work.offsets.tp
+        lane = self._lanes.get(key)
+        deadline = self._turn_deadline
+        over_budget = bool(deadline) and time.monotonic() > deadline
+        if lane is None and not over_budget and self._active < self._concurrency and not self._ready \
+                and not self._retry_due:
+            self._run_at_once(msg, work, key)
+            return
         offsets = work.offsets
         offsets.admit(msg.offset)
-        key: Hashable = (msg.topic, msg.key) if self._by_key and msg.key is not None else offsets.tp
-        lane = self._lanes.get(key)
         if lane is None:
             lane = self._lanes[key] = Lane(key)
         lane.queue.append(Job(msg, work, lane))
         if not lane.busy and not lane.ready:
             lane.ready = True
             self._ready.append(lane)
-        if offsets.unfinished > self.options.max_unprocessed and not work.paused:
-            work.paused = True
-            self._pause([offsets.tp])
+        if over_budget and not work.yielded:
+            # Pausing ends this partition's delivery after this record (the rest is fetched
+            # again): the loop gets its turn instead of queueing the whole response.
+            work.yielded = True
+            self._yielded.append(work)
+            self._update_pause(work)
+        if offsets.unfinished > self.options.max_unprocessed and not work.backlogged:
+            work.backlogged = True
+            self._update_pause(work)
         self._pump()
+
+    def _run_at_once(self, msg: Message, work: PartitionWork, key: Hashable) -> None:
+        counters = self.counters
+        self._active += 1
+        work.active += 1
+        counters.in_flight += 1
+        try:
+            result = self._handler(msg)
+            pending = None if result is None else go_on(result, self.loop)
+        except Exception as exc:  # noqa: BLE001 - a raising handler is a failed attempt
+            counters.in_flight -= 1
+            self._failed(self._job_of(msg, work, key), exc)
+            return
+        if pending is not None:
+            job = self._job_of(msg, work, key)
+            pending.add_done_callback(lambda done: self._task_done(job, done))
+            return
+        counters.in_flight -= 1
+        self._active -= 1
+        work.active -= 1
+        if not self._turn_deadline:
+            self._ran_inline()
+        counters.handled += 1
+        work.offsets.admit_finished(msg.offset)
+        self._on_progress()
+
+    def _job_of(self, msg: Message, work: PartitionWork, key: Hashable) -> Job:
+        """A record started at once that needs its lane after all (it failed, or it waits)."""
+        work.offsets.admit(msg.offset)
+        lane = self._lanes[key] = Lane(key)
+        lane.busy = True
+        job = Job(msg, work, lane)
+        job.attempts = 1
+        return job
+
+    def _update_pause(self, work: PartitionWork) -> None:
+        """Tell the client when a partition's reasons to be paused come or go."""
+        hold = work.backlogged or work.yielded or not self._accepting
+        if hold and not work.paused:
+            work.paused = True
+            self._pause([work.offsets.tp])
+        elif not hold and work.paused and self._works.get(work.offsets.tp) is work:
+            work.paused = False
+            self._resume([work.offsets.tp])
 
     def release(self, partitions: Iterable[TopicPartition], *, wait_s: float) -> asyncio.Future[None]:
         """Give partitions up (revoked): drop their queued records and retries now; the Future
@@ -201,29 +265,38 @@ class Scheduler:
             self._pumping = False
 
     def _run(self, job: Job) -> None:
-        self._active += 1
-        job.work.active += 1
+        self._take_slot(job.work)
         job.attempts += 1
-        counters = self.counters
-        counters.in_flight += 1
         try:
-            result = self.options.handler(job.msg)
+            pending = start_call(self.options.handler, job.msg, self.loop)
         except Exception as exc:  # noqa: BLE001 - a raising handler is a failed attempt
-            counters.in_flight -= 1
+            self.counters.in_flight -= 1
             self._failed(job, exc)
             return
-        if result is not None and inspect.isawaitable(result):
-            task = asyncio.ensure_future(result, loop=self.loop)
-            task.add_done_callback(lambda done: self._task_done(job, done))
+        if pending is not None:
+            pending.add_done_callback(lambda done: self._task_done(job, done))
             return
-        counters.in_flight -= 1
-        if not self._turn_deadline:
-            self._turn_deadline = time.monotonic() + SYNC_TURN_BUDGET_S
-            self.loop.call_soon(self._next_turn)
+        self.counters.in_flight -= 1
+        self._ran_inline()
         self._handled(job)
+
+    def _take_slot(self, work: PartitionWork) -> None:
+        self._active += 1
+        work.active += 1
+        self.counters.in_flight += 1
+
+    def _ran_inline(self) -> None:
+        """A handler call finished inline: the first of this loop turn starts its budget."""
+        if not self._turn_deadline:
+            self._turn_deadline = time.monotonic() + INLINE_TURN_BUDGET_S
+            self.loop.call_soon(self._next_turn)
 
     def _next_turn(self) -> None:
         self._turn_deadline = 0.0
+        yielded, self._yielded = self._yielded, []
+        for work in yielded:
+            work.yielded = False
+            self._update_pause(work)
         self._pump()
 
     def _task_done(self, job: Job, task: asyncio.Future[Any]) -> None:
@@ -267,7 +340,7 @@ class Scheduler:
             return
         self.counters.failed += 1
         topic = self.options.dead_letter_topic
-        if topic is None or self._dead_letter_client is None:
+        if topic is None or self.dead_letter_client is None:
             self.counters.skipped += 1
             log.error("consumer %r: handler failed on %s (attempt %d, no retries left): %s; skipped", self.name,
                       self._where(job), job.attempts, exc)
@@ -277,7 +350,7 @@ class Scheduler:
                   self.name, self._where(job), job.attempts, exc, topic)
         self._waiting.add(job)
         job.send = DeadLetterSend(
-            self._dead_letter_client, topic, job.msg, dead_letter_headers(self.name, job.msg, job.attempts, exc),
+            self.dead_letter_client, topic, job.msg, dead_letter_headers(self.name, job.msg, job.attempts, exc),
             self._dead_letter_backoff, lambda err: self._dead_lettered(job, err),
             lambda err, delay: log.warning("consumer %r: dead letter of %s to %r failed: %s; again in %.0f ms",
                                            self.name, self._where(job), topic, err, delay * 1000.0))
@@ -313,11 +386,8 @@ class Scheduler:
         self._accepting = False
         works = list(self._works.values())
         self._drop(set(works))
-        unpaused = [w.offsets.tp for w in works if not w.paused]
         for work in works:
-            work.paused = True
-        if unpaused:
-            self._pause(unpaused)
+            self._update_pause(work)  # not accepting: every partition stays paused
         code = err.code if isinstance(err, KafkaError) else STATE
         failure = KafkaError(code, f"kafkaev.Runner: consumer {self.name!r} stopped: {reason}")
         self._on_down(self, failure)
@@ -329,9 +399,9 @@ class Scheduler:
         if not work.released:
             offsets = work.offsets
             offsets.finish(job.msg.offset)
-            if work.paused and self._accepting and offsets.unfinished <= self._resume_below:
-                work.paused = False
-                self._resume([offsets.tp])
+            if work.backlogged and offsets.unfinished <= self._resume_below:
+                work.backlogged = False
+                self._update_pause(work)
             self._on_progress()
         self._free_lane(job.lane)
         self._wake_drained()
