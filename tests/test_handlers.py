@@ -352,3 +352,36 @@ def test_run_on_a_plain_running_loop_until_cancelled(kafka, make_topic, event_lo
         ran = per_partition[p]
         assert ran == list(range(len(ran)))
         assert done[p] == len(ran), "the commit covers exactly what was handled, the one in flight included"
+
+
+def test_a_partition_with_too_many_unfinished_records_is_paused(kafka, make_topic, loop):
+    """A handler stuck on one record: its partition takes max_unprocessed records (and the one
+    whose delivery the pause ends), pauses, and resumes once half of them are done."""
+    topic = make_topic(partitions=1)
+    total = 400
+    bound = 50
+    fill(kafka.bootstrap, topic, 1, total)
+    gate = asyncio.Event()
+    handled: list[int] = []
+
+    async def handler(msg):
+        await gate.wait()
+        handled.append(msg.offset)
+
+    gid = group()
+    runner = kafkaev.Runner(kafka.bootstrap, loop=loop)
+    runner.consumer("stuck", [topic], handler, group_id=gid, max_unprocessed=bound)
+    start(loop, runner)
+    client = runner._memberships[0].client
+    tp = kafkaev.TopicPartition(topic, 0)
+    run_until(loop, lambda: tp in client.paused(), 30, "the partition to pause")
+    loop.run_until_complete(asyncio.sleep(0.5))  # nothing more comes while paused
+    offsets = runner._schedulers["stuck"].work(tp).offsets
+    assert offsets.unfinished == bound + 1, "the bound, and the record whose delivery the pause ended"
+    assert runner.stats("stuck").in_flight == 1 and not handled
+    gate.set()
+    run_until(loop, lambda: len(handled) >= total, 60, "every record once resumed")
+    run_until(loop, lambda: committed(kafka.bootstrap, gid, topic, 1) == {0: total}, 30, "the commit")
+    assert tp not in client.paused()
+    stop(loop, runner)
+    assert handled == list(range(total))

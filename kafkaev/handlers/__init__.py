@@ -3,9 +3,10 @@ least once and in order, with retries, a dead-letter topic and parallelism by pa
 
 Files: ``options`` (a consumer's options and the rules they are checked against), ``retry``
 (the handler retries' doubling schedule), ``offsets`` (the lowest unfinished offset of a
-partition), ``scheduler`` (one consumer's lanes, slots, retries and dead letters),
-``dead_letter`` (the dead-letter record and its sending), ``stats`` (counters and health),
-``membership`` (one group's client, its rebalances and commits), ``runner`` (the facade).
+partition), ``scheduler`` (one consumer's lanes, slots, retries and dead letters), ``calls`` (a
+handler call, a coroutine started eagerly), ``dead_letter`` (the dead-letter record and its
+sending), ``stats`` (counters and health), ``membership`` (one group's client, its rebalances
+and commits), ``runner`` (the facade).
 """
 
 from .options import RunnerConfigError
