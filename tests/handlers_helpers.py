@@ -5,23 +5,34 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
 from typing import Any
 
 import confluent_kafka
+from consumer_helpers import run_until
 
 import kafkaev
 
 
-def run_until(loop: asyncio.AbstractEventLoop, predicate: Callable[[], bool], timeout: float, what: str) -> None:
-    async def wait() -> None:
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-            await asyncio.sleep(0.02)
+class Overlaps:
+    """Handler calls running at once: the most at any moment, and every call that began while
+    another of the same key (a partition, a record key) was still running."""
 
-    loop.run_until_complete(wait())
+    def __init__(self) -> None:
+        self.running: set[object] = set()
+        self.in_flight = 0
+        self.most = 0
+        self.clashes: list[object] = []
+
+    def enter(self, key: object) -> None:
+        if key in self.running:
+            self.clashes.append(key)
+        self.running.add(key)
+        self.in_flight += 1
+        self.most = max(self.most, self.in_flight)
+
+    def leave(self, key: object) -> None:
+        self.in_flight -= 1
+        self.running.discard(key)
 
 
 def start(loop: asyncio.AbstractEventLoop, runner: kafkaev.Runner) -> None:

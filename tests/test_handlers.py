@@ -10,7 +10,7 @@ import uuid
 from collections import Counter, defaultdict
 
 from consumer_helpers import fill, parse
-from handlers_helpers import committed, produce, read_all, run_until, start, stop
+from handlers_helpers import Overlaps, committed, produce, read_all, run_until, start, stop
 
 import kafkaev
 
@@ -179,26 +179,17 @@ def test_concurrency_runs_partitions_in_parallel(kafka, make_topic, loop):
     def measure(concurrency: int) -> tuple[int, float, float, dict[int, list[int]]]:
         """Most handlers in flight at once, the run's span, the handlers' summed durations, and
         each partition's offsets in completion order."""
-        in_flight = 0
-        most = 0
+        overlaps = Overlaps()
         order: dict[int, list[int]] = defaultdict(list)
-        running_partitions: set[int] = set()
-        overlap_in_partition: list[int] = []
         intervals: list[tuple[float, float]] = []
 
         async def handler(msg):
-            nonlocal in_flight, most
             began = time.perf_counter()
-            if msg.partition in running_partitions:
-                overlap_in_partition.append(msg.partition)
-            running_partitions.add(msg.partition)
-            in_flight += 1
-            most = max(most, in_flight)
+            overlaps.enter(msg.partition)
             try:
                 await asyncio.sleep(0.001)
             finally:
-                in_flight -= 1
-                running_partitions.discard(msg.partition)
+                overlaps.leave(msg.partition)
             order[msg.partition].append(msg.offset)
             intervals.append((began, time.perf_counter()))
 
@@ -207,10 +198,10 @@ def test_concurrency_runs_partitions_in_parallel(kafka, make_topic, loop):
         start(loop, runner)
         run_until(loop, lambda: len(intervals) >= partitions * per_partition, 120, "every record")
         stop(loop, runner)
-        assert not overlap_in_partition, "two records of one partition ran at once"
+        assert not overlaps.clashes, "two records of one partition ran at once"
         span = max(end for _, end in intervals) - min(began for began, _ in intervals)
         busy = sum(end - began for began, end in intervals)
-        return most, span, busy, order
+        return overlaps.most, span, busy, order
 
     most_1, span_1, busy_1, order_1 = measure(1)
     most_8, span_8, busy_8, order_8 = measure(8)
@@ -235,24 +226,15 @@ def test_key_ordering_never_runs_one_key_twice_at_once(kafka, make_topic, loop):
     per_key = 30
     records = [(i % 2, b"key-%d" % (i % keys), b"%d" % i, []) for i in range(keys * per_key)]
     produce(kafka.bootstrap, topic, records)
-    running: set[bytes] = set()
-    overlaps: list[bytes] = []
+    overlaps = Overlaps()
     seen: dict[bytes, list[int]] = defaultdict(list)
-    in_flight = 0
-    most = 0
 
     async def handler(msg):
-        nonlocal in_flight, most
-        if msg.key in running:
-            overlaps.append(msg.key)
-        running.add(msg.key)
-        in_flight += 1
-        most = max(most, in_flight)
+        overlaps.enter(msg.key)
         try:
             await asyncio.sleep(0.002 if int(msg.value) % 3 else 0)
         finally:
-            in_flight -= 1
-            running.discard(msg.key)
+            overlaps.leave(msg.key)
         seen[msg.key].append(int(msg.value))
 
     gid = group()
@@ -263,8 +245,8 @@ def test_key_ordering_never_runs_one_key_twice_at_once(kafka, make_topic, loop):
     run_until(loop, lambda: committed(kafka.bootstrap, gid, topic, 2) == {0: keys * per_key // 2,
                                                                          1: keys * per_key // 2}, 30, "commits")
     stop(loop, runner)
-    assert not overlaps, f"records of one key ran at once: {overlaps[:5]}"
-    assert most == 4, "different keys ran in parallel, up to concurrency"
+    assert not overlaps.clashes, f"records of one key ran at once: {overlaps.clashes[:5]}"
+    assert overlaps.most == 4, "different keys ran in parallel, up to concurrency"
     for key, values in seen.items():
         assert values == sorted(values), f"{key!r} out of order"
         assert len(values) == per_key

@@ -87,6 +87,17 @@ class Job:
         self.timer: asyncio.TimerHandle | None = None  # the wait before its next retry
         self.send: DeadLetterSend | None = None
 
+    def stop_waiting(self) -> bool:
+        """Cancel its retry wait or its dead letter; True when a dead letter (holding a slot) was."""
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        sending, self.send = self.send, None
+        if sending is None:
+            return False
+        sending.cancel()
+        return True
+
 
 class Scheduler:
     def __init__(self, options: ConsumerOptions, loop: asyncio.AbstractEventLoop, *,
@@ -431,12 +442,7 @@ class Scheduler:
         self._retry_due = deque(j for j in self._retry_due if j.work not in works)
         for job in [j for j in self._waiting if j.work in works]:
             self._waiting.discard(job)
-            if job.timer is not None:
-                job.timer.cancel()
-                job.timer = None
-            if job.send is not None:
-                job.send.cancel()
-                job.send = None
+            if job.stop_waiting():
                 self._give_slot_back(job)  # the dead letter held a slot
             job.lane.busy = False  # its record is never started again
         for lane in list(self._lanes.values()):
