@@ -96,6 +96,9 @@ def test_dead_letters_keep_the_record_and_say_where_it_came_from(kafka, make_top
               "every record handled or dead-lettered")
     run_until(loop, lambda: committed(kafka.bootstrap, gid, topic, 2) == {0: 20, 1: 20}, 30, "commits at the end")
     stats = runner.stats("billing")
+    dead_letters_by = runner._schedulers["billing"].dead_letter_client
+    assert dead_letters_by is not None and dead_letters_by.config.acks == -1, "acks=1 consumers, acks=-1 letters"
+    assert dead_letters_by is not runner._memberships[0].client
     stop(loop, runner)
     assert (stats.handled, stats.dead_lettered, stats.failed, stats.retried, stats.skipped) == (32, 8, 8, 16, 0)
     letters = read_all(kafka.bootstrap, dlq, len(poison))
