@@ -61,6 +61,48 @@ class Section:
         self.cpu = cpu_seconds() - self.cpu_started
 
 
+class HandledClock:
+    """The handle scenario's clock, the same for every client: it starts at the first record
+    handled (group join and the first fetch are not counted, nor is that record) and stops once
+    ``count`` records were handled or ``cap_s`` after the start, whichever comes first. A
+    handler calls ``handled()`` once per record; ``done`` tells its loop to stop."""
+
+    __slots__ = ("count", "cap_s", "total", "started", "cpu_started", "elapsed", "cpu", "records", "done")
+
+    def __init__(self, count: int, cap_s: float) -> None:
+        self.count = count
+        self.cap_s = cap_s
+        self.total = 0
+        self.started = 0.0
+        self.cpu_started = 0.0
+        self.elapsed = 0.0
+        self.cpu = 0.0
+        self.records = 0
+        self.done = False
+
+    def handled(self) -> None:
+        self.total += 1
+        if self.total == 1:
+            self.started = time.perf_counter()
+            self.cpu_started = cpu_seconds()
+        elif self.total >= self.count or (self.total % 1000 == 0 and self.over_time()):
+            self.finish()
+
+    def over_time(self) -> bool:
+        return bool(self.started) and time.perf_counter() - self.started > self.cap_s
+
+    def finish(self) -> None:
+        if self.done or not self.started:
+            return
+        self.elapsed = time.perf_counter() - self.started
+        self.cpu = cpu_seconds() - self.cpu_started
+        self.records = self.total - 1
+        self.done = True
+
+    def note(self) -> str:
+        return "" if self.total >= self.count else f"stopped at {self.total}/{self.count} (time cap)"
+
+
 def percentile(sorted_values: Sequence[float], pct: float) -> float:
     """Nearest-rank percentile of an ascending sequence."""
     if not sorted_values:

@@ -30,6 +30,7 @@ from bench.spec import (
     KIND_DECODE,
     KIND_E2E,
     KIND_ENCODE,
+    KIND_HANDLE,
     KIND_PRODUCE,
     KIND_ROUNDTRIP,
     RESULT_PREFIX,
@@ -78,7 +79,7 @@ class EntryOutcome:
 def derive(kind: str, result: RunResult, landed: int | None) -> dict[str, float]:
     """The reported figures of one run, from its raw counters."""
     figures: dict[str, float] = {}
-    if kind in (KIND_PRODUCE, KIND_CONSUME) and result.elapsed_s > 0 and result.records > 0:
+    if kind in (KIND_PRODUCE, KIND_CONSUME, KIND_HANDLE) and result.elapsed_s > 0 and result.records > 0:
         figures["msgs_per_s"] = result.records / result.elapsed_s
         figures["mb_per_s"] = result.bytes / result.elapsed_s / 1e6
         figures["cpu_us_per_record"] = result.cpu_s * 1e6 / result.records
@@ -125,7 +126,7 @@ class Runner:
         elif scenario.kind == KIND_E2E:
             spec.duration_s = plan.e2e_seconds
             spec.warmup_s = max(0.5, plan.warmup_s)
-        elif scenario.kind == KIND_CONSUME:
+        elif scenario.kind in (KIND_CONSUME, KIND_HANDLE):
             spec.count = plan.consume_records
             spec.partitions = PRODUCE_PARTITIONS
             spec.duration_s = plan.duration_s * 3  # time cap for slow clients
@@ -136,7 +137,7 @@ class Runner:
         spec = replace(spec, **entry.overrides)
         if scenario.kind in (KIND_ENCODE, KIND_DECODE):
             spec.topic = ""  # no broker involved
-        elif scenario.kind == KIND_CONSUME:
+        elif scenario.kind in (KIND_CONSUME, KIND_HANDLE):
             spec.topic = self.prefilled_topic()
         else:
             safe_label = entry.label.replace("[", "-").replace("]", "")
@@ -158,7 +159,7 @@ class Runner:
         """Delete the topic one run wrote, so the gigabytes of each produce run do not pile up
         in the broker's page cache and disk and slow every later run (and whichever client
         happens to run while the broker flushes them)."""
-        if not spec.topic or scenario.kind in (KIND_CONSUME, KIND_ENCODE, KIND_DECODE):
+        if not spec.topic or scenario.kind in (KIND_CONSUME, KIND_HANDLE, KIND_ENCODE, KIND_DECODE):
             return
         try:
             self.cluster.delete_topic(spec.topic)

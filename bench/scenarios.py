@@ -8,11 +8,14 @@ from typing import Any
 from bench.spec import (
     CONSUME_BATCH,
     CONSUME_PER_MESSAGE,
+    HANDLE_ASYNC,
+    HANDLE_SYNC,
     KIND_CONN,
     KIND_CONSUME,
     KIND_DECODE,
     KIND_E2E,
     KIND_ENCODE,
+    KIND_HANDLE,
     KIND_PRODUCE,
     KIND_ROUNDTRIP,
 )
@@ -97,6 +100,14 @@ def all_scenarios(*, quick: bool) -> list[Scenario]:
                  (Entry("kafkaev[on_message]", SUBJECT, {"mode": CONSUME_PER_MESSAGE}),
                   Entry("kafkaev[on_batch]", SUBJECT, {"mode": CONSUME_BATCH}),
                   *_entries(*PEERS, "java")),
+                 produce_metrics, {"value_size": 100}),
+        Scenario("handle", "Handle 100-byte records as a group member: a no-op handler on each, a commit after "
+                 "each batch handled", KIND_HANDLE,
+                 (Entry("kafkaev[sync]", SUBJECT, {"mode": HANDLE_SYNC}),
+                  Entry("kafkaev[async]", SUBJECT, {"mode": HANDLE_ASYNC}),
+                  Entry("confluent[sync]", "confluent", {"mode": HANDLE_SYNC}),
+                  Entry("aiokafka[sync]", "aiokafka", {"mode": HANDLE_SYNC}),
+                  Entry("aiokafka[async]", "aiokafka", {"mode": HANDLE_ASYNC})),
                  produce_metrics, {"value_size": 100}),
     ]
     micro_codecs = ("none", "lz4") if quick else ("none", *CODECS)

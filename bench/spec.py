@@ -28,6 +28,7 @@ KIND_PRODUCE = "produce"  # as fast as possible for duration_s, then flush
 KIND_ROUNDTRIP = "roundtrip"  # produce one, wait for the ack, repeat
 KIND_E2E = "e2e"  # produce at a fixed rate, consume in the same process
 KIND_CONSUME = "consume"  # read `count` records from a pre-filled topic
+KIND_HANDLE = "handle"  # as a group member, run a no-op handler on `count` records, committing each batch
 # Micro-benchmarks (bench/micro_runs.py), one side per process like the rest:
 KIND_ENCODE = "encode"  # build RecordBatches of `count` records with codec `compression`
 KIND_DECODE = "decode"  # read `count` records back from fetch-sized record sets
@@ -36,6 +37,9 @@ MICRO_KINDS = (KIND_ENCODE, KIND_DECODE, KIND_CONN)
 
 CONSUME_PER_MESSAGE = "message"
 CONSUME_BATCH = "batch"
+# handle: the handler is a plain function, or a coroutine function each record's call is awaited
+HANDLE_SYNC = "sync"
+HANDLE_ASYNC = "async"
 
 
 @dataclass(slots=True)

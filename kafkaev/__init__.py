@@ -14,7 +14,7 @@ __all__ = [
     "Message", "OffsetAndMetadata", "TopicPartition", "crc32c", "error_name", "errors", "murmur2", "run", "stop",
     "Connection", "SASLConfig", "TLSConfig", "Admin", "NewTopic",
     "Assignor", "RangeAssignor", "RoundRobinAssignor", "CooperativeStickyAssignor", "MemberSubscription",
-    "GroupAssignment",
+    "GroupAssignment", "Runner", "RunnerConfigError", "ConsumerStats", "Health",
 ]
 
 # Client-layer names that need the compiled extensions, imported on first use like the codec names.
@@ -33,6 +33,11 @@ _CLIENT_NAMES = {
     "CooperativeStickyAssignor": "kafkaev.consumer.assignors",
     "MemberSubscription": "kafkaev.consumer.assignors",
     "GroupAssignment": "kafkaev.consumer.assignors",
+    # The handler runner: ordered, at-least-once processing with retries and a dead-letter topic.
+    "Runner": "kafkaev.handlers",
+    "RunnerConfigError": "kafkaev.handlers",
+    "ConsumerStats": "kafkaev.handlers",
+    "Health": "kafkaev.handlers",
 }
 
 # Names served by the compiled codec module, imported on first use so that
@@ -54,6 +59,7 @@ if TYPE_CHECKING:
         RangeAssignor,
         RoundRobinAssignor,
     )
+    from kafkaev.handlers import ConsumerStats, Health, Runner, RunnerConfigError
     from kafkaev.producer import BufferFullError
     from kafkaev.protocol.codec import Message, crc32c, murmur2
     from kafkaev.protocol.connection import Connection

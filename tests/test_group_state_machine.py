@@ -27,6 +27,7 @@ from kafkaev.consumer.protocol import (
 from kafkaev.consumer.subscription import Phase, SubscriptionState
 from kafkaev.errors import (
     FENCED_INSTANCE_ID,
+    ILLEGAL_GENERATION,
     MEMBER_ID_REQUIRED,
     NONE,
     NOT_COORDINATOR,
@@ -282,3 +283,68 @@ def test_a_commit_with_nothing_newer_is_retried_to_success(harness):
     h.run(0.3)
     assert sent_commits(h) == [{2: 42}, {2: 42}]
     assert done == [None]
+
+
+def test_on_revoke_returning_a_future_holds_the_rejoin_until_it_is_done(harness):
+    """A handler runner finishing the revoked partitions' records: the follow-up rejoin waits for
+    on_revoke's Future (the generation its commits use stays current), heartbeats go on."""
+    releases: list[asyncio.Future[None]] = []
+
+    def on_revoke(partitions):
+        h.events.append(("revoke", partitions))
+        releases.append(h.loop.create_future())
+        return releases[-1]
+
+    h = harness(on_revoke=on_revoke)
+    h.cluster.script(ApiKey.JOIN_GROUP, in_turn(joined("m-1", 1, "other"), joined("m-1", 2, "other"),
+                                                joined("m-1", 3, "other")))
+    h.cluster.script(ApiKey.SYNC_GROUP, in_turn(synced([0, 1, 2, 3]), synced([0, 1]), synced([0, 1])))
+    h.member.start()
+    h.run_until(lambda: h.stable and h.member.generation_id == 1)
+    h.cluster.script(ApiKey.HEARTBEAT, in_turn(heartbeat(REBALANCE_IN_PROGRESS), heartbeat(NONE)))
+    h.run_until(lambda: bool(releases))
+    beats = len(h.asked(ApiKey.HEARTBEAT))
+    h.run(0.3)
+    assert len(h.asked(ApiKey.JOIN_GROUP)) == 2, "no rejoin while on_revoke's Future runs"
+    assert h.stable and h.member.generation_id == 2
+    assert len(h.asked(ApiKey.HEARTBEAT)) > beats, "heartbeats go on meanwhile"
+    releases[0].set_result(None)
+    h.run_until(lambda: h.stable and h.member.generation_id == 3)
+    assert len(h.asked(ApiKey.JOIN_GROUP)) == 3
+    assert not h.errors
+
+
+def test_a_commit_refused_under_an_older_generation_keeps_the_current_one(harness):
+    h = harness()
+    h.cluster.script(ApiKey.JOIN_GROUP, joined("m-1", 1, "other"))
+    h.cluster.script(ApiKey.SYNC_GROUP, synced([0, 1]))
+    h.member.start()
+    h.run_until(lambda: h.stable and h.member.generation_id == 1)
+
+    def refused_after_a_rejoin(req: ReceivedRequest) -> Any:
+        h.member.generation_id = 2  # the member rejoined while this commit was on its way
+        return commit_refused(ILLEGAL_GENERATION)(req)
+
+    h.cluster.script(ApiKey.OFFSET_COMMIT, refused_after_a_rejoin)
+    answers: list[object] = []
+    h.member.offsets.commit({TP(TOPIC, 0): CommitOffset(5, -1, None)}, answers.append)
+    h.run_until(lambda: bool(answers))
+    assert len(answers) == 1 and answers[0] is not None, "the commit itself failed"
+    assert not [e for e in h.events if e[0] == "lost"], "generation 2's partitions are kept"
+    assert h.member.generation_id == 2 and h.member.owned == [TP(TOPIC, 0), TP(TOPIC, 1)]
+
+
+def test_a_generation_lost_while_syncing_rejoins(harness):
+    h = harness()
+    h.cluster.script(ApiKey.JOIN_GROUP, in_turn(joined("m-1", 1, "other"), joined("m-1", 2, "other")))
+
+    def sync_after_a_refused_commit(req: ReceivedRequest) -> Any:
+        if len(h.asked(ApiKey.SYNC_GROUP)) == 1:
+            h.member.membership_lost(ILLEGAL_GENERATION)  # a commit's answer, while syncing
+        return synced([0, 1])(req)
+
+    h.cluster.script(ApiKey.SYNC_GROUP, sync_after_a_refused_commit)
+    h.member.start()
+    h.run_until(lambda: h.stable and h.member.generation_id == 2)
+    assert len(h.asked(ApiKey.JOIN_GROUP)) == 2, "the stale SyncGroup answer led to a new join"
+    assert h.member.owned == [TP(TOPIC, 0), TP(TOPIC, 1)]

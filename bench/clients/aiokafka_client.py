@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from typing import Any
 
 import aiokafka
@@ -11,6 +12,7 @@ import uvloop
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from bench.measure import (
+    HandledClock,
     Section,
     e2e_result,
     histogram,
@@ -19,7 +21,7 @@ from bench.measure import (
     stamp,
     summarize_latencies,
 )
-from bench.spec import E2E_TICK_S, RunResult, RunSpec
+from bench.spec import E2E_TICK_S, HANDLE_ASYNC, RunResult, RunSpec
 
 CALLS_PER_CLOCK_CHECK = 100
 CONSUME_BATCH = 10000
@@ -267,3 +269,45 @@ def e2e(spec: RunSpec) -> RunResult:
 
 def consume(spec: RunSpec) -> RunResult:
     return uvloop.run(_consume(spec))
+
+
+async def _handle(spec: RunSpec) -> RunResult:
+    """The loop written by hand: getmany() a batch, call (or await) the handler on each record,
+    commit each partition's next offset."""
+    settings = {**_consumer_settings(spec, low_latency=False), "group_id": f"bench-{spec.topic}-{uuid.uuid4().hex[:8]}"}
+    consumer = AIOKafkaConsumer(spec.topic, **settings)
+    await consumer.start()
+    clock = HandledClock(spec.count, spec.duration_s)
+
+    def sync_handler(_record: Any) -> None:
+        clock.handled()
+
+    async def async_handler(_record: Any) -> None:
+        clock.handled()
+
+    deadline = time.perf_counter() + 30 + spec.duration_s
+    try:
+        while not clock.done and time.perf_counter() < deadline:
+            batches = await consumer.getmany(timeout_ms=1000, max_records=CONSUME_BATCH)
+            if not batches:
+                if clock.over_time():
+                    clock.finish()
+                continue
+            for records in batches.values():
+                if spec.mode == HANDLE_ASYNC:
+                    for record in records:
+                        await async_handler(record)
+                else:
+                    for record in records:
+                        sync_handler(record)
+            await consumer.commit({tp: records[-1].offset + 1 for tp, records in batches.items()})
+    finally:
+        await consumer.stop()
+    return RunResult(records=clock.records, elapsed_s=clock.elapsed, cpu_s=clock.cpu,
+                     bytes=clock.records * spec.value_size,
+                     settings={**settings, "api": f"getmany() + {spec.mode} handler + commit()", **_versions()},
+                     note=clock.note())
+
+
+def handle(spec: RunSpec) -> RunResult:
+    return uvloop.run(_handle(spec))

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from typing import Any
 
 import confluent_kafka
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from bench.measure import (
+    HandledClock,
     Section,
     e2e_result,
     histogram,
@@ -243,3 +245,37 @@ def consume(spec: RunSpec) -> RunResult:
         settings={**settings, "api": f"consume(num_messages={CONSUME_BATCH})", **_version()},
         note="" if records >= spec.count else f"stopped at {records}/{spec.count} (time cap or topic end)",
     )
+
+
+def handle(spec: RunSpec) -> RunResult:
+    """The loop written by hand: consume a batch, call the handler on each record, store each
+    partition's next offset, commit (asynchronously) what was stored."""
+    settings = {**_consumer_settings(spec, low_latency=False), "group.id": f"bench-{spec.topic}-{uuid.uuid4().hex[:8]}",
+                "enable.auto.offset.store": False}
+    consumer = Consumer(settings)
+    consumer.subscribe([spec.topic])
+    clock = HandledClock(spec.count, spec.duration_s)
+
+    def handler(_msg: Any) -> None:
+        clock.handled()
+
+    deadline = time.perf_counter() + 30 + spec.duration_s
+    while not clock.done and time.perf_counter() < deadline:
+        batch = consumer.consume(num_messages=CONSUME_BATCH, timeout=1.0)
+        if not batch:
+            if clock.over_time():
+                clock.finish()
+            continue
+        ends: dict[tuple[str, int], int] = {}
+        for msg in batch:
+            if msg.error() is not None:
+                continue
+            handler(msg)
+            ends[(msg.topic(), msg.partition())] = msg.offset() + 1
+        consumer.store_offsets(offsets=[TopicPartition(t, p, o) for (t, p), o in ends.items()])
+        consumer.commit(asynchronous=True)
+    consumer.close()
+    return RunResult(records=clock.records, elapsed_s=clock.elapsed, cpu_s=clock.cpu,
+                     bytes=clock.records * spec.value_size,
+                     settings={**settings, "api": "consume() + handler + store_offsets() + commit(asynchronous=True)",
+                               **_version()}, note=clock.note())

@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
+import uuid
 from typing import Any
 
 import kafkaev
 from bench.measure import (
+    HandledClock,
     Section,
     cpu_seconds,
     e2e_result,
@@ -22,6 +24,7 @@ from bench.spec import (
     BUFFER_FULL_WAIT_S,
     CONSUME_PER_MESSAGE,
     E2E_TICK_S,
+    HANDLE_ASYNC,
     PRODUCE_BUFFER_BYTES,
     RunResult,
     RunSpec,
@@ -339,3 +342,41 @@ def consume(spec: RunSpec) -> RunResult:
                      settings={**settings, "api": next(iter(handler)), **_version()},
                      note="" if counter.delivered >= spec.count else
                      f"stopped at {counter.delivered}/{spec.count} (time cap)")
+
+
+def handle(spec: RunSpec) -> RunResult:
+    """kafkaev.Runner with a no-op handler (sync or async): it commits what was handled after
+    each loop turn's batch by itself."""
+    loop = default_loop()
+    clock = HandledClock(spec.count, spec.duration_s)
+    if spec.mode == HANDLE_ASYNC:
+        async def handler(_msg: Any) -> None:
+            clock.handled()
+            if clock.done:
+                loop.stop()
+    else:
+        def handler(_msg: Any) -> None:
+            clock.handled()
+            if clock.done:
+                loop.stop()
+    settings = {"fetch_max_bytes": 52_428_800, "max_partition_fetch_bytes": 1_048_576}
+    runner = kafkaev.Runner(spec.bootstrap, loop=loop, **settings)
+    runner.consumer("bench", [spec.topic], handler, group_id=f"bench-{spec.topic}-{uuid.uuid4().hex[:8]}",
+                    concurrency=spec.partitions)
+    runner.start()
+    stall = loop.call_later(spec.duration_s + STALL_MARGIN_S, loop.stop)  # a run that never handles
+    cap = loop.call_later(spec.duration_s + 1, lambda: (clock.finish(), loop.stop()) if clock.over_time() else None)
+    loop.run_forever()
+    stall.cancel()
+    cap.cancel()
+    clock.finish()
+    stopped: list[object] = []
+    runner.stop(lambda err: (stopped.append(err), loop.stop()))
+    loop.run_forever()
+    if not clock.done:
+        raise RuntimeError(f"kafkaev.Runner handled {clock.total} records and then stalled")
+    return RunResult(records=clock.records, elapsed_s=clock.elapsed, cpu_s=clock.cpu,
+                     bytes=clock.records * spec.value_size,
+                     settings={**settings, "api": f"Runner.consumer({spec.mode} handler, "
+                                                  f"concurrency={spec.partitions})", **_version()},
+                     note=clock.note())

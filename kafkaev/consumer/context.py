@@ -91,9 +91,11 @@ class ConsumerContext:
             return True
         return False
 
-    def call(self, fn: Callable[..., Any], *args: Any) -> None:
-        """Run a user callback; what it raises goes to on_error and nothing else is skipped."""
+    def call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run a user callback and return what it returned; what it raises goes to on_error
+        (then None is returned) and nothing else is skipped."""
         try:
-            fn(*args)
+            return fn(*args)
         except Exception as exc:  # noqa: BLE001 - a user's bug is reported, never swallowed
             self.report(exc)
+            return None

@@ -185,7 +185,10 @@ class GroupMember:
         def after_commit(err: KafkaError | None) -> None:
             if err is not None:
                 self.ctx.report(err)
-            self._revoke(list(self.owned))
+            # Heartbeats go on while on_revoke's Future runs: the member is still in the group.
+            self._after(self._revoke(list(self.owned)), after_revoke)
+
+        def after_revoke() -> None:
             self._stop_timers()
             self.state = GroupState.CLOSED
             if not was_member or self.group_instance_id is not None:
@@ -219,8 +222,7 @@ class GroupMember:
 
         def after_commit(err: KafkaError | None) -> None:
             self._report_err(err)
-            self._revoke(list(self.owned))
-            self._join()
+            self._after(self._revoke(list(self.owned)), self._join)
 
         if self.options.auto_commit:
             self.commit_positions(None, after_commit, only_advanced=True)
@@ -372,7 +374,13 @@ class GroupMember:
 
     def _on_sync(self, resp: codec.SyncGroupResponse | None, err: KafkaError | None, generation: int) -> None:
         self._join_in_flight = False
-        if self.state is not GroupState.SYNCING or generation != self.generation_id:
+        if self.state is not GroupState.SYNCING:
+            return
+        if generation != self.generation_id:
+            # The generation was lost while syncing (a commit refused it): this answer is
+            # stale, and nothing else would take the member out of SYNCING; join again.
+            self.state = GroupState.JOINING
+            self._join()
             return
         if err is not None:
             self.link.forget()
@@ -413,11 +421,12 @@ class GroupMember:
         self._join_backoff.reset()
         self._last_heartbeat_ok = self.ctx.loop.time()
         self._partition_counts = self._partition_counts_of(self.options.topics)
+        revoking = None
         if revoked:
             # Cooperative: commit what was read of the partitions that move, then let them go.
             if self.options.auto_commit:
                 self.commit_positions(revoked, self._report_err, only_advanced=True)
-            self._revoke(revoked)
+            revoking = self._revoke(revoked)
         self.owned = sorted(new)
         if added:
             self._assign(added)
@@ -425,6 +434,12 @@ class GroupMember:
         if revoked and self.cooperative:
             # KIP-429: rejoin so the partitions just released go to their new owners.
             self._rejoin_needed = True
+        # The rejoin waits for on_revoke's Future: the generation must stay the one its commits use.
+        self._after(revoking, self._rejoin_if_needed)
+
+    def _rejoin_if_needed(self) -> None:
+        if self.state is not GroupState.STABLE:
+            return  # lost, closed or already rejoining while on_revoke's Future ran
         if self._rejoin_needed or self.options.topics != self._joined_topics:
             self._rejoin_needed = False
             self._start_rebalance()
@@ -471,12 +486,27 @@ class GroupMember:
 
         self.offsets.fetch(list(snapshot), done)
 
-    def _revoke(self, partitions: list[TopicPartition]) -> None:
+    def _revoke(self, partitions: list[TopicPartition]) -> asyncio.Future[Any] | None:
+        """Call on_revoke and stop reading ``partitions``. When on_revoke returns an asyncio
+        Future still running (a handler runner finishing what it holds of them), return it:
+        the caller goes on once it is done (``_after``), as the Java consumer's rebalance waits
+        for onPartitionsRevoked; the coordinator bounds the wait by rebalance_timeout_ms."""
         if not partitions:
-            return
+            return None
+        pending = None
         if self.options.on_revoke is not None:
-            self.ctx.call(self.options.on_revoke, list(partitions))
+            pending = self.ctx.call(self.options.on_revoke, list(partitions))
         self._drop(partitions)
+        if isinstance(pending, asyncio.Future) and not pending.done():
+            return pending
+        return None
+
+    @staticmethod
+    def _after(pending: asyncio.Future[Any] | None, then: Callable[[], object]) -> None:
+        if pending is None:
+            then()
+        else:
+            pending.add_done_callback(lambda _done: then())
 
     def _lose_partitions(self) -> None:
         """The partitions already belong to someone else: no commit, on_lost instead of on_revoke."""

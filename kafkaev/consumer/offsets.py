@@ -128,6 +128,7 @@ class OffsetManager:
         deadline: float, serial: int,
     ) -> None:
         member = self.member
+        sent_generation = member.generation_id
 
         def finish(err: KafkaError | None) -> None:
             if cb is not None:
@@ -161,7 +162,9 @@ class OffsetManager:
                     if self.link.on_error_code(code):
                         retry[tp] = sent
                         continue
-                    if code in MEMBERSHIP_ERRORS:
+                    if code in MEMBERSHIP_ERRORS and sent_generation == member.generation_id:
+                        # A refusal of an older generation's commit (sent before a rejoin the
+                        # member has since made) says nothing about the current one.
                         member.membership_lost(code)
                     if first is None:
                         first = KafkaError(code, f"committing {tp.topic}[{tp.partition}] at {sent.offset} "
@@ -181,9 +184,11 @@ class OffsetManager:
                 retry_or_fail(err)
                 return
             assert conn is not None  # no error: a connection
+            nonlocal sent_generation
+            sent_generation = member.generation_id
             rows = [OffsetToCommit(tp.topic, tp.partition, o.offset, o.leader_epoch, o.metadata) for tp, o in offsets.items()]
             try:
-                conn.offset_commit(member.group_id, member.generation_id, member.member_id, rows, on_response,
+                conn.offset_commit(member.group_id, sent_generation, member.member_id, rows, on_response,
                                    group_instance_id=member.group_instance_id)
             except KafkaError as exc:
                 finish(exc)

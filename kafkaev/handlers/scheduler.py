@@ -1,0 +1,491 @@
+"""One handler consumer's work: which record runs next, its retries, its dead letter, and what
+may be committed.
+
+Records are queued in lanes: one lane per partition (``ordering="partition"``) or per key
+within a topic (``ordering="key"``; a record without a key goes to its partition's lane). A
+lane runs one record at a time, in offset order, and up to ``concurrency`` lanes run at once.
+A record waiting for its retry keeps its lane (so its partition or key waits) but gives its
+slot back, so other lanes go on. Each partition's ``PartitionOffsets`` says what may be
+committed: the lowest offset not finished. A partition whose unfinished records pass
+``max_unprocessed`` is paused, and resumed once half of them are done.
+
+Sync handlers run inline, from the client's delivery callback or a timer; async handlers run
+as tasks on the client's loop. The scheduler owns its counters (``stats.Counters``) and tells
+its membership when there is something new to commit (``on_progress``) and when it stopped on
+its own (``on_down``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from collections.abc import Callable, Hashable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from kafkaev.backoff import BackoffPolicy
+from kafkaev.errors import STATE, KafkaError
+from kafkaev.types import TopicPartition
+
+from .calls import go_on, start_call
+from .dead_letter import DeadLetterSend, dead_letter_headers
+from .offsets import PartitionOffsets
+from .options import ConsumerOptions
+from .stats import Counters
+
+if TYPE_CHECKING:
+    from kafkaev.client import Client
+    from kafkaev.protocol.codec import Message
+
+log = logging.getLogger("kafkaev.handlers")
+
+# Handler calls run inline (sync ones, and async ones until they first wait) for at most this
+# long per loop turn; later records wait for the next turn (and past max_unprocessed their
+# partition pauses). Without it one fetch response (up to fetch_max_bytes) would be handled in
+# a single turn: no commit, no heartbeat until it ends.
+INLINE_TURN_BUDGET_S = 0.5
+
+
+class Lane:
+    """Records that must run one after another: a partition's, or a key's."""
+
+    __slots__ = ("key", "queue", "busy", "ready")
+
+    def __init__(self, key: Hashable) -> None:
+        self.key = key
+        self.queue: deque[Job] = deque()  # admitted, not started
+        self.busy = False  # one of its records started and is not finished
+        self.ready = False  # in the scheduler's ready queue
+
+
+class PartitionWork:
+    """An assigned partition as its consumer sees it: its offsets, the records of it holding
+    a slot now, and why it is paused (each reason set and cleared by the scheduler)."""
+
+    __slots__ = ("offsets", "active", "paused", "backlogged", "yielded", "released")
+
+    def __init__(self, tp: TopicPartition) -> None:
+        self.offsets = PartitionOffsets(tp)
+        self.active = 0  # records of it running a handler or sending a dead letter
+        self.paused = False  # as the client was last told
+        self.backlogged = False  # past max_unprocessed unfinished records, until half are done
+        self.yielded = False  # delivered past the loop turn's budget, until the next turn
+        self.released = False  # revoked, lost or stopped: late outcomes change nothing
+
+
+class Job:
+    """One record between its admission and its end (handled, dead-lettered, skipped)."""
+
+    __slots__ = ("msg", "work", "lane", "attempts", "timer", "send")
+
+    def __init__(self, msg: Message, work: PartitionWork, lane: Lane) -> None:
+        self.msg = msg
+        self.work = work
+        self.lane = lane
+        self.attempts = 0  # handler calls made
+        self.timer: asyncio.TimerHandle | None = None  # the wait before its next retry
+        self.send: DeadLetterSend | None = None
+
+    def stop_waiting(self) -> bool:
+        """Cancel its retry wait or its dead letter; True when a dead letter (holding a slot) was."""
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        sending, self.send = self.send, None
+        if sending is None:
+            return False
+        sending.cancel()
+        return True
+
+
+class Scheduler:
+    def __init__(self, options: ConsumerOptions, loop: asyncio.AbstractEventLoop, *,
+                 dead_letter_backoff: BackoffPolicy,
+                 pause: Callable[[list[TopicPartition]], object], resume: Callable[[list[TopicPartition]], object],
+                 on_progress: Callable[[], object], on_down: Callable[[Scheduler, KafkaError], object]) -> None:
+        self.options = options
+        self.name = options.name
+        self.loop = loop
+        self.counters = Counters()
+        # Who sends this consumer's dead letters: set by the runner once the clients exist.
+        self.dead_letter_client: Client | None = None
+        self._dead_letter_backoff = dead_letter_backoff
+        self._pause = pause
+        self._resume = resume
+        self._on_progress = on_progress
+        self._on_down = on_down
+        self._works: dict[TopicPartition, PartitionWork] = {}
+        self._lanes: dict[Hashable, Lane] = {}
+        self._ready: deque[Lane] = deque()  # lanes with a record to start, oldest first
+        self._retry_due: deque[Job] = deque()  # retries whose wait is over, before any new record
+        self._waiting: set[Job] = set()  # waiting for a retry, or with a dead letter under way
+        self._active = 0  # slots taken: handler calls and dead letters in flight
+        self._accepting = False
+        self._pumping = False
+        self._turn_deadline = 0.0  # while handlers ran inline this loop turn: when the turn's budget ends
+        self._yielded: list[PartitionWork] = []  # paused for the rest of this turn
+        self._drained: list[tuple[set[PartitionWork], asyncio.Future[None]]] = []
+        self._by_key = options.ordering == "key"
+        self._handler = options.handler
+        self._concurrency = options.concurrency
+        self._resume_below = options.max_unprocessed // 2
+
+    # --- the membership's calls ---------------------------------------------------------------
+    def start(self) -> None:
+        self._accepting = True
+        self.counters.running = True
+
+    def assigned(self, partitions: Iterable[TopicPartition]) -> None:
+        for tp in partitions:
+            self._works[tp] = PartitionWork(tp)
+
+    def partitions(self) -> list[PartitionWork]:
+        return list(self._works.values())
+
+    def work(self, tp: TopicPartition) -> PartitionWork | None:
+        return self._works.get(tp)
+
+    def offer(self, msg: Message) -> None:
+        """A record delivered by the client: run it now if nothing of its lane waits and a slot
+        is free (the common case: no lane, no job), else queue it in its lane."""
+        work = self._works.get((msg.topic, msg.partition))  # type: ignore[call-overload]  # a tuple equals its TopicPartition
+        if work is None or not self._accepting:
+            return  # not ours any more (revoked, stopping): not admitted, so never committed past
+        key: Hashable = (msg.topic, msg.key) if self._by_key and msg.key is not None else work.offsets.tp
+        lane = self._lanes.get(key)
+        deadline = self._turn_deadline
+        over_budget = bool(deadline) and time.monotonic() > deadline
+        if lane is None and not over_budget and self._active < self._concurrency and not self._ready \
+                and not self._retry_due:
+            self._run_at_once(msg, work, key)
+            return
+        offsets = work.offsets
+        offsets.admit(msg.offset)
+        if lane is None:
+            lane = self._lanes[key] = Lane(key)
+        lane.queue.append(Job(msg, work, lane))
+        if not lane.busy and not lane.ready:
+            lane.ready = True
+            self._ready.append(lane)
+        if over_budget and not work.yielded:
+            # Pausing ends this partition's delivery after this record (the rest is fetched
+            # again): the loop gets its turn instead of queueing the whole response.
+            work.yielded = True
+            self._yielded.append(work)
+            self._update_pause(work)
+        if offsets.unfinished > self.options.max_unprocessed and not work.backlogged:
+            work.backlogged = True
+            self._update_pause(work)
+        self._pump()
+
+    def _run_at_once(self, msg: Message, work: PartitionWork, key: Hashable) -> None:
+        counters = self.counters
+        self._active += 1
+        work.active += 1
+        counters.in_flight += 1
+        try:
+            result = self._handler(msg)
+            pending = None if result is None else go_on(result, self.loop)
+        except Exception as exc:  # noqa: BLE001 - a raising handler is a failed attempt
+            counters.in_flight -= 1
+            self._failed(self._job_of(msg, work, key), exc)
+            return
+        if pending is not None:
+            job = self._job_of(msg, work, key)
+            pending.add_done_callback(lambda done: self._task_done(job, done))
+            return
+        counters.in_flight -= 1
+        self._active -= 1
+        work.active -= 1
+        if not self._turn_deadline:
+            self._ran_inline()
+        counters.handled += 1
+        work.offsets.admit_finished(msg.offset)
+        self._on_progress()
+
+    def _job_of(self, msg: Message, work: PartitionWork, key: Hashable) -> Job:
+        """A record started at once that needs its lane after all (it failed, or it waits)."""
+        work.offsets.admit(msg.offset)
+        lane = self._lanes[key] = Lane(key)
+        lane.busy = True
+        job = Job(msg, work, lane)
+        job.attempts = 1
+        return job
+
+    def _update_pause(self, work: PartitionWork) -> None:
+        """Tell the client when a partition's reasons to be paused come or go."""
+        hold = work.backlogged or work.yielded or not self._accepting
+        if hold and not work.paused:
+            work.paused = True
+            self._pause([work.offsets.tp])
+        elif not hold and work.paused and self._works.get(work.offsets.tp) is work:
+            work.paused = False
+            self._resume([work.offsets.tp])
+
+    def release(self, partitions: Iterable[TopicPartition], *, wait_s: float) -> asyncio.Future[None]:
+        """Give partitions up (revoked): drop their queued records and retries now; the Future
+        is done once the records of them holding a slot finished, or after ``wait_s``. Their
+        offsets stay readable (``PartitionWork.offsets``) for the last commit."""
+        works = {w for tp in partitions if (w := self._works.pop(tp, None)) is not None}
+        self._drop(works)
+        return self._drain(works, wait_s)
+
+    def lose(self, partitions: Iterable[TopicPartition]) -> None:
+        """Partitions already someone else's: drop everything of them, commit nothing."""
+        works = {w for tp in partitions if (w := self._works.pop(tp, None)) is not None}
+        self._drop(works)
+        for work in works:
+            work.released = True
+
+    def stop(self, wait_s: float) -> asyncio.Future[None]:
+        """Stop taking records and retrying; done once the handlers running now finished, or
+        after ``wait_s``. The partitions stay assigned for the last commit."""
+        self._accepting = False
+        self.counters.running = False
+        works = set(self._works.values())
+        self._drop(works)
+        return self._drain(works, wait_s, release=False)
+
+    # --- running records --------------------------------------------------------------------------
+    def _pump(self) -> None:
+        """Start records while slots are free: due retries first, then lanes in the order they
+        became ready. A sync handler finishes inside ``_run``; the loop goes on from here rather
+        than recursing, however long a lane's queue is."""
+        if self._pumping:
+            return
+        self._pumping = True
+        try:
+            concurrency = self.options.concurrency
+            while self._active < concurrency:
+                if self._turn_deadline and time.monotonic() > self._turn_deadline:
+                    break  # the turn's budget is spent: _next_turn goes on
+                if self._retry_due:
+                    job = self._retry_due.popleft()
+                elif self._ready:
+                    lane = self._ready.popleft()
+                    lane.ready = False
+                    if lane.busy or not lane.queue:
+                        continue
+                    job = lane.queue.popleft()
+                    lane.busy = True
+                else:
+                    break
+                self._run(job)
+        finally:
+            self._pumping = False
+
+    def _run(self, job: Job) -> None:
+        self._take_slot(job.work)
+        job.attempts += 1
+        try:
+            pending = start_call(self.options.handler, job.msg, self.loop)
+        except Exception as exc:  # noqa: BLE001 - a raising handler is a failed attempt
+            self.counters.in_flight -= 1
+            self._failed(job, exc)
+            return
+        if pending is not None:
+            pending.add_done_callback(lambda done: self._task_done(job, done))
+            return
+        self.counters.in_flight -= 1
+        self._ran_inline()
+        self._handled(job)
+
+    def _take_slot(self, work: PartitionWork) -> None:
+        self._active += 1
+        work.active += 1
+        self.counters.in_flight += 1
+
+    def _ran_inline(self) -> None:
+        """A handler call finished inline: the first of this loop turn starts its budget."""
+        if not self._turn_deadline:
+            self._turn_deadline = time.monotonic() + INLINE_TURN_BUDGET_S
+            self.loop.call_soon(self._next_turn)
+
+    def _next_turn(self) -> None:
+        self._turn_deadline = 0.0
+        yielded, self._yielded = self._yielded, []
+        for work in yielded:
+            work.yielded = False
+            self._update_pause(work)
+        self._pump()
+
+    def _task_done(self, job: Job, task: asyncio.Future[Any]) -> None:
+        self.counters.in_flight -= 1
+        if task.cancelled():
+            self._failed(job, asyncio.CancelledError(f"the handler's task for {self._where(job)} was cancelled"))
+            return
+        exc = task.exception()
+        if exc is None:
+            self._handled(job)
+        else:
+            self._failed(job, exc)
+
+    def _handled(self, job: Job) -> None:
+        self.counters.handled += 1
+        self._finish(job)
+
+    def _failed(self, job: Job, exc: BaseException) -> None:
+        work = job.work
+        retries = self.options.max_retries
+        given_up = self._works.get(work.offsets.tp) is not work
+        if given_up or not self._accepting:
+            # Given up or stopping: the record stays unfinished, so no commit passes it.
+            log.warning("consumer %r: handler failed on %s (attempt %d): %s; not retried: %s", self.name,
+                        self._where(job), job.attempts, exc, "partition given up" if given_up else "stopping")
+            self._give_slot_back(job)
+            self._free_lane(job.lane)
+            self._wake_drained()
+            self._pump()
+            return
+        if job.attempts <= retries:
+            self.counters.retried += 1
+            delay_ms = self.options.retry.delay_ms(job.attempts)
+            log.warning("consumer %r: handler failed on %s (attempt %d of %d): %s; retrying in %.0f ms", self.name,
+                        self._where(job), job.attempts, retries + 1, exc, delay_ms)
+            self._give_slot_back(job)
+            self._waiting.add(job)
+            job.timer = self.loop.call_later(delay_ms / 1000.0, self._retry, job)
+            self._wake_drained()
+            self._pump()
+            return
+        self.counters.failed += 1
+        topic = self.options.dead_letter_topic
+        if topic is None or self.dead_letter_client is None:
+            self.counters.skipped += 1
+            log.error("consumer %r: handler failed on %s (attempt %d, no retries left): %s; skipped", self.name,
+                      self._where(job), job.attempts, exc)
+            self._finish(job)
+            return
+        log.error("consumer %r: handler failed on %s (attempt %d, no retries left): %s; sending it to %r",
+                  self.name, self._where(job), job.attempts, exc, topic)
+        self._waiting.add(job)
+        job.send = DeadLetterSend(
+            self.dead_letter_client, topic, job.msg, dead_letter_headers(self.name, job.msg, job.attempts, exc),
+            self._dead_letter_backoff, lambda err: self._dead_lettered(job, err),
+            lambda err, delay: log.warning("consumer %r: dead letter of %s to %r failed: %s; again in %.0f ms",
+                                           self.name, self._where(job), topic, err, delay * 1000.0))
+        job.send.send()  # keeps the slot until acknowledged: the lane and the slot wait for it
+
+    def _retry(self, job: Job) -> None:
+        job.timer = None
+        self._waiting.discard(job)
+        if self._works.get(job.work.offsets.tp) is not job.work or not self._accepting:
+            self._free_lane(job.lane)
+            return
+        self._retry_due.append(job)
+        self._pump()
+
+    def _dead_lettered(self, job: Job, err: BaseException | None) -> None:
+        self._waiting.discard(job)
+        job.send = None
+        if err is None:
+            self.counters.dead_lettered += 1
+            self._finish(job)
+            return
+        # Rejected for good: stop this consumer, commit nothing past the record.
+        self._give_slot_back(job)
+        reason = (f"dead-letter topic {self.options.dead_letter_topic!r} rejected the record from "
+                  f"{self._where(job)}: {err}")
+        self._go_down(reason, err)
+
+    def _go_down(self, reason: str, err: BaseException) -> None:
+        log.error("consumer %r stopped: %s; nothing is committed past that record", self.name, reason)
+        counters = self.counters
+        counters.running = False
+        counters.down_reason = reason
+        self._accepting = False
+        works = list(self._works.values())
+        self._drop(set(works))
+        for work in works:
+            self._update_pause(work)  # not accepting: every partition stays paused
+        code = err.code if isinstance(err, KafkaError) else STATE
+        failure = KafkaError(code, f"kafkaev.Runner: consumer {self.name!r} stopped: {reason}")
+        self._on_down(self, failure)
+        self._on_progress()  # what finished before it is still committed
+
+    def _finish(self, job: Job) -> None:
+        work = job.work
+        self._give_slot_back(job)
+        if not work.released:
+            offsets = work.offsets
+            offsets.finish(job.msg.offset)
+            if work.backlogged and offsets.unfinished <= self._resume_below:
+                work.backlogged = False
+                self._update_pause(work)
+            self._on_progress()
+        self._free_lane(job.lane)
+        self._wake_drained()
+        self._pump()
+
+    def _free_lane(self, lane: Lane) -> None:
+        lane.busy = False
+        if lane.queue:
+            if not lane.ready:
+                lane.ready = True
+                self._ready.append(lane)
+        elif not lane.ready and self._lanes.get(lane.key) is lane:
+            del self._lanes[lane.key]  # keys come and go: keep only lanes with work
+
+    def _give_slot_back(self, job: Job) -> None:
+        self._active -= 1
+        job.work.active -= 1
+
+    # --- giving partitions up ---------------------------------------------------------------------
+    def _drop(self, works: set[PartitionWork]) -> None:
+        """Forget the queued records and pending retries of ``works`` (never started again)."""
+        if not works:
+            return
+        for lane in list(self._lanes.values()):
+            if lane.queue and lane.queue[0].work in works or any(j.work in works for j in lane.queue):
+                lane.queue = deque(j for j in lane.queue if j.work not in works)
+        self._retry_due = deque(j for j in self._retry_due if j.work not in works)
+        for job in [j for j in self._waiting if j.work in works]:
+            self._waiting.discard(job)
+            if job.stop_waiting():
+                self._give_slot_back(job)  # the dead letter held a slot
+            job.lane.busy = False  # its record is never started again
+        for lane in list(self._lanes.values()):
+            if not lane.busy and not lane.queue and not lane.ready:
+                del self._lanes[lane.key]
+            elif lane.queue and not lane.busy and not lane.ready:
+                lane.ready = True
+                self._ready.append(lane)
+
+    def _drain(self, works: set[PartitionWork], wait_s: float, *, release: bool = True) -> asyncio.Future[None]:
+        future: asyncio.Future[None] = self.loop.create_future()
+        pending = {w for w in works if w.active > 0}
+
+        def over() -> None:
+            if not future.done():
+                future.set_result(None)
+            if release:
+                for work in works:
+                    work.released = True
+
+        if not pending:
+            over()
+            return future
+        timer = self.loop.call_later(wait_s, over)
+        future.add_done_callback(lambda _f: timer.cancel())
+        self._drained.append((pending, future))
+        future.add_done_callback(lambda _f: over())
+        return future
+
+    def _wake_drained(self) -> None:
+        if not self._drained:
+            return
+        still = []
+        for pending, future in self._drained:
+            if future.done():
+                continue
+            if any(w.active > 0 for w in pending):
+                still.append((pending, future))
+            else:
+                future.set_result(None)
+        self._drained = still
+
+    @staticmethod
+    def _where(job: Job) -> str:
+        msg = job.msg
+        return f"{msg.topic}[{msg.partition}]@{msg.offset}"
