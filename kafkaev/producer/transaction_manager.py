@@ -76,6 +76,9 @@ PRODUCE_FIRST_V2_VERSION = 12  # Produce v12+ adds the partition to the transact
 RETRIABLE_CODES = COORDINATOR_ERRORS | {CONCURRENT_TRANSACTIONS}
 # A request lost with its connection (or never answered): the coordinator is looked up again.
 CONNECTION_LOST = frozenset({TRANSPORT, TIMED_OUT, STATE, DESTROY})
+# EndTxn answers meaning the coordinator ended the transaction before us (a timeout) and
+# bumped the epoch: the transaction must be aborted, then the epoch bumped (KIP-588).
+ENDED_BY_COORDINATOR = frozenset({INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE})
 # Errors that end the transactional producer (beyond errors.FATAL_CODES): the coordinator
 # says our view of the transaction is impossible.
 FATAL_TXN_CODES = FATAL_CODES | {INVALID_TXN_STATE}
@@ -407,6 +410,20 @@ class TransactionManager:
                          version=version)
 
         def answered(resp: EndTxnResponse | None, err: KafkaError | None) -> None:
+            if err is not None and err.code in ENDED_BY_COORDINATOR:
+                # The coordinator aborted the transaction itself (it outlived
+                # transaction_timeout_ms) and moved the epoch on; a newer producer would have
+                # been answered PRODUCER_FENCED. KIP-588: abort, then bump the epoch and go on.
+                if not commit:
+                    txn.bump_required = True
+                    self._after_abort(cb)
+                    return
+                err = KafkaError(err.code, f"{what}: the coordinator already aborted the transaction (open longer "
+                                           f"than transaction_timeout_ms?): {err.message or err.description}",
+                                 txn_requires_abort=True)
+                self._go_abortable(err)
+                self._call(cb, err)
+                return
             if err is not None:
                 err = KafkaError(err.code, f"{what}: EndTxn: {err.message or err.description}",
                                  fatal=err.code in FATAL_TXN_CODES, txn_requires_abort=err.code not in FATAL_TXN_CODES)
