@@ -98,7 +98,8 @@ class Client:
         or by ``timeout_ms`` when given), leave the group, then close every connection once it
         has sent what it still held (acks=0 records are reported when written to the socket's
         buffer; each socket gets request_timeout_ms); ``cb(None)`` at the end, or the first
-        error met. Records still unsent by then get ``KafkaError(DESTROY)``."""
+        error met. Records still unsent by then get ``KafkaError(DESTROY)``. A transaction still
+        open is aborted first."""
         if cb is not None and not callable(cb):
             raise TypeError(f"close: 'cb' must be callable or None, got {type(cb).__name__}")
         if timeout_ms is not None and (isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int)
@@ -135,7 +136,13 @@ class Client:
             self._consumer.close(consumer_closed)
 
         timer = None if timeout_ms is None else self.loop.call_later(timeout_ms / 1000.0, after_flush)
-        self._producer.flush(after_flush)
+        txn = self._producer.txn
+        if txn is not None and txn.open:
+            # As the Java client does: a transaction still open is aborted, not left to time out
+            # (read_committed readers would wait for it until transaction_timeout_ms).
+            txn.abort_transaction(lambda _err: self._producer.flush(after_flush))
+        else:
+            self._producer.flush(after_flush)
 
     # --- producer ------------------------------------------------------------------------------
     def produce(self, topic: str, key: RecordBytes, value: RecordBytes, cb: DeliveryCallback | None = None,

@@ -164,3 +164,25 @@ def test_alternate_commit_and_abort_many_transactions(kafka, make_topic, uv):
     everything = by_partition(peer_read_to_end(kafka.bootstrap, topic, PARTITIONS, "read_uncommitted"))
     assert everything == expected(False)
     assert _read_committed_with_kafkaev(kafka, topic, PARTITIONS, uv) == committed
+
+
+@pytest.mark.compat
+def test_close_aborts_an_open_transaction(kafka, topic, uv):
+    """Left open, the transaction would hold read_committed readers back at its first offset
+    until transaction_timeout_ms; close() aborts it."""
+    client = Client(kafka.bootstrap, loop=uv, transactional_id=f"txn-{topic}", linger_ms=1)
+    assert init(client, uv) is None
+    client.begin_transaction()
+    delivery = Delivery(5)
+    for n in range(5):
+        client.produce(topic, None, b"open-%d" % n, delivery.cb(n))
+    flush(client, uv)
+    assert not delivery.errors
+    close(client, uv)
+    other = Client(kafka.bootstrap, loop=uv, transactional_id=f"txn-other-{topic}")
+    assert init(other, uv) is None
+    other.begin_transaction()
+    other.produce(topic, None, b"after")
+    assert commit(other, uv) is None
+    close(other, uv)
+    assert [m.value() for m in peer_read_to_end(kafka.bootstrap, topic, 1, "read_committed")] == [b"after"]

@@ -123,6 +123,11 @@ class TransactionManager:
         self._idle_waiters: list[Callable[[], object]] = []
         self._closed = False
 
+    @property
+    def open(self) -> bool:
+        """A transaction is open (possibly failed) and neither committing nor aborting."""
+        return self.txn.state in (TxnState.IN_TRANSACTION, TxnState.ABORTABLE_ERROR)
+
     # --- what the sender and produce() ask ----------------------------------------------------
     @property
     def produce_max_version(self) -> int | None:
