@@ -116,8 +116,9 @@ class Transaction:
         self.record_failed = None
 
     def abortable(self, err: KafkaError) -> None:
-        """The open transaction cannot commit any more; a fatal error stays fatal."""
-        if self.state in (TxnState.IN_TRANSACTION, TxnState.COMMITTING, TxnState.ABORTING):
+        """The open transaction cannot commit any more. Not while aborting (the abort goes on,
+        its own failure is the abort's) nor once fatal."""
+        if self.state in (TxnState.IN_TRANSACTION, TxnState.COMMITTING):
             self.error = err
             self.to(TxnState.ABORTABLE_ERROR)
 

@@ -531,7 +531,7 @@ class TransactionManager:
 
     def _go_abortable(self, err: KafkaError) -> None:
         txn = self.txn
-        if txn.state in (TxnState.IN_TRANSACTION, TxnState.COMMITTING):
+        if txn.sending:
             txn.abortable(err)
             self._producer.close_open_batches()  # produce() now meets the refusal at once
 
