@@ -212,3 +212,29 @@ def test_a_record_failed_inside_a_transaction_requires_an_abort(kafka, make_topi
 def test_kafkaev_exports_the_group_metadata_type():
     meta = kafkaev.ConsumerGroupMetadata("g", 3, "m-1", "i-1")
     assert (meta.group_id, meta.generation_id, meta.member_id, meta.group_instance_id) == ("g", 3, "m-1", "i-1")
+
+
+@pytest.mark.compat
+def test_a_commit_hears_at_once_when_a_record_of_it_fails(kafka, make_topic, uv):
+    """The commit does not wait for records that will never be sent once the transaction
+    cannot commit; the abort then fails them, each once."""
+    topic = make_topic(partitions=2, config={"max.message.bytes": "2000"})
+    # Small batches, one request at a time: most of partition 1's are still queued when
+    # partition 0's record is refused.
+    client = Client(kafka.bootstrap, loop=uv, transactional_id=f"txn-{topic}", linger_ms=1,
+                    delivery_timeout_ms=60000, batch_size=256, max_in_flight=1)
+    assert init(client, uv) is None
+    client.begin_transaction()
+    delivery = Delivery(2001)
+    client.produce(topic, None, b"x" * 5000, delivery.cb(0), partition=0)  # refused by the topic
+    for n in range(1, 2001):  # partition 0's only batch is the refused record: no split
+        client.produce(topic, None, b"small-%d" % n, delivery.cb(n), partition=1)
+    started = uv.time()
+    err = commit(client, uv, timeout=20)
+    assert isinstance(err, KafkaError) and err.txn_requires_abort and not err.fatal, err
+    assert uv.time() - started < 20
+    assert abort(client, uv) is None
+    delivery.assert_each_once()
+    assert delivery.errors[0].code == MESSAGE_TOO_LARGE
+    close(client, uv)
+    assert peer_read_to_end(kafka.bootstrap, topic, 2, "read_committed") == []
