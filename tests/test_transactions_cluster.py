@@ -35,7 +35,7 @@ def test_transactions_survive_the_coordinator_being_killed(kafka3, make_topic, u
                 killed = manager._link.node_id
                 kafka3.kill(killed)  # mid-transaction: records in flight, the commit still to come
             err = commit(client, uv, timeout=180)
-            uv.run_until_complete(wait_for(lambda: delivery.complete, 180, "every record's callback"))
+            uv.run_until_complete(wait_for(lambda d=delivery: d.complete, 180, "every record's callback"))
             delivery.assert_each_once()
             if err is None:
                 assert not delivery.errors

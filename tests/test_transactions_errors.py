@@ -238,3 +238,26 @@ def test_a_commit_hears_at_once_when_a_record_of_it_fails(kafka, make_topic, uv)
     assert delivery.errors[0].code == MESSAGE_TOO_LARGE
     close(client, uv)
     assert peer_read_to_end(kafka.bootstrap, topic, 2, "read_committed") == []
+
+
+@pytest.mark.compat
+def test_a_fenced_client_closes_at_once_failing_what_it_never_sent(kafka, topic, uv):
+    tid = f"txn-{topic}"
+    first = Client(kafka.bootstrap, loop=uv, transactional_id=tid, linger_ms=1, batch_size=256, max_in_flight=1,
+                   delivery_timeout_ms=60000)
+    assert init(first, uv) is None
+    first.begin_transaction()
+    warmup = Delivery(1)
+    first.produce(topic, None, b"first", warmup.cb(0))
+    flush(first, uv)
+    second = Client(kafka.bootstrap, loop=uv, transactional_id=tid)
+    assert init(second, uv) is None
+    delivery = Delivery(2000)
+    for n in range(2000):  # small batches, one request at a time: most stay queued
+        first.produce(topic, None, b"late-%d" % n, delivery.cb(n))
+    uv.run_until_complete(wait_for(lambda: _state(first) is TxnState.FATAL_ERROR, 30, "the fence"))
+    close(first, uv, timeout=20)
+    delivery.assert_each_once()
+    assert not delivery.metas
+    assert all(e.fatal for e in delivery.errors.values())
+    close(second, uv)

@@ -39,6 +39,7 @@ from ..config import ClientConfig
 from ..errors import (
     CONCURRENT_TRANSACTIONS,
     DESTROY,
+    FATAL,
     FATAL_CODES,
     INVALID_PRODUCER_EPOCH,
     INVALID_TXN_STATE,
@@ -312,6 +313,20 @@ class TransactionManager:
                 self._end_txn(False, cb)
 
         self._producer.flush(flushed)  # waits for what is in flight
+
+    def before_close(self, then: Callable[[], object]) -> None:
+        """The client closes: abort a transaction still open; after a fatal error, fail what will
+        never be sent now. Then ``then()``."""
+        txn = self.txn
+        if self.open:
+            self.abort_transaction(lambda _err: then())
+            return
+        if txn.state is TxnState.FATAL_ERROR:
+            cause = txn.error
+            self._producer.abort_unsent(KafkaError(cause.code if cause is not None else FATAL,
+                                                   f"not sent: the transactional producer stopped after {cause}",
+                                                   fatal=True))
+        then()
 
     def close(self) -> None:
         self._closed = True
