@@ -261,3 +261,25 @@ def test_a_fenced_client_closes_at_once_failing_what_it_never_sent(kafka, topic,
     assert not delivery.metas
     assert all(e.fatal for e in delivery.errors.values())
     close(second, uv)
+
+
+@pytest.mark.compat
+def test_a_batch_split_inside_a_transaction_keeps_its_sequences(kafka, make_topic, uv):
+    """A batch larger than the topic allows is split (MESSAGE_TOO_LARGE); inside a transaction
+    the halves take its sequences, so the transaction still commits, every record once, in order."""
+    topic = make_topic(config={"max.message.bytes": "2000"})
+    client = Client(kafka.bootstrap, loop=uv, transactional_id=f"txn-{topic}", linger_ms=50)
+    assert init(client, uv) is None
+    for txn in range(2):
+        client.begin_transaction()
+        delivery = Delivery(60)
+        for n in range(60):
+            client.produce(topic, None, b"%d-%02d-" % (txn, n) + b"v" * 200, delivery.cb(n))
+        assert commit(client, uv) is None
+        delivery.assert_each_once()
+        assert not delivery.errors
+        offsets = [delivery.metas[n].offset for n in range(60)]
+        assert offsets == sorted(offsets)
+    close(client, uv)
+    got = [m.value()[:5] for m in peer_read_to_end(kafka.bootstrap, topic, 1, "read_committed")]
+    assert got == [b"%d-%02d-" % (t, n) for t in range(2) for n in range(60)]
