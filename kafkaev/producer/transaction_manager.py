@@ -50,7 +50,6 @@ from ..errors import (
     STATE,
     TIMED_OUT,
     TRANSPORT,
-    UNKNOWN_TOPIC_OR_PARTITION,
     KafkaError,
 )
 from ..protocol.codec import (
@@ -528,8 +527,7 @@ class TransactionManager:
             coordinator_moved = link.on_error_code(err.code)
             if err.code in CONNECTION_LOST:
                 link.forget()
-            retriable = coordinator_moved or err.code in RETRIABLE_CODES or err.code in CONNECTION_LOST or (
-                err.retriable and err.code != UNKNOWN_TOPIC_OR_PARTITION)
+            retriable = coordinator_moved or err.retriable or err.code in RETRIABLE_CODES or err.code in CONNECTION_LOST
             if retriable and not self._closed and self._loop.time() < deadline:
                 self._loop.call_later(backoff.next_delay_s(), attempt)
                 return
