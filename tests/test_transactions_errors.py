@@ -56,6 +56,8 @@ def test_wrong_use_is_refused_at_once_naming_the_state(kafka, topic, uv):
         client.group_metadata()
     with pytest.raises(TypeError, match="'group_metadata' must be a kafkaev.ConsumerGroupMetadata"):
         client.send_offsets_to_transaction({(topic, 0): 1}, ("g", 1, "m"), lambda err: None)  # type: ignore[arg-type]
+    with pytest.raises(KafkaError, match="send_offsets_to_transaction: the consumer is in no generation"):
+        client.send_offsets_to_transaction({(topic, 0): 1}, ConsumerGroupMetadata("g", -1, ""), lambda err: None)
     with pytest.raises(ValueError, match="send_offsets_to_transaction: offset for"):
         client.send_offsets_to_transaction({(topic, 0): -5}, meta, lambda err: None)
     with pytest.raises(TypeError, match="commit_transaction: 'cb' must be callable"):

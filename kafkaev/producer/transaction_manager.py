@@ -221,6 +221,11 @@ class TransactionManager:
         if not isinstance(group_metadata, ConsumerGroupMetadata):
             raise TypeError(f"{what}: 'group_metadata' must be a kafkaev.ConsumerGroupMetadata "
                             f"(consumer.group_metadata()), got {type(group_metadata).__name__}")
+        if group_metadata.generation_id < 0 or not group_metadata.member_id:
+            # Without a generation the group coordinator cannot tell a zombie (KIP-447).
+            raise KafkaError(STATE, f"{what}: the consumer is in no generation of group "
+                                    f"{group_metadata.group_id!r} (joining or rebalancing); abort_transaction() "
+                                    "and process its records again once it has its partitions")
         if not isinstance(offsets, Mapping):
             raise TypeError(f"{what}: 'offsets' must be a dict {{(topic, partition): offset}}, "
                             f"got {type(offsets).__name__}")
