@@ -148,6 +148,10 @@ class Connection:
         """``{api_key: (min_version, max_version)}`` as the broker reported them in ApiVersions;
         empty before the handshake."""
     @property
+    def finalized_features(self) -> dict[str, int]:
+        """The broker's finalized feature levels from ApiVersions v3+, ``{name: max level}``;
+        empty before the handshake and on brokers without features."""
+    @property
     def host(self) -> str | None:
         """The host given to connect(), or None before."""
     @property
@@ -212,10 +216,12 @@ class Connection:
         acks: int = -1,
         timeout_ms: int = 30000,
         transactional_id: str | None = None,
+        max_version: int | None = None,
     ) -> None:
         """One batch per partition in ONE request, grouped by topic in order of first appearance;
         v13+ (topics by id) only when every entry has a topic_id. A v13+ answer's topics get their
-        ``name`` back from the ids the request sent."""
+        ``name`` back from the ids the request sent. ``max_version`` caps the negotiated version
+        (a transactional producer on transactions v1 stays below v12)."""
     def fetch(
         self,
         topic: str,
