@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 from .cluster.metadata import ClusterMetadata, Metadata
 from .cluster.pool import ConnectionPool, Role
 from .config import ClientConfig
-from .consumer import Consumer
+from .consumer import Consumer, GroupMetadata
 from .error_sink import report_error
 from .errors import KafkaError
 from .producer import Producer
@@ -230,11 +230,14 @@ class Client:
         NO_OFFSET and lag LAG_UNKNOWN (both -1) while a position is still being looked up."""
         self._consumer.lag(cb)
 
-    def subscribe(self, topics: Sequence[str], **options: Unpack[SubscribeOptions]) -> None:
-        """Join ``group_id`` and read the partitions the group assigns from ``topics``; a second
-        call changes the topics (the group rebalances). Each option overrides the client option
-        of the same name; ``on_assign``/``on_revoke``/``on_lost`` get the partitions gained,
-        given up, or lost without a commit. Needs ``on_message`` or ``on_batch``."""
+    def subscribe(self, topics: Sequence[str] | None = None, **options: Unpack[SubscribeOptions]) -> None:
+        """Join ``group_id`` and read the partitions the group assigns from ``topics`` (or, with
+        ``pattern=``, from every topic whose whole name matches that regular expression); a
+        second call changes the subscription (the group rebalances). Each option overrides the
+        client option of the same name; ``group_protocol="consumer"`` joins with KIP-848's
+        protocol (the broker assigns, ``remote_assignor`` picks its assignor);
+        ``on_assign``/``on_revoke``/``on_lost`` get the partitions gained, given up, or lost
+        without a commit. Needs ``on_message`` or ``on_batch``."""
         self._consumer.subscribe(topics, **options)
 
     def commit(self, cb: DoneCallback | None = None,
@@ -271,6 +274,12 @@ class Client:
         """Leave the group: commit first (with auto_commit), revoke the partitions, send
         LeaveGroup; ``cb(None)`` once done, else ``cb(err)``."""
         self._consumer.unsubscribe(cb)
+
+    def group_metadata(self) -> GroupMetadata:
+        """The group member as a transactional producer's offset commit names it (group id,
+        generation or member epoch, member id, instance id). Raises KafkaError(STATE) when not
+        subscribed."""
+        return self._consumer.group_metadata()
 
     # --- shared plumbing -----------------------------------------------------------------------
     def _on_connection_error(self, node_id: int, role: Role, err: KafkaError) -> None:

@@ -108,6 +108,8 @@ Compression = Literal["none", "gzip", "snappy", "lz4", "zstd"]
 IsolationLevel = Literal["read_uncommitted", "read_committed"]
 AutoOffsetReset = Literal["earliest", "latest", "error"]
 AssignorName = Literal["cooperative-sticky", "range", "roundrobin"]
+GroupProtocol = Literal["classic", "consumer"]
+RemoteAssignorName = Literal["uniform", "range"]
 
 
 class ClientOptions(TypedDict, total=False):
@@ -154,8 +156,11 @@ class ClientOptions(TypedDict, total=False):
     max_partition_fetch_bytes: int
     isolation_level: IsolationLevel
     check_crcs: bool
+    client_rack: str | None
     # --- consumer group: defaults for subscribe() ---
     group_id: str | None
+    group_protocol: GroupProtocol
+    remote_assignor: RemoteAssignorName | None
     group_instance_id: str | None
     assignors: AssignorName | Sequence[AssignorName]
     session_timeout_ms: int
@@ -172,6 +177,9 @@ class SubscribeOptions(TypedDict, total=False):
     ``Consumer.subscribe``'s keyword arguments)."""
 
     group_id: str | None
+    pattern: str | None
+    group_protocol: GroupProtocol
+    remote_assignor: RemoteAssignorName | None
     on_assign: PartitionsCallback | None
     on_revoke: PartitionsCallback | None
     on_lost: PartitionsCallback | None

@@ -260,6 +260,7 @@ class Fetcher:
                     session_epoch=plan.epoch,
                     forgotten=plan.request_forgotten(leader.session.topic_ids),
                     session_topic_ids=leader.session.topic_ids,
+                    rack_id=config.client_rack or "",  # KIP-392: lets the leader name a closer replica
                 )
             except KafkaError as exc:
                 ctx.loop.call_soon(self._on_response, leader, plan, sent, None, exc)

@@ -14,16 +14,15 @@ States: UNJOINED -> JOINING -> SYNCING -> STABLE, back to JOINING on a rebalance
 * Auto-commit runs on its own timer and before every revocation; it only ever
   sends offsets above what is known to be committed.
 * Rebalance triggers: a member change (the coordinator tells via the heartbeat),
-  a subscription change, and a partition count change seen in metadata.
+  a subscription change, a partition count change seen in metadata, and under a
+  regex subscription a change in the set of topics the pattern matches (the client
+  matches it against the metadata of every topic).
 """
 
 from __future__ import annotations
 
 import asyncio
-import enum
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
 
 from kafkaev.backoff import Backoff
 from kafkaev.cluster.metadata import ClusterMetadata
@@ -39,12 +38,13 @@ from kafkaev.errors import (
 )
 from kafkaev.protocol import codec
 from kafkaev.protocol.connection import Connection
-from kafkaev.types import NO_OFFSET, TopicPartition
+from kafkaev.types import TopicPartition
 
 from .assignors import NO_GENERATION, Assignor, MemberSubscription
 from .context import MISSING_TOPIC_ERRORS, ConsumerContext
 from .coordinator import CoordinatorLink, retriable_group_error
-from .offsets import CommitOffset, OffsetManager
+from .membership import GroupMetadata, GroupOptions, GroupState, TopicSelection
+from .offsets import OffsetManager, positions_to_commit
 from .protocol import (
     PROTOCOL_TYPE,
     decode_assignment,
@@ -52,34 +52,11 @@ from .protocol import (
     encode_assignment,
     encode_subscription,
 )
-from .subscription import Phase, ResetKind
+from .subscription import Phase
 
 LEAVE_REASON = "the consumer is leaving the group"
-
-
-class GroupState(enum.Enum):
-    UNJOINED = "unjoined"
-    JOINING = "joining"
-    SYNCING = "syncing"
-    STABLE = "stable"
-    FAILED = "failed"  # fatal error reported; only unsubscribe() leaves this state
-    CLOSED = "closed"
-
-
-@dataclass(slots=True)
-class GroupOptions:
-    group_id: str
-    topics: frozenset[str]
-    assignors: tuple[Assignor, ...]
-    group_instance_id: str | None
-    session_timeout_ms: int
-    rebalance_timeout_ms: int
-    heartbeat_interval_ms: int
-    auto_commit: bool
-    auto_commit_interval_ms: int
-    on_assign: Callable[[list[TopicPartition]], Any] | None
-    on_revoke: Callable[[list[TopicPartition]], Any] | None
-    on_lost: Callable[[list[TopicPartition]], Any] | None
+# OffsetFetch v9+'s member epoch of a member that is not a consumer-protocol one.
+NO_MEMBER_EPOCH = -1
 
 
 class GroupMember:
@@ -93,6 +70,7 @@ class GroupMember:
         self.generation_id = NO_GENERATION
         self.protocol_name: str | None = None
         self.state = GroupState.UNJOINED
+        self.topics = options.selection.topics  # the subscribed names, or those the pattern matches
         self.link = CoordinatorLink(ctx, options.group_id)
         self.offsets = OffsetManager(ctx, self.link, self, require_stable=require_stable)
         self.owned: list[TopicPartition] = []
@@ -117,18 +95,32 @@ class GroupMember:
         assignor = self._assignor(self.protocol_name)
         return assignor is not None and assignor.cooperative
 
+    @property
+    def member_epoch_for_fetch(self) -> int:
+        return NO_MEMBER_EPOCH
+
+    def group_metadata(self) -> GroupMetadata:
+        return GroupMetadata(self.group_id, self.generation_id, self.member_id, self.group_instance_id)
+
     def start(self) -> None:
         # Join once the subscribed topics are in the metadata: the partition counts recorded at
         # assignment time must be real, or their first arrival would look like a change.
-        self.ctx.metadata.add_topics(self.options.topics)
+        self._track(self.options.selection)
         self._arm_auto_commit()
         self.ctx.metadata.refresh(lambda _md, _err: self._join())
 
-    def set_topics(self, topics: frozenset[str]) -> None:
+    def set_selection(self, selection: TopicSelection) -> None:
         """A new subscription: rejoin so the group learns it."""
-        self.options.topics = topics
-        self.ctx.metadata.add_topics(topics)
+        self.options.selection = selection
+        self._track(selection)
         self.ctx.metadata.refresh(lambda _md, _err: self.request_rejoin())
+
+    def _track(self, selection: TopicSelection) -> None:
+        self.ctx.metadata.track_all_topics(selection.regex is not None)
+        self.ctx.metadata.add_topics(selection.topics)
+
+    def _matching_topics(self) -> frozenset[str]:
+        return self.options.selection.matching(self.ctx.metadata.current)
 
     def request_rejoin(self) -> None:
         if self.state in (GroupState.FAILED, GroupState.CLOSED):
@@ -157,16 +149,8 @@ class GroupMember:
                          cb: Callable[[KafkaError | None], object] | None, *, only_advanced: bool) -> None:
         """Commit the current positions of ``partitions`` (default: all owned); from inside
         ``on_message``/``on_batch``, counting the records handed over so far."""
-        offsets: dict[TopicPartition, CommitOffset] = {}
-        for tp in self.owned if partitions is None else partitions:
-            state = self.ctx.subscription.get(tp)
-            if state is None or state.position < 0 or state.phase is Phase.AWAIT_COMMITTED:
-                continue
-            # From inside a callback: up to and including the record being delivered.
-            position, epoch = self.ctx.delivered(state)
-            if only_advanced and position <= self.offsets.last_committed.get(tp, NO_OFFSET):
-                continue
-            offsets[tp] = CommitOffset(position, epoch, None)
+        offsets = positions_to_commit(self.ctx, self.offsets, self.owned if partitions is None else partitions,
+                                      only_advanced=only_advanced)
         if self.generation_id == NO_GENERATION and offsets:
             if cb is not None:
                 self.ctx.loop.call_soon(self.ctx.call, cb, KafkaError(
@@ -233,12 +217,13 @@ class GroupMember:
         self.state = GroupState.JOINING
         self._rejoin_needed = False
         self._join_in_flight = True
-        topics = self.options.topics
+        topics = self.topics = self._matching_topics()
         self._joined_topics = topics
         protocols = [
             codec.JoinGroupRequestProtocol(
                 name=a.name,
-                metadata=encode_subscription(topics, self.owned, self.generation_id, a.user_data(self.generation_id)))
+                metadata=encode_subscription(topics, self.owned, self.generation_id, a.user_data(self.generation_id),
+                                             rack=self.options.client_rack))
             for a in self.options.assignors
         ]
 
@@ -412,7 +397,7 @@ class GroupMember:
         self.state = GroupState.STABLE
         self._join_backoff.reset()
         self._last_heartbeat_ok = self.ctx.loop.time()
-        self._partition_counts = self._partition_counts_of(self.options.topics)
+        self._partition_counts = self._partition_counts_of(self.topics)
         if revoked:
             # Cooperative: commit what was read of the partitions that move, then let them go.
             if self.options.auto_commit:
@@ -425,7 +410,7 @@ class GroupMember:
         if revoked and self.cooperative:
             # KIP-429: rejoin so the partitions just released go to their new owners.
             self._rejoin_needed = True
-        if self._rejoin_needed or self.options.topics != self._joined_topics:
+        if self._rejoin_needed or self._matching_topics() != self._joined_topics:
             self._rejoin_needed = False
             self._start_rebalance()
 
@@ -441,35 +426,10 @@ class GroupMember:
         self._load_committed(added, generation)
 
     def _load_committed(self, partitions: list[TopicPartition], generation: int) -> None:
-        snapshot = {tp: (s, s.generation) for tp in partitions if (s := self.ctx.subscription.get(tp)) is not None}
+        def still_owner() -> bool:
+            return self.state is GroupState.STABLE and self.generation_id == generation
 
-        def done(result: Any, err: KafkaError | None) -> None:
-            if err is not None:
-                self.ctx.report(err)
-                if self.state is GroupState.STABLE and self.generation_id == generation:
-                    self.ctx.loop.call_later(self._committed_backoff.next_delay_s(),
-                                             self._load_committed, partitions, generation)
-                return
-            self._committed_backoff.reset()
-            for tp, (state, state_generation) in snapshot.items():
-                if self.ctx.subscription.get(tp) is not state or state.generation != state_generation:
-                    continue  # the user seeked meanwhile, or it was revoked
-                committed = result.get(tp)
-                if committed is not None and committed.offset >= 0:
-                    state.seek(committed.offset, committed.leader_epoch)
-                    state.request_validation()
-                else:
-                    policy = self.ctx.auto_offset_reset
-                    if policy == "error":
-                        state.fail()
-                        self.ctx.report(KafkaError(
-                            STATE, f"{tp.topic}[{tp.partition}]: group {self.group_id!r} has no committed "
-                                   "offset and auto_offset_reset is 'error'; seek() to start"))
-                    else:
-                        state.request_reset(ResetKind.EARLIEST if policy == "earliest" else ResetKind.LATEST)
-            self.on_partitions_changed()
-
-        self.offsets.fetch(list(snapshot), done)
+        self.offsets.seek_to_committed(partitions, still_owner, self.on_partitions_changed)
 
     def _revoke(self, partitions: list[TopicPartition]) -> None:
         if not partitions:
@@ -583,10 +543,14 @@ class GroupMember:
 
     # --- metadata ------------------------------------------------------------------------------------
     def on_metadata(self) -> None:
-        """A partition count change of a subscribed topic means a new assignment is due."""
+        """A partition count change of a subscribed topic, or a change in the topics a pattern
+        matches, means a new assignment is due."""
         if self.state is not GroupState.STABLE:
             return
-        counts = self._partition_counts_of(self.options.topics)
+        if self._matching_topics() != self._joined_topics:
+            self._start_rebalance()
+            return
+        counts = self._partition_counts_of(self.topics)
         if counts != self._partition_counts:
             self._partition_counts = counts
             self._start_rebalance()

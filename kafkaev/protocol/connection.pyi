@@ -205,6 +205,7 @@ class Connection:
         session_epoch: int = -1,
         forgotten: Iterable[ForgottenPartitions] = (),
         session_topic_ids: Mapping[str, uuid.UUID] | None = None,
+        rack_id: str = "",
     ) -> None:
         """Fetch v13+ addresses topics by id: it is used only when every partition (and forgotten
         entry) carries a topic_id; otherwise the request is capped at v12 (names). A v13+ answer's
@@ -275,7 +276,14 @@ class Connection:
         cb: ResponseCallback[codec.OffsetFetchResponse],
         *,
         require_stable: bool = False,
-    ) -> None: ...  # None = all partitions the group committed
+        member_id: str | None = None,
+        member_epoch: int = -1,
+    ) -> None: ...  # None = all partitions the group committed; member_*: a KIP-848 member's (v9+)
+    def consumer_group_heartbeat(
+        self,
+        request: codec.ConsumerGroupHeartbeatRequest,
+        cb: ResponseCallback[codec.ConsumerGroupHeartbeatResponse],
+    ) -> None: ...
     def offset_for_leader_epoch(
         self, partitions: Iterable[EpochLookup], cb: ResponseCallback[codec.OffsetForLeaderEpochResponse]
     ) -> None: ...

@@ -1,0 +1,112 @@
+"""What the Consumer asks of a group member, whichever protocol it speaks.
+
+``subscribe(group_protocol="classic")`` makes a ``GroupMember`` (group.py: JoinGroup,
+SyncGroup, Heartbeat); ``group_protocol="consumer"`` a ``ConsumerGroupMember``
+(group_consumer.py: ConsumerGroupHeartbeat, KIP-848). Both are a ``Membership``: the
+Consumer knows nothing else of them. Their options are one ``GroupOptions``, the
+subscribed topics one ``TopicSelection``, and ``GroupMetadata`` is what a
+transactional producer needs of the member (KIP-447).
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from kafkaev.cluster.metadata import ClusterMetadata
+from kafkaev.errors import KafkaError
+from kafkaev.types import TopicPartition
+
+from .assignors import Assignor
+
+if TYPE_CHECKING:
+    from .offsets import OffsetManager
+
+# Leaving a consumer-protocol group (KIP-848): a dynamic member for good, a static one for now
+# (its partitions wait for it for the session timeout).
+LEAVE_EPOCH_DYNAMIC = -1
+LEAVE_EPOCH_STATIC = -2
+# The epoch a consumer-protocol member joins (and rejoins after being fenced) with.
+JOIN_EPOCH = 0
+
+
+class GroupState(enum.Enum):
+    UNJOINED = "unjoined"
+    JOINING = "joining"
+    SYNCING = "syncing"  # classic only: between JoinGroup and SyncGroup
+    STABLE = "stable"
+    FAILED = "failed"  # fatal error reported; only unsubscribe() leaves this state
+    CLOSED = "closed"
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMetadata:
+    """The member as a transactional producer's TxnOffsetCommit names it (KIP-447)."""
+
+    group_id: str
+    generation_id: int  # the classic generation, or the member epoch under "consumer"
+    member_id: str
+    group_instance_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class TopicSelection:
+    """What a member subscribes to: topic names, or a pattern (``regex`` as the user wrote it,
+    for the broker under "consumer"; ``compiled`` for matching metadata under "classic")."""
+
+    topics: frozenset[str]
+    regex: str | None = None
+
+    @property
+    def compiled(self) -> re.Pattern[str] | None:
+        return None if self.regex is None else re.compile(self.regex)
+
+    def matching(self, metadata: ClusterMetadata) -> frozenset[str]:
+        """The topics this selection names in ``metadata``: the pattern matched against every
+        (non-internal) topic as a whole name, as the Java client does."""
+        pattern = self.compiled
+        if pattern is None:
+            return self.topics
+        return frozenset(name for name, info in metadata.topics.items()
+                         if not info.is_internal and info.partitions and pattern.fullmatch(name))
+
+
+@dataclass(slots=True)
+class GroupOptions:
+    group_id: str
+    selection: TopicSelection
+    assignors: tuple[Assignor, ...]  # classic only
+    group_instance_id: str | None
+    session_timeout_ms: int  # classic only: the broker sets it under "consumer"
+    rebalance_timeout_ms: int
+    heartbeat_interval_ms: int  # classic only: the broker sets it under "consumer"
+    auto_commit: bool
+    auto_commit_interval_ms: int
+    on_assign: Callable[[list[TopicPartition]], Any] | None
+    on_revoke: Callable[[list[TopicPartition]], Any] | None
+    on_lost: Callable[[list[TopicPartition]], Any] | None
+    remote_assignor: str | None = None  # "consumer" only: None is the broker's default
+    client_rack: str | None = None
+
+
+class Membership(Protocol):
+    """A group member as the Consumer drives it."""
+
+    @property
+    def group_id(self) -> str: ...
+    @property
+    def state(self) -> GroupState: ...
+    @property
+    def offsets(self) -> OffsetManager: ...
+
+    def start(self) -> None: ...
+    def set_selection(self, selection: TopicSelection) -> None: ...
+    def commit_positions(self, partitions: Sequence[TopicPartition] | None,
+                         cb: Callable[[KafkaError | None], object] | None, *, only_advanced: bool) -> None: ...
+    def leave(self, cb: Callable[[KafkaError | None], object] | None) -> None: ...
+    def abandon(self) -> None: ...
+    def on_metadata(self) -> None: ...
+    def group_metadata(self) -> GroupMetadata: ...
