@@ -344,3 +344,29 @@ def test_a_second_process_with_a_live_instance_id_is_refused(kafka, make_topic, 
         first.client._consumer.abandon()
         if second is not None:
             second.client._consumer.abandon()
+
+
+# --- regex subscriptions -------------------------------------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_a_topic_created_after_subscribing_to_a_pattern_is_consumed(protocol, kafka, make_topic, loop):
+    prefix = f"rx{uuid.uuid4().hex[:8]}"
+    first = kafka.create_topic(f"{prefix}.one", partitions=2)
+    kafka.create_topic(f"other{prefix}.no", partitions=1)  # does not match: never assigned
+    received = Received()
+    owned: set[TopicPartition] = set()
+    client = connect(loop, kafka.bootstrap, on_batch=received.on_batch, on_error=received.on_error,
+                     metadata_max_age_ms=500)
+    client.subscribe(pattern=rf"{prefix}\..*", group_id=f"{prefix}-{protocol}", group_protocol=protocol,
+                     on_assign=owned.update, on_revoke=owned.difference_update)
+    try:
+        fill(kafka.bootstrap, first, 2, 10)
+        run_until(loop, lambda: received.count == 20, 60, "the records of the topic matching from the start")
+        second = kafka.create_topic(f"{prefix}.two", partitions=3)
+        fill(kafka.bootstrap, second, 3, 10)
+        run_until(loop, lambda: received.count == 50, 90, "the records of the topic created after subscribing")
+        assert {t for t, _p in received.offsets} == {first, second}
+        assert owned == {TopicPartition(first, p) for p in range(2)} | {TopicPartition(second, p) for p in range(3)}
+        assert not received.errors, received.errors
+    finally:
+        close(loop, client)
