@@ -14,14 +14,13 @@ import json
 import os
 import subprocess
 import threading
-import time
 import uuid
 from typing import Any
 
 import confluent_kafka
 import confluent_kafka.admin
 import pytest
-from consumer_helpers import Received, call, close, connect, fill, parse, run_until, sleep
+from consumer_helpers import Received, close, connect, fill, parse, run_until, sleep
 
 import kafkaev
 from kafkaev.consumer.membership import GroupState
