@@ -43,7 +43,7 @@ from kafkaev.types import TopicPartition
 from .assignors import NO_GENERATION, Assignor, MemberSubscription
 from .context import MISSING_TOPIC_ERRORS, ConsumerContext
 from .coordinator import CoordinatorLink, retriable_group_error
-from .membership import GroupMetadata, GroupOptions, GroupState, TopicSelection
+from .membership import GroupMetadata, GroupOptions, GroupState, OwnedPartitions, TopicSelection
 from .offsets import OffsetManager, positions_to_commit
 from .protocol import (
     PROTOCOL_TYPE,
@@ -52,7 +52,6 @@ from .protocol import (
     encode_assignment,
     encode_subscription,
 )
-from .subscription import Phase
 
 LEAVE_REASON = "the consumer is leaving the group"
 # OffsetFetch v9+'s member epoch of a member that is not a consumer-protocol one.
@@ -73,7 +72,7 @@ class GroupMember:
         self.topics = options.selection.topics  # the subscribed names, or those the pattern matches
         self.link = CoordinatorLink(ctx, options.group_id)
         self.offsets = OffsetManager(ctx, self.link, self, require_stable=require_stable)
-        self.owned: list[TopicPartition] = []
+        self.ownership = OwnedPartitions(ctx, options, on_partitions_changed)
         self.on_partitions_changed = on_partitions_changed  # the fetcher's kick
         self._rejoin_needed = False
         self._join_in_flight = False
@@ -94,6 +93,10 @@ class GroupMember:
     def cooperative(self) -> bool:
         assignor = self._assignor(self.protocol_name)
         return assignor is not None and assignor.cooperative
+
+    @property
+    def owned(self) -> list[TopicPartition]:
+        return self.ownership.partitions
 
     @property
     def member_epoch_for_fetch(self) -> int:
@@ -403,7 +406,6 @@ class GroupMember:
             if self.options.auto_commit:
                 self.commit_positions(revoked, self._report_err, only_advanced=True)
             self._revoke(revoked)
-        self.owned = sorted(new)
         if added:
             self._assign(added)
         self._arm_heartbeat(0.0)
@@ -415,15 +417,8 @@ class GroupMember:
             self._start_rebalance()
 
     def _assign(self, added: list[TopicPartition]) -> None:
-        subscription = self.ctx.subscription
-        for tp in added:
-            state = subscription.add(tp)
-            state.phase = Phase.AWAIT_COMMITTED
-            state.generation += 1
-        generation = self.generation_id
-        if self.options.on_assign is not None:
-            self.ctx.call(self.options.on_assign, list(added))
-        self._load_committed(added, generation)
+        self.ownership.take(added)
+        self._load_committed(added, self.generation_id)
 
     def _load_committed(self, partitions: list[TopicPartition], generation: int) -> None:
         def still_owner() -> bool:
@@ -432,27 +427,10 @@ class GroupMember:
         self.offsets.seek_to_committed(partitions, still_owner, self.on_partitions_changed)
 
     def _revoke(self, partitions: list[TopicPartition]) -> None:
-        if not partitions:
-            return
-        if self.options.on_revoke is not None:
-            self.ctx.call(self.options.on_revoke, list(partitions))
-        self._drop(partitions)
+        self.ownership.revoke(partitions)
 
     def _lose_partitions(self) -> None:
-        """The partitions already belong to someone else: no commit, on_lost instead of on_revoke."""
-        lost = list(self.owned)
-        if not lost:
-            return
-        callback = self.options.on_lost or self.options.on_revoke
-        if callback is not None:
-            self.ctx.call(callback, lost)
-        self._drop(lost)
-
-    def _drop(self, partitions: list[TopicPartition]) -> None:
-        gone = set(partitions)
-        self.owned = [tp for tp in self.owned if tp not in gone]
-        self.ctx.subscription.remove(partitions)
-        self.on_partitions_changed()
+        self.ownership.lose()
 
     # --- heartbeat -----------------------------------------------------------------------------------
     def _arm_heartbeat(self, delay_s: float | None = None) -> None:

@@ -49,10 +49,10 @@ from .membership import (
     GroupMetadata,
     GroupOptions,
     GroupState,
+    OwnedPartitions,
     TopicSelection,
 )
 from .offsets import OffsetManager, positions_to_commit
-from .subscription import Phase
 
 # The heartbeat interval until the broker's first answer sets it.
 INITIAL_HEARTBEAT_INTERVAL_MS = 5000
@@ -73,7 +73,7 @@ class ConsumerGroupMember:
         self.state = GroupState.UNJOINED
         self.link = CoordinatorLink(ctx, options.group_id)
         self.offsets = OffsetManager(ctx, self.link, self, require_stable=require_stable)
-        self.owned: list[TopicPartition] = []
+        self.ownership = OwnedPartitions(ctx, options, on_partitions_changed)
         self.on_partitions_changed = on_partitions_changed  # the fetcher's kick
         # The broker's latest assignment (partitions by topic id), until reconciled to.
         self._target: dict[uuid.UUID, frozenset[int]] | None = None
@@ -96,6 +96,10 @@ class ConsumerGroupMember:
         self._reported: frozenset[TopicPartition] = frozenset()
 
     # --- the Membership interface -----------------------------------------------------------------
+    @property
+    def owned(self) -> list[TopicPartition]:
+        return self.ownership.partitions
+
     @property
     def generation_id(self) -> int:
         """What OffsetCommit v9+ carries in generation_id_or_member_epoch: the member epoch."""
@@ -388,14 +392,7 @@ class ConsumerGroupMember:
         after_commit(None)
 
     def _assign(self, added: list[TopicPartition]) -> None:
-        subscription = self.ctx.subscription
-        for tp in added:
-            state = subscription.add(tp)
-            state.phase = Phase.AWAIT_COMMITTED
-            state.generation += 1
-        self.owned = sorted(set(self.owned) | set(added))
-        if self.options.on_assign is not None:
-            self.ctx.call(self.options.on_assign, list(added))
+        self.ownership.take(added)
         member_id = self.member_id
 
         def still_owner() -> bool:
@@ -404,26 +401,10 @@ class ConsumerGroupMember:
         self.offsets.seek_to_committed(added, still_owner, self.on_partitions_changed)
 
     def _revoke(self, partitions: list[TopicPartition]) -> None:
-        if not partitions:
-            return
-        if self.options.on_revoke is not None:
-            self.ctx.call(self.options.on_revoke, list(partitions))
-        self._drop(partitions)
+        self.ownership.revoke(partitions)
 
     def _lose_partitions(self) -> None:
-        lost = list(self.owned)
-        if not lost:
-            return
-        callback = self.options.on_lost or self.options.on_revoke
-        if callback is not None:
-            self.ctx.call(callback, lost)
-        self._drop(lost)
-
-    def _drop(self, partitions: list[TopicPartition]) -> None:
-        gone = set(partitions)
-        self.owned = [tp for tp in self.owned if tp not in gone]
-        self.ctx.subscription.remove(partitions)
-        self.on_partitions_changed()
+        self.ownership.lose()
 
     # --- auto-commit ------------------------------------------------------------------------------
     def _arm_auto_commit(self) -> None:

@@ -21,6 +21,8 @@ from kafkaev.errors import KafkaError
 from kafkaev.types import TopicPartition
 
 from .assignors import Assignor
+from .context import ConsumerContext
+from .subscription import Phase
 
 if TYPE_CHECKING:
     from .offsets import OffsetManager
@@ -90,6 +92,54 @@ class GroupOptions:
     on_lost: Callable[[list[TopicPartition]], Any] | None
     remote_assignor: str | None = None  # "consumer" only: None is the broker's default
     client_rack: str | None = None
+
+
+class OwnedPartitions:
+    """The partitions a member owns, and the user's callbacks as they change: the one place
+    either protocol's member takes, revokes and loses partitions."""
+
+    __slots__ = ("ctx", "options", "partitions", "_changed")
+
+    def __init__(self, ctx: ConsumerContext, options: GroupOptions, changed: Callable[[], None]) -> None:
+        self.ctx = ctx
+        self.options = options
+        self.partitions: list[TopicPartition] = []
+        self._changed = changed  # the fetcher's kick
+
+    def take(self, added: list[TopicPartition]) -> None:
+        """Own ``added`` (each waits for its committed offset), then ``on_assign``."""
+        subscription = self.ctx.subscription
+        for tp in added:
+            state = subscription.add(tp)
+            state.phase = Phase.AWAIT_COMMITTED
+            state.generation += 1
+        self.partitions = sorted(set(self.partitions) | set(added))
+        if self.options.on_assign is not None:
+            self.ctx.call(self.options.on_assign, list(added))
+
+    def revoke(self, partitions: list[TopicPartition]) -> None:
+        """Give ``partitions`` up (``on_revoke``; the caller committed them, if it commits)."""
+        if not partitions:
+            return
+        if self.options.on_revoke is not None:
+            self.ctx.call(self.options.on_revoke, list(partitions))
+        self._drop(partitions)
+
+    def lose(self) -> None:
+        """Everything already belongs to someone else: no commit, ``on_lost`` instead of ``on_revoke``."""
+        lost = list(self.partitions)
+        if not lost:
+            return
+        callback = self.options.on_lost or self.options.on_revoke
+        if callback is not None:
+            self.ctx.call(callback, lost)
+        self._drop(lost)
+
+    def _drop(self, partitions: list[TopicPartition]) -> None:
+        gone = set(partitions)
+        self.partitions = [tp for tp in self.partitions if tp not in gone]
+        self.ctx.subscription.remove(partitions)
+        self._changed()
 
 
 class Membership(Protocol):
