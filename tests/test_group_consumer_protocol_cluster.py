@@ -93,3 +93,35 @@ def test_consumer_protocol_group_survives_its_coordinator_dying(kafka3, uv):
             m.client._consumer.abandon()
         if killed is not None:
             kafka3.restart(killed)
+
+
+@pytest.mark.slow
+def test_rack_aware_range_assignment_on_the_cluster(kafka3, uv):
+    """KIP-881: three classic members, one per rack, under range: each one's partitions have their
+    (only) replica in its rack wherever the placement allows it (plain range would ignore racks)."""
+    loop = uv
+    topic = kafka3.create_topic(kafka3.unique_topic_name("kip881"), partitions=6, replication_factor=1)
+    home = {p: kafka3.partition_state(topic, p).replicas[0] for p in range(6)}
+    assert len(set(home.values())) == 3, home  # one replica per partition, somewhere on every node
+    group = f"kip881-{uuid.uuid4().hex[:8]}"
+    owned: dict[int, set[TopicPartition]] = {n: set() for n in (1, 2, 3)}
+    clients = []
+    try:
+        for node in (1, 2, 3):
+            received = Received()
+            client = connect(loop, kafka3.bootstrap, on_batch=received.on_batch, client_rack=rack_of(node))
+            client.subscribe([topic], group_id=group, assignors=("range",), session_timeout_ms=6000,
+                             heartbeat_interval_ms=500, on_assign=owned[node].update,
+                             on_revoke=owned[node].difference_update)
+            clients.append(client)
+        everything = {TopicPartition(topic, p) for p in range(6)}
+        run_until(loop, lambda: settled(list(owned.values()), everything), 60, "three members in three racks")
+        sleep(loop, 1.0)
+        # Each member has its share (2) and as many of them in its rack as the placement allows.
+        for node, partitions in owned.items():
+            local_there = sum(1 for n in home.values() if n == node)
+            local_owned = sum(1 for tp in partitions if home[tp.partition] == node)
+            assert len(partitions) == 2 and local_owned == min(2, local_there), (node, partitions, home)
+    finally:
+        for client in clients:
+            client._consumer.abandon()

@@ -40,7 +40,7 @@ from kafkaev.protocol import codec
 from kafkaev.protocol.connection import Connection
 from kafkaev.types import TopicPartition
 
-from .assignors import NO_GENERATION, Assignor, MemberSubscription
+from .assignors import NO_GENERATION, Assignor, MemberSubscription, PartitionRacks
 from .context import MISSING_TOPIC_ERRORS, ConsumerContext
 from .coordinator import CoordinatorLink, retriable_group_error
 from .membership import GroupMetadata, GroupOptions, GroupState, OwnedPartitions, TopicSelection
@@ -322,13 +322,25 @@ class GroupMember:
                 self._join_in_flight = False
                 return
             counts = self._partition_counts_of(topics)
-            assignment = assignor.assign(counts, members)
+            assignment = assignor.assign_with_racks(counts, members, self._partition_racks(topics))
             payloads = [codec.SyncGroupRequestAssignment(member_id=m.member_id,
                                                          assignment=encode_assignment(assignment.of(m.member_id)))
                         for m in members]
             self._sync(payloads)
 
         self.ctx.metadata.refresh(with_metadata)
+
+    def _partition_racks(self, topics: set[str]) -> PartitionRacks:
+        """KIP-881: the racks of each partition's replicas, as the metadata names them."""
+        current = self.ctx.metadata.current
+        racks: dict[TopicPartition, frozenset[str]] = {}
+        for topic in topics:
+            info = current.topics.get(topic)
+            for p in info.partitions if info is not None else ():
+                found = frozenset(b.rack for r in p.replicas if (b := current.brokers.get(r)) is not None and b.rack)
+                if found:
+                    racks[TopicPartition(topic, p.partition)] = found
+        return racks
 
     def _partition_counts_of(self, topics: set[str] | frozenset[str]) -> dict[str, int]:
         counts = {}
