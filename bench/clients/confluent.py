@@ -18,6 +18,7 @@ from bench.measure import (
     stamp,
     summarize_latencies,
 )
+from bench.rebalance import REBALANCE_MEMBERS, PauseTracker, SteadyProducer, run_timeline
 from bench.spec import BUFFER_FULL_WAIT_S, E2E_TICK_S, PRODUCE_BUFFER_BYTES, RunResult, RunSpec
 
 CALLS_PER_CLOCK_CHECK = 1000
@@ -243,3 +244,43 @@ def consume(spec: RunSpec) -> RunResult:
         settings={**settings, "api": f"consume(num_messages={CONSUME_BATCH})", **_version()},
         note="" if records >= spec.count else f"stopped at {records}/{spec.count} (time cap or topic end)",
     )
+
+
+def rebalance(spec: RunSpec) -> RunResult:
+    """Four consumers on threads, a fifth joining and leaving (bench/rebalance.py)."""
+    tracker = PauseTracker(spec.partitions)
+    settings: dict[str, Any] = {"bootstrap.servers": spec.bootstrap, "group.id": f"bench-{spec.topic}",
+                                "group.protocol": spec.group_protocol, "auto.offset.reset": "latest",
+                                "fetch.wait.max.ms": 100}
+    if spec.group_protocol == "classic":
+        settings.update({"partition.assignment.strategy": spec.assignor, "session.timeout.ms": 10000,
+                         "heartbeat.interval.ms": 500})
+
+    class Member:
+        def __init__(self) -> None:
+            self.consumer = confluent_kafka.Consumer(settings)
+            self.consumer.subscribe([spec.topic])
+            self.stop = threading.Event()
+            self.thread = threading.Thread(target=self._run, daemon=True)
+            self.thread.start()
+
+        def _run(self) -> None:
+            while not self.stop.is_set():
+                for msg in self.consumer.consume(CONSUME_BATCH, 0.05):
+                    if msg.error() is None:
+                        tracker.delivered(msg.partition())
+            self.consumer.close()
+
+        def close(self) -> None:
+            self.stop.set()
+            self.thread.join(30)
+
+    producer = SteadyProducer(spec)
+    members = [Member() for _ in range(REBALANCE_MEMBERS)]
+    try:
+        run_timeline(spec, tracker, time.sleep, lambda: members.append(Member()), lambda: members.pop().close())
+    finally:
+        producer.close()
+        for m in members:
+            m.close()
+    return tracker.result({**settings, **_version()})
