@@ -246,14 +246,16 @@ def test_a_commit_with_a_stale_epoch_is_retried_with_the_new_one(harness):
     h.run_until(lambda: h.owned() == {0})
     h.ctx.subscription.get(TP(TOPIC, 0)).seek(42, 0)
 
-    def stale(req: ReceivedRequest) -> Any:
-        epoch[0] = 2  # the group moved on: the next heartbeat brings the member's new epoch
-        return commit_answer(STALE_MEMBER_EPOCH)(req)
+    def coordinator(req: ReceivedRequest) -> Any:
+        # The coordinator refuses a commit from an epoch older than the member's current one.
+        stale = req.body.generation_id_or_member_epoch < epoch[0]
+        return commit_answer(STALE_MEMBER_EPOCH if stale else NONE)(req)
 
-    h.cluster.script(ApiKey.OFFSET_COMMIT, stale, times=1)
+    h.cluster.script(ApiKey.OFFSET_COMMIT, coordinator)
+    epoch[0] = 2  # the group moved on; the member hears of it on its next heartbeat
     done: list[Any] = []
     h.member.commit_positions(None, done.append, only_advanced=False)
     h.run_until(lambda: bool(done))
     assert done == [None]
-    commits = h.cluster.requests_of(ApiKey.OFFSET_COMMIT)
-    assert [c.body.generation_id_or_member_epoch for c in commits] == [1, 2]
+    commits = [c.body.generation_id_or_member_epoch for c in h.cluster.requests_of(ApiKey.OFFSET_COMMIT)]
+    assert commits[0] == 1 and commits[-1] == 2 and h.member.member_epoch == 2, commits

@@ -87,6 +87,8 @@ class ConsumerGroupMember:
         self._heartbeat_in_flight = False
         self._heartbeat_due = False  # something to tell the broker as soon as the one in flight is answered
         self._heartbeat_backoff = Backoff(ctx.config.retry_backoff)
+        # Counts the joins: an answer to a heartbeat sent before the latest (re)join is stale.
+        self._joins = 0
         self._commit_handle: asyncio.TimerHandle | None = None
         self._leave_cb: Callable[[KafkaError | None], object] | None = None
         self._leaving = False  # leave() called: no new work, revoking and committing
@@ -189,6 +191,7 @@ class ConsumerGroupMember:
         self.state = GroupState.JOINING
         self.member_epoch = JOIN_EPOCH
         self._full_request = True
+        self._joins += 1
         self._send_heartbeat()
 
     def _heartbeat_soon(self) -> None:
@@ -257,11 +260,17 @@ class ConsumerGroupMember:
         req = self._request()
         sent_selection = self.options.selection
         sent_owned = self._reported
+        joins = self._joins
         if req.member_epoch < JOIN_EPOCH:
             self._leave_due = False
 
         def answered(resp: codec.ConsumerGroupHeartbeatResponse | None, err: KafkaError | None) -> None:
             self._heartbeat_in_flight = False
+            if joins != self._joins and req.member_epoch >= JOIN_EPOCH:
+                # Sent before the member was fenced and rejoined: its answer says nothing now.
+                if self._heartbeat_due or self._leave_due:
+                    self._send_heartbeat()
+                return
             if req.member_epoch < JOIN_EPOCH:
                 self._on_leave_answer(resp, err)
             else:
