@@ -43,7 +43,15 @@ from kafkaev.types import TopicPartition
 from .assignors import NO_GENERATION, Assignor, MemberSubscription, PartitionRacks
 from .context import MISSING_TOPIC_ERRORS, ConsumerContext
 from .coordinator import CoordinatorLink, retriable_group_error
-from .membership import GroupMetadata, GroupOptions, GroupState, OwnedPartitions, TopicSelection
+from .membership import (
+    AutoCommitTimer,
+    GroupMetadata,
+    GroupOptions,
+    GroupState,
+    OwnedPartitions,
+    TopicSelection,
+    report_error,
+)
 from .offsets import OffsetManager, positions_to_commit
 from .protocol import (
     PROTOCOL_TYPE,
@@ -79,7 +87,7 @@ class GroupMember:
         self._heartbeat_handle: asyncio.TimerHandle | None = None
         self._heartbeat_in_flight = False
         self._last_heartbeat_ok = ctx.loop.time()
-        self._commit_handle: asyncio.TimerHandle | None = None
+        self.auto_commit = AutoCommitTimer(ctx, options, self._auto_commit)
         # Each kind of request retries on its own backoff, reset when it next succeeds.
         retry = ctx.config.retry_backoff
         self._join_backoff = Backoff(retry)  # JoinGroup/SyncGroup, until an assignment lands
@@ -109,7 +117,7 @@ class GroupMember:
         # Join once the subscribed topics are in the metadata: the partition counts recorded at
         # assignment time must be real, or their first arrival would look like a change.
         self._track(self.options.selection)
-        self._arm_auto_commit()
+        self.auto_commit.start()
         self.ctx.metadata.refresh(lambda _md, _err: self._join())
 
     def set_selection(self, selection: TopicSelection) -> None:
@@ -177,7 +185,7 @@ class GroupMember:
             self.state = GroupState.CLOSED
             if not was_member or self.group_instance_id is not None:
                 # A static member's partitions wait for it for session_timeout_ms (KIP-345).
-                self._close_link()
+                self.link.close()
                 if cb is not None:
                     self.ctx.call(cb, None)
                 return
@@ -192,7 +200,7 @@ class GroupMember:
         """Stop at once without committing or leaving (the client is closing hard)."""
         self._stop_timers()
         self.state = GroupState.CLOSED
-        self._close_link()
+        self.link.close()
 
     # --- join / sync ------------------------------------------------------------------------------------
     def _start_rebalance(self) -> None:
@@ -516,20 +524,12 @@ class GroupMember:
         self._heartbeat_backoff.reset()
 
     # --- auto-commit ---------------------------------------------------------------------------------
-    def _arm_auto_commit(self) -> None:
-        if self.options.auto_commit and self.state is not GroupState.CLOSED:
-            self._commit_handle = self.ctx.loop.call_later(self.options.auto_commit_interval_ms / 1000.0,
-                                                           self._auto_commit)
-
     def _auto_commit(self) -> None:
-        self._commit_handle = None
         if self.state is GroupState.STABLE and self.owned:
             self.commit_positions(None, self._report_err, only_advanced=True)
-        self._arm_auto_commit()
 
     def _report_err(self, err: KafkaError | None) -> None:
-        if err is not None:
-            self.ctx.report(err)
+        report_error(self.ctx, err)
 
     # --- metadata ------------------------------------------------------------------------------------
     def on_metadata(self) -> None:
@@ -548,7 +548,7 @@ class GroupMember:
     # --- ending --------------------------------------------------------------------------------------
     def _send_leave(self, cb: Callable[[KafkaError | None], object] | None) -> None:
         def done(_resp: codec.LeaveGroupResponse | None, err: KafkaError | None) -> None:
-            self._close_link()
+            self.link.close()
             self.member_id = ""
             self.generation_id = NO_GENERATION
             if cb is not None:
@@ -570,15 +570,9 @@ class GroupMember:
 
         self.link.get(on_conn)
 
-    def _close_link(self) -> None:
-        self.link.forget()
-        self.link.closed = True
-
     def _stop_timers(self) -> None:
         self._stop_heartbeat()
-        if self._commit_handle is not None:
-            self._commit_handle.cancel()
-            self._commit_handle = None
+        self.auto_commit.stop()
 
     def _fatal(self, err: KafkaError) -> None:
         self.state = GroupState.FAILED

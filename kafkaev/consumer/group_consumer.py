@@ -46,11 +46,13 @@ from .membership import (
     JOIN_EPOCH,
     LEAVE_EPOCH_DYNAMIC,
     LEAVE_EPOCH_STATIC,
+    AutoCommitTimer,
     GroupMetadata,
     GroupOptions,
     GroupState,
     OwnedPartitions,
     TopicSelection,
+    report_error,
 )
 from .offsets import OffsetManager, positions_to_commit
 
@@ -89,7 +91,7 @@ class ConsumerGroupMember:
         self._heartbeat_backoff = Backoff(ctx.config.retry_backoff)
         # Counts the joins: an answer to a heartbeat sent before the latest (re)join is stale.
         self._joins = 0
-        self._commit_handle: asyncio.TimerHandle | None = None
+        self.auto_commit = AutoCommitTimer(ctx, options, self._auto_commit)
         self._leave_cb: Callable[[KafkaError | None], object] | None = None
         self._leaving = False  # leave() called: no new work, revoking and committing
         self._leave_due = False  # the leave heartbeat is to be sent
@@ -116,7 +118,7 @@ class ConsumerGroupMember:
 
     def start(self) -> None:
         self._track(self.options.selection)
-        self._arm_auto_commit()
+        self.auto_commit.start()
         self.ctx.metadata.refresh(lambda _md, _err: self._join())
 
     def set_selection(self, selection: TopicSelection) -> None:
@@ -171,7 +173,7 @@ class ConsumerGroupMember:
         """Stop at once without committing or leaving (the client is closing hard)."""
         self._stop_timers()
         self.state = GroupState.CLOSED
-        self._close_link()
+        self.link.close()
 
     def on_metadata(self) -> None:
         """Topic ids of the target may have names now."""
@@ -416,20 +418,12 @@ class ConsumerGroupMember:
         self.ownership.lose()
 
     # --- auto-commit ------------------------------------------------------------------------------
-    def _arm_auto_commit(self) -> None:
-        if self.options.auto_commit and self.state is not GroupState.CLOSED and not self._leaving:
-            self._commit_handle = self.ctx.loop.call_later(self.options.auto_commit_interval_ms / 1000.0,
-                                                           self._auto_commit)
-
     def _auto_commit(self) -> None:
-        self._commit_handle = None
         if self.state is GroupState.STABLE and self.owned and not self._reconciling:
             self.commit_positions(None, self._report_err, only_advanced=True)
-        self._arm_auto_commit()
 
     def _report_err(self, err: KafkaError | None) -> None:
-        if err is not None:
-            self.ctx.report(err)
+        report_error(self.ctx, err)
 
     # --- ending -----------------------------------------------------------------------------------
     def _on_leave_answer(self, resp: codec.ConsumerGroupHeartbeatResponse | None, err: KafkaError | None) -> None:
@@ -442,19 +436,13 @@ class ConsumerGroupMember:
         self._stop_timers()
         self.state = GroupState.CLOSED
         self.member_epoch = self._leave_epoch()
-        self._close_link()
+        self.link.close()
         if cb is not None:
             self.ctx.call(cb, err)
 
-    def _close_link(self) -> None:
-        self.link.forget()
-        self.link.closed = True
-
     def _stop_timers(self) -> None:
         self._stop_heartbeat()
-        if self._commit_handle is not None:
-            self._commit_handle.cancel()
-            self._commit_handle = None
+        self.auto_commit.stop()
 
     def _fatal(self, err: KafkaError) -> None:
         self.state = GroupState.FAILED

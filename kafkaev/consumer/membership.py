@@ -10,6 +10,7 @@ transactional producer needs of the member (KIP-447).
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import re
 from collections.abc import Callable, Sequence
@@ -140,6 +141,39 @@ class OwnedPartitions:
         self.partitions = [tp for tp in self.partitions if tp not in gone]
         self.ctx.subscription.remove(partitions)
         self._changed()
+
+
+class AutoCommitTimer:
+    """A member's auto_commit timer: ``due()`` every ``auto_commit_interval_ms`` until stopped
+    (the member decides whether there is something to commit)."""
+
+    __slots__ = ("ctx", "options", "due", "_handle")
+
+    def __init__(self, ctx: ConsumerContext, options: GroupOptions, due: Callable[[], None]) -> None:
+        self.ctx = ctx
+        self.options = options
+        self.due = due
+        self._handle: asyncio.TimerHandle | None = None
+
+    def start(self) -> None:
+        if self.options.auto_commit and self._handle is None:
+            self._handle = self.ctx.loop.call_later(self.options.auto_commit_interval_ms / 1000.0, self._fire)
+
+    def stop(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+    def _fire(self) -> None:
+        self._handle = None
+        self.due()
+        self.start()
+
+
+def report_error(ctx: ConsumerContext, err: KafkaError | None) -> None:
+    """A background commit's outcome: an error goes to on_error."""
+    if err is not None:
+        ctx.report(err)
 
 
 class Membership(Protocol):
