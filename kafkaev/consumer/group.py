@@ -116,19 +116,15 @@ class GroupMember:
     def start(self) -> None:
         # Join once the subscribed topics are in the metadata: the partition counts recorded at
         # assignment time must be real, or their first arrival would look like a change.
-        self._track(self.options.selection)
+        self.options.selection.track(self.ctx.metadata)
         self.auto_commit.start()
         self.ctx.metadata.refresh(lambda _md, _err: self._join())
 
     def set_selection(self, selection: TopicSelection) -> None:
         """A new subscription: rejoin so the group learns it."""
         self.options.selection = selection
-        self._track(selection)
+        selection.track(self.ctx.metadata)
         self.ctx.metadata.refresh(lambda _md, _err: self.request_rejoin())
-
-    def _track(self, selection: TopicSelection) -> None:
-        self.ctx.metadata.track_all_topics(selection.regex is not None)
-        self.ctx.metadata.add_topics(selection.topics)
 
     def _matching_topics(self) -> frozenset[str]:
         return self.options.selection.matching(self.ctx.metadata.current)

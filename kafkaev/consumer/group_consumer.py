@@ -117,14 +117,14 @@ class ConsumerGroupMember:
         return GroupMetadata(self.group_id, self.member_epoch, self.member_id, self.group_instance_id)
 
     def start(self) -> None:
-        self._track(self.options.selection)
+        self.options.selection.track(self.ctx.metadata)
         self.auto_commit.start()
         self.ctx.metadata.refresh(lambda _md, _err: self._join())
 
     def set_selection(self, selection: TopicSelection) -> None:
         """A new subscription: the next heartbeat (sent now) carries it."""
         self.options.selection = selection
-        self._track(selection)
+        selection.track(self.ctx.metadata)
         self.ctx.metadata.refresh()
         self._heartbeat_soon()
 
@@ -181,12 +181,6 @@ class ConsumerGroupMember:
             self._reconcile()
 
     # --- heartbeat --------------------------------------------------------------------------------
-    def _track(self, selection: TopicSelection) -> None:
-        # A regex subscription is matched by the broker; naming the ids it assigns needs the
-        # metadata of every topic.
-        self.ctx.metadata.track_all_topics(selection.regex is not None)
-        self.ctx.metadata.add_topics(selection.topics)
-
     def _join(self) -> None:
         if self.state in (GroupState.FAILED, GroupState.CLOSED) or self._leaving:
             return

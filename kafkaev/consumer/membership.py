@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from kafkaev.cluster.metadata import ClusterMetadata
+from kafkaev.cluster.metadata import ClusterMetadata, Metadata
 from kafkaev.errors import KafkaError
 from kafkaev.types import TopicPartition
 
@@ -66,6 +66,12 @@ class TopicSelection:
     @property
     def compiled(self) -> re.Pattern[str] | None:
         return None if self.regex is None else re.compile(self.regex)
+
+    def track(self, metadata: Metadata) -> None:
+        """Have the metadata follow these topics: a pattern needs every topic's name and id
+        (the client matches it under "classic"; under "consumer" the broker assigns by id)."""
+        metadata.track_all_topics(self.regex is not None)
+        metadata.add_topics(self.topics)
 
     def matching(self, metadata: ClusterMetadata) -> frozenset[str]:
         """The topics this selection names in ``metadata``: the pattern matched against every
