@@ -372,3 +372,17 @@ def test_a_topic_created_after_subscribing_to_a_pattern_is_consumed(protocol, ka
         assert not received.errors, received.errors
     finally:
         close(loop, client)
+
+
+@pytest.mark.slow
+def test_a_second_subscribe_changes_the_topics_and_keeps_the_protocol(kafka, make_topic, loop):
+    first, second = make_topic(partitions=2), make_topic(partitions=3)
+    member = Member(loop, kafka.bootstrap, first, f"resub-{uuid.uuid4().hex[:8]}")
+    try:
+        run_until(loop, lambda: len(member.snapshot()) == 2, 60, "the first topic's partitions")
+        member.client.subscribe([first, second], group_id=member.client._consumer.group.group_id)
+        wanted = {TopicPartition(first, p) for p in range(2)} | {TopicPartition(second, p) for p in range(3)}
+        run_until(loop, lambda: member.snapshot() == wanted, 60, "both topics' partitions")
+        assert member.client._consumer.group_protocol == "consumer" and member.revoked == []
+    finally:
+        close(loop, member.client)

@@ -3,12 +3,13 @@
 ``Consumer`` is the facade the client delegates to: manual assignment
 (assign/seek/seek_to_time/pause/resume), fetching (poll for one round,
 start/stop for continuous fetching), offset queries (offsets_for, lag) and the
-classic consumer group (subscribe/commit/committed/unsubscribe).
+consumer group, classic or KIP-848 (subscribe/commit/committed/unsubscribe/group_metadata).
 
 Files: ``subscription`` (assigned partitions and positions), ``fetcher`` and
-``fetch_session`` (pipelined Fetch, KIP-227), ``positions`` (ListOffsets,
-OffsetForLeaderEpoch), ``group``/``coordinator``/``offsets``/``protocol``/
-``assignors`` (group membership and commits).
+``fetch_session`` (pipelined Fetch, KIP-227), ``read_replica`` (KIP-392), ``positions``
+(ListOffsets, OffsetForLeaderEpoch), ``membership`` (what either protocol's member offers),
+``group``/``group_consumer`` (classic and KIP-848 membership), ``coordinator``/``offsets``/
+``protocol``/``assignors`` (the coordinator, commits, the classic payloads and assignors).
 """
 
 from __future__ import annotations
@@ -345,7 +346,8 @@ class Consumer:
         def pick(value: Any, default: Any) -> Any:
             return default if value is _UNSET else value
 
-        protocol = pick(group_protocol, c.group_protocol)
+        # A second subscribe() stays with the protocol the group was joined with unless told otherwise.
+        protocol = pick(group_protocol, c.group_protocol if self.group is None else self.group_protocol)
         if protocol == "consumer":
             for name, value in (("assignors", assignors), ("session_timeout_ms", session_timeout_ms),
                                 ("heartbeat_interval_ms", heartbeat_interval_ms)):
