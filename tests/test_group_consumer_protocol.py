@@ -20,7 +20,7 @@ from typing import Any
 import confluent_kafka
 import confluent_kafka.admin
 import pytest
-from consumer_helpers import Received, close, connect, fill, parse, run_until, sleep
+from consumer_helpers import Received, call, close, connect, fill, parse, run_until, sleep
 
 import kafkaev
 from kafkaev.consumer.membership import GroupState
@@ -177,6 +177,15 @@ class JavaMember:
             self.process.wait(10)
 
 
+def crash(loop: Any, client: kafkaev.Client) -> None:
+    """End ``client`` as a killed process would: no commit, no leave; its sockets close. A
+    client already closed is left alone."""
+    if client._consumer.closed:
+        return
+    client._consumer.abandon()
+    call(loop, client.close)
+
+
 def settled(owners: list[set[TopicPartition]], everything: set[TopicPartition]) -> bool:
     """Every partition owned by exactly one member, and every member owns some."""
     total = sum(len(o) for o in owners)
@@ -267,7 +276,7 @@ def test_mixed_group_moves_only_what_it_must_and_loses_nothing(kafka, make_topic
 
         # A kafkaev member dies (no leave, no commit): after the session its partitions move.
         killed = members[0]
-        killed.client._consumer.abandon()
+        crash(loop, killed.client)
         watched.remove(killed)
         run_until(loop, lambda: settled(owners(), everything), 90, "the group after a SIGKILL")
         check_commits_forward()
@@ -294,7 +303,7 @@ def test_mixed_group_moves_only_what_it_must_and_loses_nothing(kafka, make_topic
     finally:
         for m in members:
             if isinstance(m, Member):
-                m.client._consumer.abandon()
+                crash(loop, m.client)
             else:
                 m.close()
 
@@ -326,7 +335,7 @@ def test_static_member_restarted_within_the_session_gets_its_partitions_back(kaf
         assert all(not m.revoked for m in members[1:]), "another member's assignment changed"
     finally:
         for m in members:
-            m.client._consumer.abandon()
+            crash(loop, m.client)
 
 
 @pytest.mark.slow
@@ -343,9 +352,9 @@ def test_a_second_process_with_a_live_instance_id_is_refused(kafka, make_topic, 
         assert second.client._consumer.group_state() is GroupState.FAILED
         assert first.snapshot() == {TopicPartition(topic, 0), TopicPartition(topic, 1)}
     finally:
-        first.client._consumer.abandon()
+        crash(loop, first.client)
         if second is not None:
-            second.client._consumer.abandon()
+            crash(loop, second.client)
 
 
 # --- regex subscriptions -------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import uuid
 import pytest
 from conftest import rack_of
 from consumer_helpers import Received, connect, fill, run_until, sleep
-from test_group_consumer_protocol import Member, set_group_session, settled
+from test_group_consumer_protocol import Member, crash, set_group_session, settled
 
 from kafkaev.cluster.pool import Role
 from kafkaev.types import TopicPartition
@@ -90,7 +90,7 @@ def test_consumer_protocol_group_survives_its_coordinator_dying(kafka3, uv):
         assert settled([m.snapshot() for m in members], everything)
     finally:
         for m in members:
-            m.client._consumer.abandon()
+            crash(loop, m.client)
         if killed is not None:
             kafka3.restart(killed)
 
@@ -124,4 +124,4 @@ def test_rack_aware_range_assignment_on_the_cluster(kafka3, uv):
             assert len(partitions) == 2 and local_owned == min(2, local_there), (node, partitions, home)
     finally:
         for client in clients:
-            client._consumer.abandon()
+            crash(loop, client)

@@ -13,12 +13,14 @@ from typing import Any
 import confluent_kafka
 import pytest
 from consumer_helpers import Received, close, connect, run_until, sleep
-from test_group_consumer_protocol import set_group_session, settled
+from test_group_consumer_protocol import crash, set_group_session, settled
 
 from kafkaev.types import TopicPartition
 
 PARTITIONS = 12
 PRODUCE_EVERY_S = 0.002
+# At most one record in this many read twice over the whole migration.
+DUPLICATE_SHARE_LIMIT = 20
 
 
 class Producer:
@@ -50,13 +52,20 @@ class KafkaevMember:
     def __init__(self, loop: Any, bootstrap: str, topic: str, group: str, protocol: str) -> None:
         self.protocol = protocol
         self.owned: set[TopicPartition] = set()
-        self.moved: set[TopicPartition] = set()  # every partition it gave up or gained after the first
+        self.ever: set[TopicPartition] = set()  # every partition it was assigned
         self.received = Received()
         self.client = connect(loop, bootstrap, on_batch=self.received.on_batch, on_error=self.received.on_error)
-        extra: dict[str, Any] = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 500} \
+        # Classic members offer what the confluent-kafka ones do (range): in a group the broker
+        # has moved to the consumer protocol, a classic member that also offered
+        # cooperative-sticky had its SyncGroup refused with INCONSISTENT_GROUP_PROTOCOL.
+        extra: dict[str, Any] = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 500, "assignors": ("range",)} \
             if protocol == "classic" else {}
-        self.client.subscribe([topic], group_id=group, group_protocol=protocol, on_assign=self.owned.update,
+        self.client.subscribe([topic], group_id=group, group_protocol=protocol, on_assign=self._assign,
                               on_revoke=self.owned.difference_update, auto_commit_interval_ms=200, **extra)
+
+    def _assign(self, partitions: list[TopicPartition]) -> None:
+        self.owned.update(partitions)
+        self.ever.update(partitions)
 
     def snapshot(self) -> set[TopicPartition]:
         return set(self.owned)
@@ -74,6 +83,7 @@ class ConfluentMember:
         self.protocol = protocol
         self.consumer = confluent_kafka.Consumer(config)
         self.owned: set[TopicPartition] = set()
+        self.ever: set[TopicPartition] = set()
         self.received: dict[tuple[str, int], list[int]] = {}
         self.lock = threading.Lock()
         self.stop = threading.Event()
@@ -84,6 +94,7 @@ class ConfluentMember:
     def _assign(self, _c: Any, parts: list[Any]) -> None:
         with self.lock:
             self.owned.update(TopicPartition(p.topic, p.partition) for p in parts)
+            self.ever.update(TopicPartition(p.topic, p.partition) for p in parts)
 
     def _revoke(self, _c: Any, parts: list[Any]) -> None:
         with self.lock:
@@ -117,7 +128,6 @@ def test_online_migration_classic_to_consumer_and_back(kafka, make_topic, loop):
     everything = {TopicPartition(topic, p) for p in range(PARTITIONS)}
     producer = Producer(kafka.bootstrap, topic)
     retired: list[Any] = []
-    handed_over: set[int] = set()  # partitions a member owned when it moved
     members: list[Any] = [KafkaevMember(loop, kafka.bootstrap, topic, group, "classic"),
                           KafkaevMember(loop, kafka.bootstrap, topic, group, "classic"),
                           ConfluentMember(kafka.bootstrap, topic, group, "classic")]
@@ -127,7 +137,6 @@ def test_online_migration_classic_to_consumer_and_back(kafka, make_topic, loop):
         for target in ("consumer", "classic"):
             for index in range(len(members)):
                 old = members[index]
-                handed_over.update(tp.partition for tp in old.snapshot())
                 if isinstance(old, KafkaevMember):
                     close(loop, old.client)
                     members[index] = KafkaevMember(loop, kafka.bootstrap, topic, group, target)
@@ -167,9 +176,15 @@ def test_online_migration_classic_to_consumer_and_back(kafka, make_topic, loop):
         run_until(loop, complete, 120, "every record written during the migration")
         seen = read_by_all()
         twice = {p for p in range(PARTITIONS) if len(seen[(topic, p)]) != len(set(seen[(topic, p)]))}
-        # A record read twice only where a moving member handed its partition over (what was
-        # read but not committed yet when it moved).
-        assert twice <= handed_over, (twice, handed_over)
+        # A record read twice only in a partition that changed hands (what was read but not
+        # committed yet when it moved): one owned by two or more members over the run.
+        owners = {p: sum(1 for m in retired + members if TopicPartition(topic, p) in m.ever) for p in range(PARTITIONS)}
+        changed_hands = {p for p, count in owners.items() if count >= 2}
+        assert twice <= changed_hands, (twice, owners)
+        # Graceful moves commit what was read before letting go: the re-reads are the few records
+        # read between that commit and the revocation, nowhere near a partition read again.
+        duplicates = sum(len(v) - len(set(v)) for v in seen.values())
+        assert duplicates <= producer.sent // DUPLICATE_SHARE_LIMIT, (duplicates, producer.sent)
         for m in retired + members:
             if isinstance(m, KafkaevMember):
                 assert not m.received.errors, m.received.errors
@@ -177,6 +192,6 @@ def test_online_migration_classic_to_consumer_and_back(kafka, make_topic, loop):
         producer.stop.set()
         for m in members:
             if isinstance(m, KafkaevMember):
-                m.client._consumer.abandon()
+                crash(loop, m.client)
             else:
                 m.close()
