@@ -32,6 +32,7 @@ from bench.spec import (
     KIND_ENCODE,
     KIND_HANDLE,
     KIND_PRODUCE,
+    KIND_REBALANCE,
     KIND_ROUNDTRIP,
     RESULT_PREFIX,
     RunResult,
@@ -45,6 +46,8 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 # Seconds a worker may take beyond its own planned work (interpreter, imports, connecting, JVM start).
 RUN_OVERHEAD_S = 60.0
 PRODUCE_PARTITIONS = 3
+# rebalance: settling (up to 60 s), then the two phases of bench/rebalance.py, with room to spare.
+REBALANCE_TIME_CAP_S = 90.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +92,7 @@ def derive(kind: str, result: RunResult, landed: int | None) -> dict[str, float]
             delivered = landed - result.warmup_records
             figures["delivered"] = delivered
             figures["delivered_per_s"] = delivered / result.elapsed_s
-    if kind in (KIND_ROUNDTRIP, KIND_E2E, KIND_CONN):
+    if kind in (KIND_ROUNDTRIP, KIND_E2E, KIND_CONN, KIND_REBALANCE):
         figures.update({k: v for k, v in result.latency_us.items()})
     if kind in (KIND_ENCODE, KIND_DECODE) and result.cpu_s > 0 and result.records > 0:
         figures["records_per_s"] = result.records / result.cpu_s
@@ -134,6 +137,8 @@ class Runner:
             spec.count = plan.codec_records
         elif scenario.kind == KIND_CONN:
             spec.count = plan.conn_requests
+        elif scenario.kind == KIND_REBALANCE:
+            spec.duration_s = REBALANCE_TIME_CAP_S / 3  # the run's time cap, settling and both phases
         spec = replace(spec, **entry.overrides)
         if scenario.kind in (KIND_ENCODE, KIND_DECODE):
             spec.topic = ""  # no broker involved

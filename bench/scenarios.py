@@ -17,6 +17,7 @@ from bench.spec import (
     KIND_ENCODE,
     KIND_HANDLE,
     KIND_PRODUCE,
+    KIND_REBALANCE,
     KIND_ROUNDTRIP,
 )
 
@@ -42,6 +43,9 @@ DELIVERED_PER_S = Metric("delivered_per_s", "delivered msg/s", True)
 RECORDS_PER_S = Metric("records_per_s", "records/s CPU", True)
 NS_PER_RECORD = Metric("ns_per_record", "ns CPU/record", False)
 REQUESTS_PER_S = Metric("requests_per_s", "pipelined req/s", True)
+PAUSE_METRICS = (Metric("max_pause", "us", False), Metric("median_pause", "us", False))
+REBALANCE_PARTITIONS = 48
+REBALANCE_RATE = 5_000
 LATENCY_METRICS = tuple(Metric(name, "us", False) for name in ("p50", "p90", "p99", "p99.9"))
 
 
@@ -110,6 +114,15 @@ def all_scenarios(*, quick: bool) -> list[Scenario]:
                   Entry("aiokafka[async]", "aiokafka", {"mode": HANDLE_ASYNC})),
                  produce_metrics, {"value_size": 100}),
     ]
+    scenarios.append(Scenario(
+        "rebalance", f"A 4-member group on {REBALANCE_PARTITIONS} partitions, a fifth joins then leaves: the "
+        f"longest time a partition delivers nothing at {REBALANCE_RATE:,} msg/s", KIND_REBALANCE,
+        (Entry("kafkaev[classic-eager]", SUBJECT, {"assignor": "range"}),
+         Entry("kafkaev[classic-cooperative]", SUBJECT, {"assignor": "cooperative-sticky"}),
+         Entry("kafkaev[consumer]", SUBJECT, {"group_protocol": "consumer"}),
+         Entry("confluent[classic-cooperative]", "confluent", {"assignor": "cooperative-sticky"}),
+         Entry("confluent[consumer]", "confluent", {"group_protocol": "consumer"})),
+        PAUSE_METRICS, {"partitions": REBALANCE_PARTITIONS, "rate": REBALANCE_RATE, "value_size": 100}))
     micro_codecs = ("none", "lz4") if quick else ("none", *CODECS)
     for codec in micro_codecs:
         for kind, verb in ((KIND_ENCODE, "Encode"), (KIND_DECODE, "Decode")):

@@ -29,6 +29,7 @@ KIND_ROUNDTRIP = "roundtrip"  # produce one, wait for the ack, repeat
 KIND_E2E = "e2e"  # produce at a fixed rate, consume in the same process
 KIND_CONSUME = "consume"  # read `count` records from a pre-filled topic
 KIND_HANDLE = "handle"  # as a group member, run a no-op handler on `count` records, committing each batch
+KIND_REBALANCE = "rebalance"  # a group while a member joins and leaves: the longest pause (bench/rebalance.py)
 # Micro-benchmarks (bench/micro_runs.py), one side per process like the rest:
 KIND_ENCODE = "encode"  # build RecordBatches of `count` records with codec `compression`
 KIND_DECODE = "decode"  # read `count` records back from fetch-sized record sets
@@ -57,6 +58,8 @@ class RunSpec:
     rate: int = 0  # e2e: offered messages per second
     mode: str = CONSUME_BATCH  # consume: per-message or batch delivery
     partitions: int = 1
+    group_protocol: str = "classic"  # rebalance: "classic" or "consumer" (KIP-848)
+    assignor: str = ""  # rebalance under "classic": the one assignor the members offer
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))

@@ -284,11 +284,14 @@ class Client:
         NO_OFFSET and lag LAG_UNKNOWN (both -1) while a position is still being looked up."""
         self._consumer.lag(cb)
 
-    def subscribe(self, topics: Sequence[str], **options: Unpack[SubscribeOptions]) -> None:
-        """Join ``group_id`` and read the partitions the group assigns from ``topics``; a second
-        call changes the topics (the group rebalances). Each option overrides the client option
-        of the same name; ``on_assign``/``on_revoke``/``on_lost`` get the partitions gained,
-        given up, or lost without a commit. Needs ``on_message`` or ``on_batch``."""
+    def subscribe(self, topics: Sequence[str] | None = None, **options: Unpack[SubscribeOptions]) -> None:
+        """Join ``group_id`` and read the partitions the group assigns from ``topics`` (or, with
+        ``pattern=``, from every topic whose whole name matches that regular expression); a
+        second call changes the subscription (the group rebalances). Each option overrides the
+        client option of the same name; ``group_protocol="consumer"`` joins with KIP-848's
+        protocol (the broker assigns, ``remote_assignor`` picks its assignor);
+        ``on_assign``/``on_revoke``/``on_lost`` get the partitions gained, given up, or lost
+        without a commit. Needs ``on_message`` or ``on_batch``."""
         self._consumer.subscribe(topics, **options)
 
     def commit(self, cb: DoneCallback | None = None,

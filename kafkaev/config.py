@@ -149,6 +149,17 @@ def _seconds_to_ms(name: str, seconds: object) -> int:
     return max(round(value * 1000), 1) if value > 0 else 0
 
 
+GROUP_PROTOCOLS = ("classic", "consumer")
+# Options of the classic group protocol only, with their defaults: under "consumer" the broker
+# runs the assignor and sets the session timeout and the heartbeat interval.
+CLASSIC_DEFAULTS: dict[str, object] = {
+    "assignors": ("cooperative-sticky", "range"),
+    "session_timeout_ms": 45000,
+    "heartbeat_interval_ms": 3000,
+}
+CLASSIC_ONLY_OPTIONS = tuple(CLASSIC_DEFAULTS)
+
+
 # Old option name -> (its replacement, converter(old name, old value)), accepted for one release.
 DEPRECATED_OPTIONS: dict[str, tuple[str, Callable[[str, object], Any]]] = {
     "metadata_refresh_s": ("metadata_max_age_ms", _seconds_to_ms),
@@ -278,9 +289,13 @@ class ClientConfig:
     max_partition_fetch_bytes: int = 1048576
     isolation_level: str = "read_uncommitted"
     check_crcs: bool = True
+    # KIP-392 (Fetch) and KIP-848/KIP-881 (group assignment): the rack this client runs in.
+    client_rack: str | None = None
 
     # --- consumer group: defaults for subscribe() ---
     group_id: str | None = None
+    group_protocol: str = "classic"
+    remote_assignor: str | None = None
     group_instance_id: str | None = None
     assignors: tuple[str, ...] = ("cooperative-sticky", "range")
     session_timeout_ms: int = 45000
@@ -409,7 +424,7 @@ class ClientConfig:
         put(self, "isolation", ISOLATION_LEVELS[self.isolation_level])
         _check_bool("check_crcs", self.check_crcs)
 
-        for name in ("group_id", "group_instance_id"):
+        for name in ("group_id", "group_instance_id", "client_rack", "remote_assignor"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, str) or not value):
                 raise _fail(name, "a non-empty str or None", value)
@@ -428,6 +443,16 @@ class ClientConfig:
         if self.heartbeat_interval_ms >= self.session_timeout_ms:
             raise _fail("heartbeat_interval_ms", f"below session_timeout_ms ({self.session_timeout_ms})",
                         self.heartbeat_interval_ms)
+        if self.group_protocol not in GROUP_PROTOCOLS:
+            raise _fail("group_protocol", "'classic' or 'consumer'", self.group_protocol)
+        if self.group_protocol == "consumer":
+            # As librdkafka: what the broker decides under KIP-848 is an error to set.
+            for name in CLASSIC_ONLY_OPTIONS:
+                if getattr(self, name) != CLASSIC_DEFAULTS[name]:
+                    raise ValueError(f"option '{name}' is not supported with group_protocol='consumer' "
+                                     "(the broker sets it)")
+        elif self.remote_assignor is not None:
+            raise ValueError("option 'remote_assignor' needs group_protocol='consumer'")
         _check_bool("auto_commit", self.auto_commit)
         _check_int("auto_commit_interval_ms", self.auto_commit_interval_ms, 1)
         if self.auto_offset_reset not in AUTO_OFFSET_RESETS:

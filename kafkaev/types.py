@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, NamedTuple, TypedDict
 
 if TYPE_CHECKING:  # only for the annotations below: types.py imports nothing of the package at run time
@@ -54,13 +55,14 @@ class OffsetAndMetadata(NamedTuple):
     leader_epoch: int = NO_LEADER_EPOCH
 
 
-class ConsumerGroupMetadata(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupMetadata:
     """What ``group_metadata()`` says about a consumer group member, for
     ``send_offsets_to_transaction`` (KIP-447): the group coordinator refuses the offsets of a
     member whose generation is over, so a zombie cannot commit a transaction's offsets."""
 
     group_id: str
-    generation_id: int  # -1 (NO_GENERATION) while not in a generation
+    generation_id: int  # the classic generation, or the member epoch under "consumer"; -1 while in neither
     member_id: str
     group_instance_id: str | None = None
 
@@ -119,6 +121,8 @@ Compression = Literal["none", "gzip", "snappy", "lz4", "zstd"]
 IsolationLevel = Literal["read_uncommitted", "read_committed"]
 AutoOffsetReset = Literal["earliest", "latest", "error"]
 AssignorName = Literal["cooperative-sticky", "range", "roundrobin"]
+GroupProtocol = Literal["classic", "consumer"]
+RemoteAssignorName = Literal["uniform", "range"]
 
 
 class ClientOptions(TypedDict, total=False):
@@ -167,8 +171,11 @@ class ClientOptions(TypedDict, total=False):
     max_partition_fetch_bytes: int
     isolation_level: IsolationLevel
     check_crcs: bool
+    client_rack: str | None
     # --- consumer group: defaults for subscribe() ---
     group_id: str | None
+    group_protocol: GroupProtocol
+    remote_assignor: RemoteAssignorName | None
     group_instance_id: str | None
     assignors: AssignorName | Sequence[AssignorName]
     session_timeout_ms: int
@@ -185,6 +192,9 @@ class SubscribeOptions(TypedDict, total=False):
     ``Consumer.subscribe``'s keyword arguments)."""
 
     group_id: str | None
+    pattern: str | None
+    group_protocol: GroupProtocol
+    remote_assignor: RemoteAssignorName | None
     on_assign: PartitionsCallback | None
     on_revoke: PartitionsCallback | None
     on_lost: PartitionsCallback | None

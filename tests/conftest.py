@@ -18,7 +18,8 @@ subset meant for every version of the matrix):
     With ``KAFKAEV_BROKERS=host:port,...`` it is an ``ExternalCluster`` (bootstrap and the topic/metadata
     helpers only); with ``KAFKAEV_TESTCONTAINERS=1`` a ``ContainerCluster``.
 ``kafka3`` (session, started on first use)
-    Three nodes (ids 1, 2, 3) in one KRaft quorum; topics default to replication factor 3 and
+    Three nodes (ids 1, 2, 3) in one KRaft quorum, node n in rack ``rack-n`` with the
+    RackAwareReplicaSelector (``rack_of(n)``); topics default to replication factor 3 and
     ``min.insync.replicas=2``. Adds ``kill(node_id)`` (SIGKILL), ``pause(node_id)`` (SIGSTOP),
     ``resume(node_id)`` (SIGCONT), ``stop_node(node_id)``, ``restart(node_id)`` (same ports and data, waits
     until the node is back), ``running_nodes()``, ``live_bootstrap``, ``wait_in_sync(topic, partition,
@@ -97,6 +98,13 @@ from kafkaev.testing.versions import KafkaVersion, KafkaVersionError, broker_ver
 pytest_plugins = ["pytester"]  # test_exactly_once.py runs a test session of its own
 
 LOG_TAIL_LINES = 80
+RACK_AWARE_SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+
+
+def rack_of(node_id: int) -> str:
+    """The broker.rack of node ``node_id`` of ``kafka3``."""
+    return f"rack-{node_id}"
+
 TOPIC_NAME_LIMIT = 200
 
 
@@ -155,7 +163,11 @@ def kafka(_clusters: _LazyClusters, tmp_path_factory: pytest.TempPathFactory) ->
 def _kafka3_session(_clusters: _LazyClusters, tmp_path_factory: pytest.TempPathFactory) -> LocalCluster:
     if external_from_environment() is not None:
         pytest.skip("three-node tests need the local cluster; KAFKAEV_BROKERS/KAFKAEV_TESTCONTAINERS is set")
-    cluster = LocalCluster(nodes=3, directory=tmp_path_factory.mktemp("kafka-3nodes"))
+    # Each node in a rack of its own, and followers serve fetches to clients in their rack (KIP-392):
+    # a client without client_rack still reads from leaders only.
+    cluster = LocalCluster(nodes=3, directory=tmp_path_factory.mktemp("kafka-3nodes"),
+                           broker_config={"replica.selector.class": RACK_AWARE_SELECTOR},
+                           node_config={n: {"broker.rack": rack_of(n)} for n in (1, 2, 3)})
     _clusters.triple = cluster
     cluster.start()
     return cluster

@@ -159,3 +159,39 @@ def test_cooperative_rounds_never_move_a_partition_directly(partitions, member_c
         assert sorted(tp for p in owned.values() for tp in p) == [TP("t", p) for p in range(partitions)]
         loads = [len(p) for p in owned.values()]
         assert max(loads) - min(loads) <= 1
+
+
+# --- KIP-881: rack-aware assignment -----------------------------------------------------------------
+def _racked(*specs: tuple[str, str], topics=("t",)) -> list[MemberSubscription]:
+    return [MemberSubscription(member_id=m, topics=tuple(topics), rack=rack) for m, rack in specs]
+
+
+def _one_replica_each(count: int, racks: tuple[str, ...]) -> dict[TP, frozenset[str]]:
+    """Partition p's only replica in racks[p % len(racks)]."""
+    return {TP("t", p): frozenset({racks[p % len(racks)]}) for p in range(count)}
+
+
+def test_rack_aware_range_gives_each_member_partitions_in_its_rack():
+    racks = _one_replica_each(6, ("r1", "r2", "r3"))
+    got = RangeAssignor().assign_with_racks({"t": 6}, _racked(("a", "r1"), ("b", "r2"), ("c", "r3")), racks)
+    for member, rack in (("a", "r1"), ("b", "r2"), ("c", "r3")):
+        assert len(got.of(member)) == 2
+        assert all(rack in racks[tp] for tp in got.of(member)), (member, got.of(member))
+    # Without racks on the members it is the plain range layout.
+    plain = RangeAssignor().assign_with_racks({"t": 6}, _racked(("a", None), ("b", None), ("c", None)), racks)
+    assert plain.of("a") == [TP("t", 0), TP("t", 1)]
+
+
+def test_rack_aware_range_keeps_the_shares_when_racks_are_uneven():
+    racks = _one_replica_each(5, ("r1",))  # every replica in r1: only "a" can be local
+    got = RangeAssignor().assign_with_racks({"t": 5}, _racked(("a", "r1"), ("b", "r2")), racks)
+    assert sorted(len(got.of(m)) for m in "ab") == [2, 3]
+    assert sorted(got.of("a") + got.of("b")) == [TP("t", p) for p in range(5)]
+
+
+def test_rack_aware_cooperative_sticky_places_new_partitions_in_their_rack():
+    racks = _one_replica_each(6, ("r1", "r2", "r3"))
+    got = CooperativeStickyAssignor().assign_with_racks(
+        {"t": 6}, _racked(("a", "r1"), ("b", "r2"), ("c", "r3")), racks)
+    for member, rack in (("a", "r1"), ("b", "r2"), ("c", "r3")):
+        assert len(got.of(member)) == 2 and all(rack in racks[tp] for tp in got.of(member))

@@ -17,6 +17,7 @@ from kafkaev.config import ClientConfig
 from kafkaev.consumer.assignors import CooperativeStickyAssignor
 from kafkaev.consumer.context import ConsumerContext
 from kafkaev.consumer.group import GroupMember, GroupOptions, GroupState
+from kafkaev.consumer.membership import TopicSelection
 from kafkaev.consumer.offsets import CommitOffset
 from kafkaev.consumer.protocol import (
     decode_assignment,
@@ -101,7 +102,7 @@ class Harness:
         metadata.refresh()
         self.run_until(lambda: metadata.topic(TOPIC) is not None)
         self.ctx = ConsumerContext(loop, config, metadata, pool, SubscriptionState(), self.errors.append)
-        opts = dict(group_id="g", topics=frozenset({TOPIC}), assignors=(CooperativeStickyAssignor(),),
+        opts = dict(group_id="g", selection=TopicSelection(frozenset({TOPIC})), assignors=(CooperativeStickyAssignor(),),
                     group_instance_id=None, session_timeout_ms=6000, rebalance_timeout_ms=10000,
                     heartbeat_interval_ms=50, auto_commit=True, auto_commit_interval_ms=100000,
                     on_assign=lambda p: self.events.append(("assign", p)),

@@ -20,6 +20,7 @@ from bench.measure import (
     stamp,
     summarize_latencies,
 )
+from bench.rebalance import REBALANCE_MEMBERS, PauseTracker, SteadyProducer, run_timeline
 from bench.spec import BUFFER_FULL_WAIT_S, E2E_TICK_S, PRODUCE_BUFFER_BYTES, RunResult, RunSpec
 
 CALLS_PER_CLOCK_CHECK = 1000
@@ -279,3 +280,43 @@ def handle(spec: RunSpec) -> RunResult:
                      bytes=clock.records * spec.value_size,
                      settings={**settings, "api": "consume() + handler + store_offsets() + commit(asynchronous=True)",
                                **_version()}, note=clock.note())
+
+
+def rebalance(spec: RunSpec) -> RunResult:
+    """Four consumers on threads, a fifth joining and leaving (bench/rebalance.py)."""
+    tracker = PauseTracker(spec.partitions)
+    settings: dict[str, Any] = {"bootstrap.servers": spec.bootstrap, "group.id": f"bench-{spec.topic}",
+                                "group.protocol": spec.group_protocol, "auto.offset.reset": "latest",
+                                "fetch.wait.max.ms": 100}
+    if spec.group_protocol == "classic":
+        settings.update({"partition.assignment.strategy": spec.assignor, "session.timeout.ms": 10000,
+                         "heartbeat.interval.ms": 500})
+
+    class Member:
+        def __init__(self) -> None:
+            self.consumer = confluent_kafka.Consumer(settings)
+            self.consumer.subscribe([spec.topic])
+            self.stop = threading.Event()
+            self.thread = threading.Thread(target=self._run, daemon=True)
+            self.thread.start()
+
+        def _run(self) -> None:
+            while not self.stop.is_set():
+                for msg in self.consumer.consume(CONSUME_BATCH, 0.05):
+                    if msg.error() is None:
+                        tracker.delivered(msg.partition())
+            self.consumer.close()
+
+        def close(self) -> None:
+            self.stop.set()
+            self.thread.join(30)
+
+    producer = SteadyProducer(spec)
+    members = [Member() for _ in range(REBALANCE_MEMBERS)]
+    try:
+        run_timeline(spec, tracker, time.sleep, lambda: members.append(Member()), lambda: members.pop().close())
+    finally:
+        producer.close()
+        for m in members:
+            m.close()
+    return tracker.result({**settings, **_version()})

@@ -20,6 +20,7 @@ from bench.measure import (
     stamp,
     summarize_latencies,
 )
+from bench.rebalance import REBALANCE_MEMBERS, PauseTracker, SteadyProducer, run_timeline
 from bench.spec import (
     BUFFER_FULL_WAIT_S,
     CONSUME_PER_MESSAGE,
@@ -380,3 +381,37 @@ def handle(spec: RunSpec) -> RunResult:
                      settings={**settings, "api": f"Runner.consumer({spec.mode} handler, "
                                                   f"concurrency={spec.partitions})", **_version()},
                      note=clock.note())
+
+
+def rebalance(spec: RunSpec) -> RunResult:
+    """A group on one loop: four members, a fifth joining and leaving (bench/rebalance.py)."""
+    tracker = PauseTracker(spec.partitions)
+    group = f"bench-{spec.topic}"
+    protocol = spec.group_protocol
+    options: dict[str, Any] = {"group_id": group, "group_protocol": protocol, "auto_offset_reset": "latest"}
+    if protocol == "classic":
+        options.update({"assignors": (spec.assignor,), "session_timeout_ms": 10000, "heartbeat_interval_ms": 500})
+
+    def on_batch(messages: list[Any]) -> None:
+        tracker.delivered(messages[0].partition)
+
+    def member() -> Client:
+        client = Client(spec.bootstrap, on_batch=on_batch, fetch_max_wait_ms=100)
+        _connect(client)
+        client.subscribe([spec.topic], **options)
+        return client
+
+    producer = SteadyProducer(spec)
+    loop = default_loop()
+
+    def wait(seconds: float) -> None:
+        loop.run_until_complete(_sleep(seconds))
+
+    members = [member() for _ in range(REBALANCE_MEMBERS)]
+    try:
+        run_timeline(spec, tracker, wait, lambda: members.append(member()), lambda: _close(members.pop()))
+    finally:
+        producer.close()
+        for client in members:
+            _close(client)
+    return tracker.result({**options, **_version()})

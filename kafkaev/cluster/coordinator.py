@@ -78,6 +78,11 @@ class CoordinatorLink:
             self.pool.disconnect(self.node_id, self.role)
         self.node_id = NO_NODE
 
+    def close(self) -> None:
+        """The owner is done: forget the coordinator, and every later request fails at once."""
+        self.forget()
+        self.closed = True
+
     def on_error_code(self, code: int) -> bool:
         """True (and the coordinator is forgotten) when ``code`` says it moved or is loading."""
         if code in COORDINATOR_ERRORS:

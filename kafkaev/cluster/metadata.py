@@ -173,6 +173,8 @@ class Metadata:
         self.current = ClusterMetadata()
         self._create_topics: set[str] = set()  # producer topics: may be auto-created
         self._lookup_topics: set[str] = set()  # consumer topics: never auto-created
+        # A regex subscription needs every topic's name and id: rounds then ask for all topics.
+        self._all_topics = False
         self._listeners: list[Callable[[ClusterMetadata], object]] = []
         self._topic_waiters: dict[str, list[_TopicWaiter]] = {}
         self._round_waiters: list[Callable[[ClusterMetadata | None, KafkaError | None], object]] = []
@@ -217,6 +219,10 @@ class Metadata:
             self._create_topics.discard(t)
             self._lookup_topics.discard(t)
             self.current.topics.pop(t, None)
+
+    def track_all_topics(self, enabled: bool) -> None:
+        """Ask every round for all topics (a regex subscription), or only for the named ones."""
+        self._all_topics = enabled
 
     def add_listener(self, fn: Callable[[ClusterMetadata], object]) -> None:
         """``fn(metadata)`` after every applied refresh or leader update."""
@@ -275,7 +281,9 @@ class Metadata:
         requests: list[tuple[list[str] | None, bool]] = []
         if self._create_topics:
             requests.append((sorted(self._create_topics), True))
-        if self._lookup_topics or not requests:
+        if self._all_topics:
+            requests.append((None, False))
+        elif self._lookup_topics or not requests:
             requests.append((sorted(self._lookup_topics), False))
         # held here: a Connection is only referenced weakly by its own pending I/O
         self._round = _Round(self, requests)

@@ -3,17 +3,19 @@
 ``Consumer`` is the facade the client delegates to: manual assignment
 (assign/seek/seek_to_time/pause/resume), fetching (poll for one round,
 start/stop for continuous fetching), offset queries (offsets_for, lag) and the
-classic consumer group (subscribe/commit/committed/unsubscribe).
+consumer group, classic or KIP-848 (subscribe/commit/committed/unsubscribe/group_metadata).
 
 Files: ``subscription`` (assigned partitions and positions), ``fetcher`` and
-``fetch_session`` (pipelined Fetch, KIP-227), ``positions`` (ListOffsets,
-OffsetForLeaderEpoch), ``group``/``coordinator``/``offsets``/``protocol``/
-``assignors`` (group membership and commits).
+``fetch_session`` (pipelined Fetch, KIP-227), ``read_replica`` (KIP-392), ``positions``
+(ListOffsets, OffsetForLeaderEpoch), ``membership`` (what either protocol's member offers),
+``group``/``group_consumer`` (classic and KIP-848 membership), ``coordinator``/``offsets``/
+``protocol``/``assignors`` (the coordinator, commits, the classic payloads and assignors).
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -43,7 +45,9 @@ from .assignors import (
 )
 from .context import ConsumerContext
 from .fetcher import Fetcher
-from .group import GroupMember, GroupOptions, GroupState
+from .group import GroupMember
+from .group_consumer import ConsumerGroupMember
+from .membership import GroupOptions, GroupState, Membership, TopicSelection
 from .offsets import CommitOffset, Committed
 from .positions import list_offsets
 from .subscription import PartitionState, Phase, ResetKind, SubscriptionState
@@ -80,6 +84,24 @@ def partition_of(item: object, what: str) -> TopicPartition:
     raise ValueError(f"{what}: expected (topic, partition) with a str topic and an int partition >= 0, got {item!r}")
 
 
+def _selection_of(topics: object, pattern: object) -> TopicSelection:
+    """subscribe()'s topics or pattern (exactly one of them), checked."""
+    if pattern is not None:
+        if topics is not None:
+            raise ValueError("subscribe: pass 'topics' or 'pattern', not both")
+        if not isinstance(pattern, str) or not pattern:
+            raise ValueError(f"subscribe: 'pattern' must be a non-empty str (a regular expression), got {pattern!r}")
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ValueError(f"subscribe: 'pattern' {pattern!r} is not a regular expression: {exc}") from None
+        return TopicSelection(frozenset(), pattern)
+    if isinstance(topics, str) or not isinstance(topics, (list, tuple, set, frozenset)) or not topics \
+            or not all(isinstance(t, str) and t for t in topics):
+        raise ValueError(f"subscribe: 'topics' must be a non-empty list of topic names, got {topics!r}")
+    return TopicSelection(frozenset(topics))
+
+
 def _check_cb(name: str, cb: object, required: bool = False) -> None:
     if cb is None and not required:
         return
@@ -106,7 +128,8 @@ class Consumer:
         self.ctx = ConsumerContext(loop, config, metadata, pool, SubscriptionState(), report,
                                    auto_offset_reset=config.auto_offset_reset)
         self.fetcher = Fetcher(self.ctx, on_message=config.on_message, on_batch=config.on_batch)
-        self.group: GroupMember | None = None
+        self.group: Membership | None = None
+        self.group_protocol = config.group_protocol  # of the group joined, once subscribed
         self.closed = False
         metadata.add_listener(self._on_metadata)
 
@@ -295,9 +318,12 @@ class Consumer:
     # --- group ----------------------------------------------------------------------------------------
     def subscribe(
         self,
-        topics: Sequence[str],
+        topics: Sequence[str] | None = None,
         *,
+        pattern: str | None = None,
         group_id: str | None = _UNSET,
+        group_protocol: str = _UNSET,
+        remote_assignor: str | None = _UNSET,
         on_assign: Callable[[list[TopicPartition]], Any] | None = None,
         on_revoke: Callable[[list[TopicPartition]], Any] | None = None,
         on_lost: Callable[[list[TopicPartition]], Any] | None = None,
@@ -310,21 +336,31 @@ class Consumer:
         auto_commit_interval_ms: int = _UNSET,
         auto_offset_reset: str = _UNSET,
     ) -> None:
-        """Join ``group_id`` and read the partitions it assigns; a second call changes the
-        topics (the group rebalances). Defaults come from the client's options."""
+        """Join ``group_id`` and read the partitions it assigns of ``topics``, or of every topic
+        whose whole name matches ``pattern``; a second call changes the subscription (the group
+        rebalances). ``group_protocol="consumer"`` is KIP-848's protocol. Defaults come from the
+        client's options."""
         self._check_open("subscribe")
         self._require_handler("subscribe")
-        if isinstance(topics, str) or not isinstance(topics, (list, tuple, set, frozenset)) or not topics \
-                or not all(isinstance(t, str) and t for t in topics):
-            raise ValueError(f"subscribe: 'topics' must be a non-empty list of topic names, got {topics!r}")
+        selection = _selection_of(topics, pattern)
         c = self.config
 
         def pick(value: Any, default: Any) -> Any:
             return default if value is _UNSET else value
 
+        # A second subscribe() stays with the protocol the group was joined with unless told otherwise.
+        protocol = pick(group_protocol, c.group_protocol if self.group is None else self.group_protocol)
+        if protocol == "consumer":
+            for name, value in (("assignors", assignors), ("session_timeout_ms", session_timeout_ms),
+                                ("heartbeat_interval_ms", heartbeat_interval_ms)):
+                if value is not _UNSET:
+                    raise ValueError(f"subscribe: '{name}' is not supported with group_protocol='consumer' "
+                                     "(the broker sets it)")
         options = ClientConfig.from_kwargs(
             brokers=list(c.bootstrap),
             group_id=pick(group_id, c.group_id),
+            group_protocol=protocol,
+            remote_assignor=pick(remote_assignor, c.remote_assignor),
             group_instance_id=pick(group_instance_id, c.group_instance_id),
             session_timeout_ms=pick(session_timeout_ms, c.session_timeout_ms),
             rebalance_timeout_ms=pick(rebalance_timeout_ms, c.rebalance_timeout_ms),
@@ -339,34 +375,38 @@ class Consumer:
             if fn is not None and not callable(fn):
                 raise TypeError(f"subscribe: '{name}' must be callable or None, got {type(fn).__name__}")
         chosen = make_assignors(pick(assignors, c.assignors))
-        topic_set = frozenset(topics)
         if self.group is not None:
             if options.group_id != self.group.group_id:
                 raise KafkaError(STATE, f"subscribe: already in group {self.group.group_id!r}; unsubscribe() first")
-            self.group.set_topics(topic_set)
+            if protocol != self.group_protocol:
+                raise KafkaError(STATE, f"subscribe: the group is joined with group_protocol="
+                                        f"{self.group_protocol!r}; unsubscribe() first")
+            self.group.set_selection(selection)
             return
         if len(self.ctx.subscription):
             raise KafkaError(STATE, "subscribe: partitions are assigned manually; assign([]) first")
         self.ctx.auto_offset_reset = options.auto_offset_reset
-        self.group = GroupMember(
-            self.ctx,
-            GroupOptions(
-                group_id=options.group_id,
-                topics=topic_set,
-                assignors=chosen,
-                group_instance_id=options.group_instance_id,
-                session_timeout_ms=options.session_timeout_ms,
-                rebalance_timeout_ms=options.rebalance_timeout_ms,
-                heartbeat_interval_ms=options.heartbeat_interval_ms,
-                auto_commit=options.auto_commit,
-                auto_commit_interval_ms=options.auto_commit_interval_ms,
-                on_assign=on_assign,
-                on_revoke=on_revoke,
-                on_lost=on_lost,
-            ),
-            require_stable=self.config.isolation == ISOLATION_READ_COMMITTED,
-            on_partitions_changed=self.fetcher.kick,
+        group_options = GroupOptions(
+            group_id=options.group_id,
+            selection=selection,
+            assignors=chosen,
+            group_instance_id=options.group_instance_id,
+            session_timeout_ms=options.session_timeout_ms,
+            rebalance_timeout_ms=options.rebalance_timeout_ms,
+            heartbeat_interval_ms=options.heartbeat_interval_ms,
+            auto_commit=options.auto_commit,
+            auto_commit_interval_ms=options.auto_commit_interval_ms,
+            on_assign=on_assign,
+            on_revoke=on_revoke,
+            on_lost=on_lost,
+            remote_assignor=options.remote_assignor,
+            client_rack=c.client_rack,
         )
+        member_class = ConsumerGroupMember if protocol == "consumer" else GroupMember
+        self.group = member_class(self.ctx, group_options,
+                                  require_stable=self.config.isolation == ISOLATION_READ_COMMITTED,
+                                  on_partitions_changed=self.fetcher.kick)
+        self.group_protocol = protocol
         self.group.start()
         self.fetcher.start()
 
@@ -408,12 +448,6 @@ class Consumer:
 
         group.offsets.fetch(tps, answer)
 
-    def group_metadata(self) -> ConsumerGroupMetadata:
-        """The group member's identity now (group, generation, member id, instance id), for a
-        transactional producer's ``send_offsets_to_transaction`` (KIP-447)."""
-        group = self._group("group_metadata")
-        return ConsumerGroupMetadata(group.group_id, group.generation_id, group.member_id, group.group_instance_id)
-
     def unsubscribe(self, cb: Callable[[KafkaError | None], object] | None = None) -> None:
         """Commit (auto_commit), revoke, leave the group; ``cb(err)`` once."""
         _check_cb("unsubscribe", cb)
@@ -427,6 +461,12 @@ class Consumer:
 
     def group_state(self) -> GroupState | None:
         return None if self.group is None else self.group.state
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """The group member's identity now, for a transactional producer's
+        ``send_offsets_to_transaction`` (KIP-447): group id, generation (the member epoch under
+        "consumer"), member id, instance id."""
+        return self._group("group_metadata").group_metadata()
 
     # --- lifetime -------------------------------------------------------------------------------------
     def close(self, cb: Callable[[KafkaError | None], object] | None = None) -> None:
@@ -469,7 +509,7 @@ class Consumer:
             raise ValueError(f"{what}: {topic}[{partition}] is not assigned to this client")
         return state
 
-    def _group(self, what: str) -> GroupMember:
+    def _group(self, what: str) -> Membership:
         if self.group is None:
             raise KafkaError(STATE, f"{what}: the client is not subscribed to a group")
         return self.group

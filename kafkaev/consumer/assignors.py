@@ -14,6 +14,12 @@ Java client and librdkafka, so the algorithms follow theirs:
 Stickiness comes only from what each member reports in its subscription
 (owned partitions and generation), never from memory of a previous leader:
 the leader changes between generations.
+
+Rack awareness (KIP-881): a member reports its rack in the subscription, the leader
+knows each partition's replicas' racks from the metadata. ``range`` then gives each
+member, within its usual share, the partitions with a replica in its rack first;
+``cooperative-sticky`` places unowned partitions on a member in a matching rack when
+that keeps the balance. Without racks on both sides both behave as without KIP-881.
 """
 
 from __future__ import annotations
@@ -28,6 +34,9 @@ from kafkaev.types import TopicPartition
 NO_GENERATION = -1
 
 _INT32 = struct.Struct(">i")
+
+# The racks of each partition's replicas (KIP-881), from the leader's metadata.
+PartitionRacks = Mapping[TopicPartition, frozenset[str]]
 
 
 @dataclass(slots=True)
@@ -74,6 +83,13 @@ class Assignor:
     ) -> GroupAssignment:
         raise NotImplementedError
 
+    def assign_with_racks(
+        self, partition_counts: Mapping[str, int], members: Sequence[MemberSubscription], racks: PartitionRacks
+    ) -> GroupAssignment:
+        """``assign`` knowing where each partition's replicas are (KIP-881); an assignor that
+        does not use racks ignores them."""
+        return self.assign(partition_counts, members)
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
 
@@ -82,11 +98,22 @@ def _empty_assignment(members: Sequence[MemberSubscription]) -> GroupAssignment:
     return GroupAssignment({m.member_id: [] for m in members})
 
 
+def _rack_aware(consumers: Sequence[MemberSubscription], partitions: Sequence[TopicPartition],
+                racks: PartitionRacks) -> bool:
+    """Racks matter when every member has one and some partition's replicas have racks."""
+    return all(m.rack for m in consumers) and any(racks.get(tp) for tp in partitions)
+
+
 class RangeAssignor(Assignor):
     name = "range"
 
     def assign(
         self, partition_counts: Mapping[str, int], members: Sequence[MemberSubscription]
+    ) -> GroupAssignment:
+        return self.assign_with_racks(partition_counts, members, {})
+
+    def assign_with_racks(
+        self, partition_counts: Mapping[str, int], members: Sequence[MemberSubscription], racks: PartitionRacks
     ) -> GroupAssignment:
         result = _empty_assignment(members)
         ordered = sorted(members, key=MemberSubscription.sort_key)
@@ -97,13 +124,27 @@ class RangeAssignor(Assignor):
             if count <= 0 or not consumers:
                 continue
             per_member, extra = divmod(count, len(consumers))
-            start = 0
-            for index, member in enumerate(consumers):
-                length = per_member + (1 if index < extra else 0)
-                result.partitions[member.member_id].extend(
-                    TopicPartition(topic, p) for p in range(start, start + length)
-                )
-                start += length
+            shares = [per_member + (1 if index < extra else 0) for index in range(len(consumers))]
+            partitions = [TopicPartition(topic, p) for p in range(count)]
+            if not _rack_aware(consumers, partitions, racks):
+                start = 0
+                for member, length in zip(consumers, shares, strict=True):
+                    result.partitions[member.member_id].extend(partitions[start:start + length])
+                    start += length
+                continue
+            # KIP-881: each member's share filled with partitions in its rack first (lowest
+            # numbers first), the rest in order to the members still short of their share.
+            unassigned = list(partitions)
+            for member, length in zip(consumers, shares, strict=True):
+                local = [tp for tp in unassigned if member.rack in racks.get(tp, frozenset())][:length]
+                result.partitions[member.member_id].extend(local)
+                unassigned = [tp for tp in unassigned if tp not in set(local)]
+            for member, length in zip(consumers, shares, strict=True):
+                owned = result.partitions[member.member_id]
+                missing = length - sum(1 for tp in owned if tp.topic == topic)
+                owned.extend(unassigned[:missing])
+                del unassigned[:missing]
+                owned.sort()
         return result
 
 
@@ -189,8 +230,13 @@ class CooperativeStickyAssignor(Assignor):
     def assign(
         self, partition_counts: Mapping[str, int], members: Sequence[MemberSubscription]
     ) -> GroupAssignment:
+        return self.assign_with_racks(partition_counts, members, {})
+
+    def assign_with_racks(
+        self, partition_counts: Mapping[str, int], members: Sequence[MemberSubscription], racks: PartitionRacks
+    ) -> GroupAssignment:
         previous_owner = valid_ownership(partition_counts, members)
-        target = sticky_balanced(partition_counts, members, previous_owner)
+        target = sticky_balanced(partition_counts, members, previous_owner, racks)
         # A partition moving between two members is withheld for one generation:
         # its owner sees it revoked, releases it, and rejoins; then it is unowned.
         result = _empty_assignment(members)
@@ -205,6 +251,7 @@ def sticky_balanced(
     partition_counts: Mapping[str, int],
     members: Sequence[MemberSubscription],
     previous_owner: Mapping[TopicPartition, str],
+    racks: PartitionRacks | None = None,
 ) -> dict[str, list[TopicPartition]]:
     """A balanced assignment that moves as few owned partitions as it can.
 
@@ -212,7 +259,9 @@ def sticky_balanced(
     eligible member; then partitions move from the most loaded to the least
     loaded eligible member until no move narrows a gap of two or more. With equal
     subscriptions every member ends with floor or ceil of partitions/members.
-    Newly placed partitions move before owned ones.
+    Newly placed partitions move before owned ones. With ``racks`` (KIP-881) an unowned
+    partition goes to the least loaded member in one of its replicas' racks when that member
+    is no more loaded than the least loaded eligible one plus one and below the fair share.
     """
     ordered = sorted(members, key=MemberSubscription.sort_key)
     subscribed = {m.member_id: frozenset(m.topics) for m in ordered}
@@ -232,11 +281,25 @@ def sticky_balanced(
     def least_loaded(candidates: list[str]) -> str:
         return min(candidates, key=lambda mid: (len(assignment[mid]), rank[mid]))
 
+    rack_of = {m.member_id: m.rack for m in ordered}
+    use_racks = bool(racks) and _rack_aware(ordered, all_partitions, racks or {})
+    fair_share = -(-len(all_partitions) // max(len(ordered), 1))  # ceil
+
     for tp in all_partitions:
         if tp not in previous_owner:
             candidates = eligible(tp)
-            if candidates:
-                assignment[least_loaded(candidates)].append(tp)
+            if not candidates:
+                continue
+            chosen = least_loaded(candidates)
+            if use_racks:
+                replica_racks = (racks or {}).get(tp, frozenset())
+                local = [mid for mid in candidates if rack_of[mid] in replica_racks]
+                if local:
+                    nearest = least_loaded(local)
+                    if len(assignment[nearest]) < fair_share and \
+                            len(assignment[nearest]) <= len(assignment[chosen]) + 1:
+                        chosen = nearest
+            assignment[chosen].append(tp)
 
     candidates_of = {tp: eligible(tp) for tp in all_partitions}
     moved = True

@@ -48,6 +48,7 @@ from kafkaev.types import ISOLATION_READ_COMMITTED, NO_LEADER_EPOCH, TopicPartit
 from .context import STALE_METADATA_ERRORS, ConsumerContext
 from .fetch_session import FetchParams, FetchPlan, FetchSession
 from .positions import PositionResolver
+from .read_replica import NO_PREFERRED_REPLICA, ReadReplicas
 from .subscription import PartitionState, Phase
 
 SESSION_ERRORS = frozenset({FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH})
@@ -98,7 +99,8 @@ class Fetcher:
         self.isolation = config.isolation
         self.read_committed = config.isolation == ISOLATION_READ_COMMITTED
         self.check_crcs = config.check_crcs
-        self.leaders: dict[int, LeaderFetcher] = {}
+        self.leaders: dict[int, LeaderFetcher] = {}  # by the node fetched from (leader or KIP-392 replica)
+        self.read_replicas = ReadReplicas(ctx.config.metadata_max_age_ms)
         self.running = False
         self.closed = False
         self.positions = PositionResolver(ctx, config.isolation, self.kick)
@@ -223,7 +225,8 @@ class Fetcher:
             if leader == NO_LEADER:
                 need_metadata = True
                 continue
-            by_leader.setdefault(leader, []).append(state)
+            node = self.read_replicas.node_for(state.tp, leader, ctx.loop.time(), ctx.metadata.current.brokers)
+            by_leader.setdefault(node, []).append(state)
         if need_metadata:
             ctx.metadata.request_refresh()
         return by_leader
@@ -260,6 +263,7 @@ class Fetcher:
                     session_epoch=plan.epoch,
                     forgotten=plan.request_forgotten(leader.session.topic_ids),
                     session_topic_ids=leader.session.topic_ids,
+                    rack_id=config.client_rack or "",  # KIP-392: lets the leader name a closer replica
                 )
             except KafkaError as exc:
                 ctx.loop.call_soon(self._on_response, leader, plan, sent, None, exc)
@@ -300,6 +304,7 @@ class Fetcher:
 
     def _failed(self, leader: LeaderFetcher, err: KafkaError) -> None:
         leader.session.reset()
+        self.read_replicas.node_failed(leader.node_id)
         self.ctx.metadata.request_refresh()
         if not err.retriable:
             self.ctx.report(err)
@@ -331,6 +336,9 @@ class Fetcher:
                         or state.fetch_offset != s.offset):
                     continue  # seeked, reset, paused mid-way or revoked while in flight: stale data
                 code = p.error_code
+                if code != NONE and self.read_replicas.reading_from_replica(tp):
+                    self.read_replicas.fell_back(tp)  # KIP-392: any error sends it back to the leader
+                    continue
                 diverging = p.diverging_epoch
                 if code == NONE and diverging is not None and diverging.end_offset >= 0:
                     self._diverged(state, diverging)
@@ -376,6 +384,10 @@ class Fetcher:
         state.request_validation()
 
     def _records(self, state: PartitionState, p: codec.PartitionData) -> _Delivery | None:
+        preferred = getattr(p, "preferred_read_replica", NO_PREFERRED_REPLICA)
+        if preferred != NO_PREFERRED_REPLICA:  # KIP-392: no records; read from that node from now on
+            leader, _epoch = self.ctx.leader(state.topic, state.partition)
+            self.read_replicas.prefer(state.tp, preferred, leader, self.ctx.loop.time())
         state.high_watermark = p.high_watermark
         state.last_stable_offset = p.last_stable_offset
         state.log_start_offset = p.log_start_offset

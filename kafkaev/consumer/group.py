@@ -14,15 +14,15 @@ States: UNJOINED -> JOINING -> SYNCING -> STABLE, back to JOINING on a rebalance
 * Auto-commit runs on its own timer and before every revocation; it only ever
   sends offsets above what is known to be committed.
 * Rebalance triggers: a member change (the coordinator tells via the heartbeat),
-  a subscription change, and a partition count change seen in metadata.
+  a subscription change, a partition count change seen in metadata, and under a
+  regex subscription a change in the set of topics the pattern matches (the client
+  matches it against the metadata of every topic).
 """
 
 from __future__ import annotations
 
 import asyncio
-import enum
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from kafkaev.backoff import Backoff
@@ -39,12 +39,20 @@ from kafkaev.errors import (
 )
 from kafkaev.protocol import codec
 from kafkaev.protocol.connection import Connection
-from kafkaev.types import NO_OFFSET, TopicPartition
+from kafkaev.types import ConsumerGroupMetadata, TopicPartition
 
-from .assignors import NO_GENERATION, Assignor, MemberSubscription
+from .assignors import NO_GENERATION, Assignor, MemberSubscription, PartitionRacks
 from .context import MISSING_TOPIC_ERRORS, ConsumerContext
 from .coordinator import group_coordinator, retriable_group_error
-from .offsets import CommitOffset, OffsetManager
+from .membership import (
+    AutoCommitTimer,
+    GroupOptions,
+    GroupState,
+    OwnedPartitions,
+    TopicSelection,
+    report_error,
+)
+from .offsets import OffsetManager, positions_to_commit
 from .protocol import (
     PROTOCOL_TYPE,
     decode_assignment,
@@ -52,34 +60,10 @@ from .protocol import (
     encode_assignment,
     encode_subscription,
 )
-from .subscription import Phase, ResetKind
 
 LEAVE_REASON = "the consumer is leaving the group"
-
-
-class GroupState(enum.Enum):
-    UNJOINED = "unjoined"
-    JOINING = "joining"
-    SYNCING = "syncing"
-    STABLE = "stable"
-    FAILED = "failed"  # fatal error reported; only unsubscribe() leaves this state
-    CLOSED = "closed"
-
-
-@dataclass(slots=True)
-class GroupOptions:
-    group_id: str
-    topics: frozenset[str]
-    assignors: tuple[Assignor, ...]
-    group_instance_id: str | None
-    session_timeout_ms: int
-    rebalance_timeout_ms: int
-    heartbeat_interval_ms: int
-    auto_commit: bool
-    auto_commit_interval_ms: int
-    on_assign: Callable[[list[TopicPartition]], Any] | None
-    on_revoke: Callable[[list[TopicPartition]], Any] | None
-    on_lost: Callable[[list[TopicPartition]], Any] | None
+# OffsetFetch v9+'s member epoch of a member that is not a consumer-protocol one.
+NO_MEMBER_EPOCH = -1
 
 
 class GroupMember:
@@ -93,16 +77,17 @@ class GroupMember:
         self.generation_id = NO_GENERATION
         self.protocol_name: str | None = None
         self.state = GroupState.UNJOINED
+        self.topics = options.selection.topics  # the subscribed names, or those the pattern matches
         self.link = group_coordinator(ctx, options.group_id)
         self.offsets = OffsetManager(ctx, self.link, self, require_stable=require_stable)
-        self.owned: list[TopicPartition] = []
+        self.ownership = OwnedPartitions(ctx, options, on_partitions_changed)
         self.on_partitions_changed = on_partitions_changed  # the fetcher's kick
         self._rejoin_needed = False
         self._join_in_flight = False
         self._heartbeat_handle: asyncio.TimerHandle | None = None
         self._heartbeat_in_flight = False
         self._last_heartbeat_ok = ctx.loop.time()
-        self._commit_handle: asyncio.TimerHandle | None = None
+        self.auto_commit = AutoCommitTimer(ctx, options, self._auto_commit)
         # Each kind of request retries on its own backoff, reset when it next succeeds.
         retry = ctx.config.retry_backoff
         self._join_backoff = Backoff(retry)  # JoinGroup/SyncGroup, until an assignment lands
@@ -117,18 +102,32 @@ class GroupMember:
         assignor = self._assignor(self.protocol_name)
         return assignor is not None and assignor.cooperative
 
+    @property
+    def owned(self) -> list[TopicPartition]:
+        return self.ownership.partitions
+
+    @property
+    def member_epoch_for_fetch(self) -> int:
+        return NO_MEMBER_EPOCH
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        return ConsumerGroupMetadata(self.group_id, self.generation_id, self.member_id, self.group_instance_id)
+
     def start(self) -> None:
         # Join once the subscribed topics are in the metadata: the partition counts recorded at
         # assignment time must be real, or their first arrival would look like a change.
-        self.ctx.metadata.add_topics(self.options.topics)
-        self._arm_auto_commit()
+        self.options.selection.track(self.ctx.metadata)
+        self.auto_commit.start()
         self.ctx.metadata.refresh(lambda _md, _err: self._join())
 
-    def set_topics(self, topics: frozenset[str]) -> None:
+    def set_selection(self, selection: TopicSelection) -> None:
         """A new subscription: rejoin so the group learns it."""
-        self.options.topics = topics
-        self.ctx.metadata.add_topics(topics)
+        self.options.selection = selection
+        selection.track(self.ctx.metadata)
         self.ctx.metadata.refresh(lambda _md, _err: self.request_rejoin())
+
+    def _matching_topics(self) -> frozenset[str]:
+        return self.options.selection.matching(self.ctx.metadata.current)
 
     def request_rejoin(self) -> None:
         if self.state in (GroupState.FAILED, GroupState.CLOSED):
@@ -157,16 +156,8 @@ class GroupMember:
                          cb: Callable[[KafkaError | None], object] | None, *, only_advanced: bool) -> None:
         """Commit the current positions of ``partitions`` (default: all owned); from inside
         ``on_message``/``on_batch``, counting the records handed over so far."""
-        offsets: dict[TopicPartition, CommitOffset] = {}
-        for tp in self.owned if partitions is None else partitions:
-            state = self.ctx.subscription.get(tp)
-            if state is None or state.position < 0 or state.phase is Phase.AWAIT_COMMITTED:
-                continue
-            # From inside a callback: up to and including the record being delivered.
-            position, epoch = self.ctx.delivered(state)
-            if only_advanced and position <= self.offsets.last_committed.get(tp, NO_OFFSET):
-                continue
-            offsets[tp] = CommitOffset(position, epoch, None)
+        offsets = positions_to_commit(self.ctx, self.offsets, self.owned if partitions is None else partitions,
+                                      only_advanced=only_advanced)
         if self.generation_id == NO_GENERATION and offsets:
             if cb is not None:
                 self.ctx.loop.call_soon(self.ctx.call, cb, KafkaError(
@@ -193,7 +184,7 @@ class GroupMember:
             self.state = GroupState.CLOSED
             if not was_member or self.group_instance_id is not None:
                 # A static member's partitions wait for it for session_timeout_ms (KIP-345).
-                self._close_link()
+                self.link.close()
                 if cb is not None:
                     self.ctx.call(cb, None)
                 return
@@ -208,7 +199,7 @@ class GroupMember:
         """Stop at once without committing or leaving (the client is closing hard)."""
         self._stop_timers()
         self.state = GroupState.CLOSED
-        self._close_link()
+        self.link.close()
 
     # --- join / sync ------------------------------------------------------------------------------------
     def _start_rebalance(self) -> None:
@@ -235,12 +226,13 @@ class GroupMember:
         self.state = GroupState.JOINING
         self._rejoin_needed = False
         self._join_in_flight = True
-        topics = self.options.topics
+        topics = self.topics = self._matching_topics()
         self._joined_topics = topics
         protocols = [
             codec.JoinGroupRequestProtocol(
                 name=a.name,
-                metadata=encode_subscription(topics, self.owned, self.generation_id, a.user_data(self.generation_id)))
+                metadata=encode_subscription(topics, self.owned, self.generation_id, a.user_data(self.generation_id),
+                                             rack=self.options.client_rack))
             for a in self.options.assignors
         ]
 
@@ -336,13 +328,25 @@ class GroupMember:
                 self._join_in_flight = False
                 return
             counts = self._partition_counts_of(topics)
-            assignment = assignor.assign(counts, members)
+            assignment = assignor.assign_with_racks(counts, members, self._partition_racks(topics))
             payloads = [codec.SyncGroupRequestAssignment(member_id=m.member_id,
                                                          assignment=encode_assignment(assignment.of(m.member_id)))
                         for m in members]
             self._sync(payloads)
 
         self.ctx.metadata.refresh(with_metadata)
+
+    def _partition_racks(self, topics: set[str]) -> PartitionRacks:
+        """KIP-881: the racks of each partition's replicas, as the metadata names them."""
+        current = self.ctx.metadata.current
+        racks: dict[TopicPartition, frozenset[str]] = {}
+        for topic in topics:
+            info = current.topics.get(topic)
+            for p in info.partitions if info is not None else ():
+                found = frozenset(b.rack for r in p.replicas if (b := current.brokers.get(r)) is not None and b.rack)
+                if found:
+                    racks[TopicPartition(topic, p.partition)] = found
+        return racks
 
     def _partition_counts_of(self, topics: set[str] | frozenset[str]) -> dict[str, int]:
         counts = {}
@@ -420,14 +424,13 @@ class GroupMember:
         self.state = GroupState.STABLE
         self._join_backoff.reset()
         self._last_heartbeat_ok = self.ctx.loop.time()
-        self._partition_counts = self._partition_counts_of(self.options.topics)
+        self._partition_counts = self._partition_counts_of(self.topics)
         revoking = None
         if revoked:
             # Cooperative: commit what was read of the partitions that move, then let them go.
             if self.options.auto_commit:
                 self.commit_positions(revoked, self._report_err, only_advanced=True)
             revoking = self._revoke(revoked)
-        self.owned = sorted(new)
         if added:
             self._assign(added)
         self._arm_heartbeat(0.0)
@@ -440,66 +443,23 @@ class GroupMember:
     def _rejoin_if_needed(self) -> None:
         if self.state is not GroupState.STABLE:
             return  # lost, closed or already rejoining while on_revoke's Future ran
-        if self._rejoin_needed or self.options.topics != self._joined_topics:
+        if self._rejoin_needed or self._matching_topics() != self._joined_topics:
             self._rejoin_needed = False
             self._start_rebalance()
 
     def _assign(self, added: list[TopicPartition]) -> None:
-        subscription = self.ctx.subscription
-        for tp in added:
-            state = subscription.add(tp)
-            state.phase = Phase.AWAIT_COMMITTED
-            state.generation += 1
-        generation = self.generation_id
-        if self.options.on_assign is not None:
-            self.ctx.call(self.options.on_assign, list(added))
-        self._load_committed(added, generation)
+        self.ownership.take(added)
+        self._load_committed(added, self.generation_id)
 
     def _load_committed(self, partitions: list[TopicPartition], generation: int) -> None:
-        snapshot = {tp: (s, s.generation) for tp in partitions if (s := self.ctx.subscription.get(tp)) is not None}
+        def still_owner() -> bool:
+            return self.state is GroupState.STABLE and self.generation_id == generation
 
-        def done(result: Any, err: KafkaError | None) -> None:
-            if err is not None:
-                self.ctx.report(err)
-                if self.state is GroupState.STABLE and self.generation_id == generation:
-                    self.ctx.loop.call_later(self._committed_backoff.next_delay_s(),
-                                             self._load_committed, partitions, generation)
-                return
-            self._committed_backoff.reset()
-            for tp, (state, state_generation) in snapshot.items():
-                if self.ctx.subscription.get(tp) is not state or state.generation != state_generation:
-                    continue  # the user seeked meanwhile, or it was revoked
-                committed = result.get(tp)
-                if committed is not None and committed.offset >= 0:
-                    state.seek(committed.offset, committed.leader_epoch)
-                    state.request_validation()
-                else:
-                    policy = self.ctx.auto_offset_reset
-                    if policy == "error":
-                        state.fail()
-                        self.ctx.report(KafkaError(
-                            STATE, f"{tp.topic}[{tp.partition}]: group {self.group_id!r} has no committed "
-                                   "offset and auto_offset_reset is 'error'; seek() to start"))
-                    else:
-                        state.request_reset(ResetKind.EARLIEST if policy == "earliest" else ResetKind.LATEST)
-            self.on_partitions_changed()
-
-        self.offsets.fetch(list(snapshot), done)
+        self.offsets.seek_to_committed(partitions, still_owner, self.on_partitions_changed)
 
     def _revoke(self, partitions: list[TopicPartition]) -> asyncio.Future[Any] | None:
-        """Call on_revoke and stop reading ``partitions``. When on_revoke returns an asyncio
-        Future still running (a handler runner finishing what it holds of them), return it:
-        the caller goes on once it is done (``_after``), as the Java consumer's rebalance waits
-        for onPartitionsRevoked; the coordinator bounds the wait by rebalance_timeout_ms."""
-        if not partitions:
-            return None
-        pending = None
-        if self.options.on_revoke is not None:
-            pending = self.ctx.call(self.options.on_revoke, list(partitions))
-        self._drop(partitions)
-        if isinstance(pending, asyncio.Future) and not pending.done():
-            return pending
-        return None
+        """Give ``partitions`` up (OwnedPartitions.revoke); on_revoke's Future, while it runs."""
+        return self.ownership.revoke(partitions)
 
     @staticmethod
     def _after(pending: asyncio.Future[Any] | None, then: Callable[[], object]) -> None:
@@ -509,20 +469,7 @@ class GroupMember:
             pending.add_done_callback(lambda _done: then())
 
     def _lose_partitions(self) -> None:
-        """The partitions already belong to someone else: no commit, on_lost instead of on_revoke."""
-        lost = list(self.owned)
-        if not lost:
-            return
-        callback = self.options.on_lost or self.options.on_revoke
-        if callback is not None:
-            self.ctx.call(callback, lost)
-        self._drop(lost)
-
-    def _drop(self, partitions: list[TopicPartition]) -> None:
-        gone = set(partitions)
-        self.owned = [tp for tp in self.owned if tp not in gone]
-        self.ctx.subscription.remove(partitions)
-        self.on_partitions_changed()
+        self.ownership.lose()
 
     # --- heartbeat -----------------------------------------------------------------------------------
     def _arm_heartbeat(self, delay_s: float | None = None) -> None:
@@ -596,27 +543,23 @@ class GroupMember:
         self._heartbeat_backoff.reset()
 
     # --- auto-commit ---------------------------------------------------------------------------------
-    def _arm_auto_commit(self) -> None:
-        if self.options.auto_commit and self.state is not GroupState.CLOSED:
-            self._commit_handle = self.ctx.loop.call_later(self.options.auto_commit_interval_ms / 1000.0,
-                                                           self._auto_commit)
-
     def _auto_commit(self) -> None:
-        self._commit_handle = None
         if self.state is GroupState.STABLE and self.owned:
             self.commit_positions(None, self._report_err, only_advanced=True)
-        self._arm_auto_commit()
 
     def _report_err(self, err: KafkaError | None) -> None:
-        if err is not None:
-            self.ctx.report(err)
+        report_error(self.ctx, err)
 
     # --- metadata ------------------------------------------------------------------------------------
     def on_metadata(self) -> None:
-        """A partition count change of a subscribed topic means a new assignment is due."""
+        """A partition count change of a subscribed topic, or a change in the topics a pattern
+        matches, means a new assignment is due."""
         if self.state is not GroupState.STABLE:
             return
-        counts = self._partition_counts_of(self.options.topics)
+        if self._matching_topics() != self._joined_topics:
+            self._start_rebalance()
+            return
+        counts = self._partition_counts_of(self.topics)
         if counts != self._partition_counts:
             self._partition_counts = counts
             self._start_rebalance()
@@ -624,7 +567,7 @@ class GroupMember:
     # --- ending --------------------------------------------------------------------------------------
     def _send_leave(self, cb: Callable[[KafkaError | None], object] | None) -> None:
         def done(_resp: codec.LeaveGroupResponse | None, err: KafkaError | None) -> None:
-            self._close_link()
+            self.link.close()
             self.member_id = ""
             self.generation_id = NO_GENERATION
             if cb is not None:
@@ -646,15 +589,9 @@ class GroupMember:
 
         self.link.get(on_conn)
 
-    def _close_link(self) -> None:
-        self.link.forget()
-        self.link.closed = True
-
     def _stop_timers(self) -> None:
         self._stop_heartbeat()
-        if self._commit_handle is not None:
-            self._commit_handle.cancel()
-            self._commit_handle = None
+        self.auto_commit.stop()
 
     def _fatal(self, err: KafkaError) -> None:
         self.state = GroupState.FAILED

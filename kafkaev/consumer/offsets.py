@@ -9,20 +9,28 @@ old commit must never land after a newer one and move the group's offset back
 (the Java client leaves async commits unretried for the same reason).
 OffsetFetch asks for stable offsets under read_committed (KIP-447) and waits out
 UNSTABLE_OFFSET_COMMIT.
+
+Under the consumer group protocol (KIP-848) both carry the member epoch (v9+) in
+place of the generation; STALE_MEMBER_EPOCH means the next heartbeat brings a newer
+epoch, so the request is tried again (with the epoch of that moment) until
+request_timeout_ms.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple, Protocol
 
 from kafkaev.backoff import Backoff
 from kafkaev.errors import (
     FENCED_INSTANCE_ID,
+    FENCED_MEMBER_EPOCH,
     ILLEGAL_GENERATION,
     NONE,
     NOT_COORDINATOR,
     REBALANCE_IN_PROGRESS,
+    STALE_MEMBER_EPOCH,
+    STATE,
     TIMED_OUT,
     UNKNOWN_MEMBER_ID,
     UNSTABLE_OFFSET_COMMIT,
@@ -34,9 +42,17 @@ from kafkaev.types import NO_LEADER_EPOCH, NO_OFFSET, TopicPartition
 
 from .context import ConsumerContext
 from .coordinator import CoordinatorLink, retriable_group_error
+from .subscription import Phase, ResetKind
 
 # Errors that mean this member's generation is over: the commit is refused and it must rejoin.
-MEMBERSHIP_ERRORS = frozenset({ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, REBALANCE_IN_PROGRESS})
+MEMBERSHIP_ERRORS = frozenset({ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, REBALANCE_IN_PROGRESS,
+                               FENCED_MEMBER_EPOCH})
+
+
+def _retriable(err: KafkaError) -> bool:
+    """A commit or fetch worth trying again: the coordinator's errors, or (KIP-848) an epoch the
+    next heartbeat will have moved on."""
+    return retriable_group_error(err) or err.code == STALE_MEMBER_EPOCH
 
 
 class CommitOffset(NamedTuple):
@@ -52,17 +68,42 @@ class Committed(NamedTuple):
 
 
 class Identity(Protocol):
-    group_id: str
-    generation_id: int
-    member_id: str
-    group_instance_id: str | None
+    """The member a commit is made for: its generation (classic) or member epoch (KIP-848)."""
+
+    @property
+    def group_id(self) -> str: ...
+    @property
+    def generation_id(self) -> int: ...
+    @property
+    def member_id(self) -> str: ...
+    @property
+    def group_instance_id(self) -> str | None: ...
+    @property
+    def member_epoch_for_fetch(self) -> int: ...  # OffsetFetch v9+: -1 for a classic member
 
     def membership_lost(self, code: int) -> None: ...
 
 
+def positions_to_commit(ctx: ConsumerContext, manager: OffsetManager, partitions: Sequence[TopicPartition], *,
+                        only_advanced: bool) -> dict[TopicPartition, CommitOffset]:
+    """The positions of ``partitions`` worth committing; from inside ``on_message``/``on_batch``,
+    counting the records handed over so far. ``only_advanced``: those above what is committed."""
+    offsets: dict[TopicPartition, CommitOffset] = {}
+    for tp in partitions:
+        state = ctx.subscription.get(tp)
+        if state is None or state.position < 0 or state.phase is Phase.AWAIT_COMMITTED:
+            continue
+        # From inside a callback: up to and including the record being delivered.
+        position, epoch = ctx.delivered(state)
+        if only_advanced and position <= manager.last_committed.get(tp, NO_OFFSET):
+            continue
+        offsets[tp] = CommitOffset(position, epoch, None)
+    return offsets
+
+
 class OffsetManager:
     __slots__ = ("ctx", "link", "member", "require_stable", "last_committed", "_commits_issued", "_newest_commit",
-                 "_commit_backoff", "_fetch_backoff")
+                 "_commit_backoff", "_fetch_backoff", "_position_backoff")
 
     def __init__(self, ctx: ConsumerContext, link: CoordinatorLink, member: Identity, *, require_stable: bool) -> None:
         self.ctx = ctx
@@ -79,6 +120,7 @@ class OffsetManager:
         # Retries of OffsetCommit and OffsetFetch back off apart, each reset by an answer.
         self._commit_backoff = Backoff(ctx.config.retry_backoff)
         self._fetch_backoff = Backoff(ctx.config.retry_backoff)
+        self._position_backoff = Backoff(ctx.config.retry_backoff)  # seek_to_committed's retries
 
     # --- commit ------------------------------------------------------------------------------------
     def commit(
@@ -135,7 +177,7 @@ class OffsetManager:
                 self.ctx.call(cb, err)
 
         def retry_or_fail(err: KafkaError) -> None:
-            if retriable_group_error(err) and self.ctx.loop.time() < deadline:
+            if _retriable(err) and self.ctx.loop.time() < deadline:
                 self._retry_later(offsets, cb, deadline, serial, err)
             else:
                 finish(err)
@@ -159,7 +201,7 @@ class OffsetManager:
                         if sent.offset > self.last_committed.get(tp, NO_OFFSET):
                             self.last_committed[tp] = sent.offset
                         continue
-                    if self.link.on_error_code(code):
+                    if self.link.on_error_code(code) or code == STALE_MEMBER_EPOCH:
                         retry[tp] = sent
                         continue
                     if code in MEMBERSHIP_ERRORS and sent_generation == member.generation_id:
@@ -215,7 +257,7 @@ class OffsetManager:
         group_id = self.member.group_id
 
         def retry_or_fail(err: KafkaError) -> None:
-            if (retriable_group_error(err) or err.code == UNSTABLE_OFFSET_COMMIT) and self.ctx.loop.time() < deadline:
+            if (_retriable(err) or err.code == UNSTABLE_OFFSET_COMMIT) and self.ctx.loop.time() < deadline:
                 self.ctx.loop.call_later(self._fetch_backoff.next_delay_s(), self._fetch_attempt, wanted, cb, deadline)
             else:
                 self.ctx.call(cb, None, err)
@@ -255,9 +297,47 @@ class OffsetManager:
                 return
             assert conn is not None  # no error: a connection
             try:
+                epoch = self.member.member_epoch_for_fetch
                 conn.offset_fetch(group_id, [TopicPartition(tp.topic, tp.partition) for tp in wanted], on_response,
-                                  require_stable=self.require_stable)
+                                  require_stable=self.require_stable,
+                                  member_id=self.member.member_id if epoch >= 0 else None, member_epoch=epoch)
             except KafkaError as exc:
                 self.ctx.call(cb, None, exc)
 
         self.link.get(on_conn)
+
+    # --- positions of newly assigned partitions ---------------------------------------------------
+    def seek_to_committed(self, partitions: list[TopicPartition], still_owner: Callable[[], bool],
+                          positioned: Callable[[], None]) -> None:
+        """Start each of ``partitions`` at its committed offset (validated, KIP-320), else where
+        auto_offset_reset says; retried while ``still_owner()``; ``positioned()`` once done."""
+        ctx = self.ctx
+        snapshot = {tp: (s, s.generation) for tp in partitions if (s := ctx.subscription.get(tp)) is not None}
+
+        def done(result: dict[TopicPartition, Committed] | None, err: KafkaError | None) -> None:
+            if err is not None or result is None:
+                ctx.report(err or KafkaError(STATE, "no committed offsets"))
+                if still_owner():
+                    ctx.loop.call_later(self._position_backoff.next_delay_s(),
+                                        self.seek_to_committed, partitions, still_owner, positioned)
+                return
+            self._position_backoff.reset()
+            for tp, (state, state_generation) in snapshot.items():
+                if ctx.subscription.get(tp) is not state or state.generation != state_generation:
+                    continue  # the user seeked meanwhile, or it was revoked
+                committed = result.get(tp)
+                if committed is not None and committed.offset >= 0:
+                    state.seek(committed.offset, committed.leader_epoch)
+                    state.request_validation()
+                    continue
+                policy = ctx.auto_offset_reset
+                if policy == "error":
+                    state.fail()
+                    ctx.report(KafkaError(
+                        STATE, f"{tp.topic}[{tp.partition}]: group {self.member.group_id!r} has no committed "
+                               "offset and auto_offset_reset is 'error'; seek() to start"))
+                else:
+                    state.request_reset(ResetKind.EARLIEST if policy == "earliest" else ResetKind.LATEST)
+            positioned()
+
+        self.fetch(list(snapshot), done)

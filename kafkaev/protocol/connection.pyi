@@ -253,6 +253,7 @@ class Connection:
         session_epoch: int = -1,
         forgotten: Iterable[ForgottenPartitions] = (),
         session_topic_ids: Mapping[str, uuid.UUID] | None = None,
+        rack_id: str = "",
     ) -> None:
         """Fetch v13+ addresses topics by id: it is used only when every partition (and forgotten
         entry) carries a topic_id; otherwise the request is capped at v12 (names). A v13+ answer's
@@ -338,10 +339,19 @@ class Connection:
         cb: ResponseCallback[codec.OffsetFetchResponse],
         *,
         require_stable: bool = False,
+        member_id: str | None = None,
+        member_epoch: int = -1,
     ) -> None:  # None = all partitions the group committed
         """OffsetFetch: the group's committed offsets of ``partitions`` (None: every partition it
         committed); ``require_stable`` waits for pending transactional commits
-        (UNSTABLE_OFFSET_COMMIT until then)."""
+        (UNSTABLE_OFFSET_COMMIT until then); ``member_id``/``member_epoch``: a KIP-848 member's
+        (v9+)."""
+    def consumer_group_heartbeat(
+        self,
+        request: codec.ConsumerGroupHeartbeatRequest,
+        cb: ResponseCallback[codec.ConsumerGroupHeartbeatResponse],
+    ) -> None:
+        """ConsumerGroupHeartbeat (KIP-848): join, heartbeat or leave a consumer-protocol group."""
     def offset_for_leader_epoch(
         self, partitions: Iterable[EpochLookup], cb: ResponseCallback[codec.OffsetForLeaderEpochResponse]
     ) -> None:

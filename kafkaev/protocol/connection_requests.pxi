@@ -116,7 +116,8 @@ cdef class Connection(BaseConnection):
                          isolation_level=isolation_level)
 
     def fetch_multi(self, partitions, cb, *, max_wait_ms=500, min_bytes=1, max_bytes=52428800,
-                    isolation_level=0, session_id=0, session_epoch=-1, forgotten=(), session_topic_ids=None):
+                    isolation_level=0, session_id=0, session_epoch=-1, forgotten=(), session_topic_ids=None,
+                    rack_id=""):
         cdef dict by_topic = {}
         cdef dict names_by_id = {}
         cdef bint all_ids = True
@@ -129,6 +130,7 @@ cdef class Connection(BaseConnection):
         cdef int8_t isolation = <int8_t>_check_int("isolation_level", isolation_level, 0, 1)
         cdef int32_t sess_id = _int32("session_id", session_id)
         cdef int32_t sess_epoch = _int32("session_epoch", session_epoch)
+        _check_str("rack_id", rack_id)
         for entry in partitions:
             if type(entry) is not FetchPosition:
                 raise TypeError(f"partitions entries must be FetchPosition, not {type(entry).__name__}")
@@ -178,7 +180,7 @@ cdef class Connection(BaseConnection):
         req = codec.FetchRequest(
             replica_id=CLIENT_REPLICA_ID, max_wait_ms=wait_ms, min_bytes=min_b, max_bytes=max_b,
             isolation_level=isolation, session_id=sess_id, session_epoch=sess_epoch,
-            topics=list(by_topic.values()), forgotten_topics_data=forgotten_list, rack_id="")
+            topics=list(by_topic.values()), forgotten_topics_data=forgotten_list, rack_id=rack_id)
         # The broker legitimately holds a fetch for max_wait_ms before answering.
         self._send(API_FETCH, v, req, cb, self._request_timeout + wait_ms / 1000.0, True)
         # Written now, not coalesced until the loop iteration ends: the consumer sends its next
@@ -316,9 +318,11 @@ cdef class Connection(BaseConnection):
                                          retention_time_ms=-1, topics=topics)
             self._send(API_OFFSET_COMMIT, v, body, cb, self._request_timeout, True)
 
-    def offset_fetch(self, group_id, partitions, cb, *, require_stable=False):
+    def offset_fetch(self, group_id, partitions, cb, *, require_stable=False, member_id=None, member_epoch=-1):
         _check_str("group_id", group_id)
         _check_cb(cb)
+        _check_opt_str("member_id", member_id)
+        cdef int32_t epoch = _int32("member_epoch", member_epoch)
         old_topics = None
         new_topics = None
         if partitions is not None:
@@ -330,11 +334,23 @@ cdef class Connection(BaseConnection):
         cdef int v = self._version_or_fail(API_OFFSET_FETCH, cb)
         if v >= 0:
             # v0-7 name one group at top level, v8+ take a list of groups: fill both.
-            group = codec.OffsetFetchRequestGroup(group_id=group_id, member_id=None, member_epoch=-1,
+            # v9+ name the consumer-protocol member (KIP-848), so a stale member's read is refused.
+            group = codec.OffsetFetchRequestGroup(group_id=group_id, member_id=member_id, member_epoch=epoch,
                                               topics=new_topics)
             body = codec.OffsetFetchRequest(group_id=group_id, topics=old_topics, groups=[group],
                                         require_stable=bool(require_stable))
             self._send(API_OFFSET_FETCH, v, body, cb, self._request_timeout, True)
+
+    def consumer_group_heartbeat(self, request, cb):
+        if type(request) is not codec.ConsumerGroupHeartbeatRequest:
+            raise TypeError(f"request must be a ConsumerGroupHeartbeatRequest, not {type(request).__name__}")
+        _check_str("group_id", request.group_id)
+        _check_str("member_id", request.member_id)
+        _int32("member_epoch", request.member_epoch)
+        _check_cb(cb)
+        cdef int v = self._version_or_fail(API_CONSUMER_GROUP_HEARTBEAT, cb)
+        if v >= 0:
+            self._send(API_CONSUMER_GROUP_HEARTBEAT, v, request, cb, self._request_timeout, True)
 
     def describe_groups(self, group_ids, cb):
         _check_cb(cb)

@@ -238,6 +238,7 @@ class LocalCluster(KafkaCluster):
         jvm_options: Sequence[str] = FAST_START_JVM_OPTIONS,
         start_timeout: float = START_TIMEOUT_S,
         broker_config: dict[str, str] | None = None,
+        node_config: dict[int, dict[str, str]] | None = None,
         temp_parent: Path | str | None = None,
         plaintext_port: int | None = None,
         security: bool = True,
@@ -264,6 +265,8 @@ class LocalCluster(KafkaCluster):
         self.jvm_options = tuple(jvm_options)
         self.start_timeout = start_timeout
         self.broker_config = dict(broker_config or {})
+        # Per node, on top of broker_config: what differs between nodes (broker.rack).
+        self.node_config = {node_id: dict(props) for node_id, props in (node_config or {}).items()}
         self._owns_directory = directory is None
         self.directory = (
             Path(directory) if directory is not None else Path(tempfile.mkdtemp(prefix="kafkaev-", dir=temp_parent))
@@ -396,7 +399,8 @@ class LocalCluster(KafkaCluster):
         for node in self.nodes.values():
             node.config_path.write_text(
                 render_server_properties(
-                    node.node_id, all_ports, node.data_dir, security, self.kafka_version, self.broker_config
+                    node.node_id, all_ports, node.data_dir, security, self.kafka_version,
+                    {**self.broker_config, **self.node_config.get(node.node_id, {})},
                 )
             )
 

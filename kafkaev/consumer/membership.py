@@ -1,0 +1,200 @@
+"""What the Consumer asks of a group member, whichever protocol it speaks.
+
+``subscribe(group_protocol="classic")`` makes a ``GroupMember`` (group.py: JoinGroup,
+SyncGroup, Heartbeat); ``group_protocol="consumer"`` a ``ConsumerGroupMember``
+(group_consumer.py: ConsumerGroupHeartbeat, KIP-848). Both are a ``Membership``: the
+Consumer knows nothing else of them. Their options are one ``GroupOptions``, the
+subscribed topics one ``TopicSelection``; ``group_metadata()`` gives what a
+transactional producer needs of the member (``kafkaev.ConsumerGroupMetadata``, KIP-447).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from kafkaev.cluster.metadata import ClusterMetadata, Metadata
+from kafkaev.errors import KafkaError
+from kafkaev.types import ConsumerGroupMetadata, TopicPartition
+
+from .assignors import Assignor
+from .context import ConsumerContext
+from .subscription import Phase
+
+if TYPE_CHECKING:
+    from .offsets import OffsetManager
+
+# Leaving a consumer-protocol group (KIP-848): a dynamic member for good, a static one for now
+# (its partitions wait for it for the session timeout).
+LEAVE_EPOCH_DYNAMIC = -1
+LEAVE_EPOCH_STATIC = -2
+# The epoch a consumer-protocol member joins (and rejoins after being fenced) with.
+JOIN_EPOCH = 0
+
+
+class GroupState(enum.Enum):
+    UNJOINED = "unjoined"
+    JOINING = "joining"
+    SYNCING = "syncing"  # classic only: between JoinGroup and SyncGroup
+    STABLE = "stable"
+    FAILED = "failed"  # fatal error reported; only unsubscribe() leaves this state
+    CLOSED = "closed"
+
+
+@dataclass(frozen=True, slots=True)
+class TopicSelection:
+    """What a member subscribes to: topic names, or a pattern (``regex`` as the user wrote it,
+    for the broker under "consumer"; ``compiled`` for matching metadata under "classic")."""
+
+    topics: frozenset[str]
+    regex: str | None = None
+
+    @property
+    def compiled(self) -> re.Pattern[str] | None:
+        return None if self.regex is None else re.compile(self.regex)
+
+    def track(self, metadata: Metadata) -> None:
+        """Have the metadata follow these topics: a pattern needs every topic's name and id
+        (the client matches it under "classic"; under "consumer" the broker assigns by id)."""
+        metadata.track_all_topics(self.regex is not None)
+        metadata.add_topics(self.topics)
+
+    def matching(self, metadata: ClusterMetadata) -> frozenset[str]:
+        """The topics this selection names in ``metadata``: the pattern matched against every
+        (non-internal) topic as a whole name, as the Java client does."""
+        pattern = self.compiled
+        if pattern is None:
+            return self.topics
+        return frozenset(name for name, info in metadata.topics.items()
+                         if not info.is_internal and info.partitions and pattern.fullmatch(name))
+
+
+@dataclass(slots=True)
+class GroupOptions:
+    group_id: str
+    selection: TopicSelection
+    assignors: tuple[Assignor, ...]  # classic only
+    group_instance_id: str | None
+    session_timeout_ms: int  # classic only: the broker sets it under "consumer"
+    rebalance_timeout_ms: int
+    heartbeat_interval_ms: int  # classic only: the broker sets it under "consumer"
+    auto_commit: bool
+    auto_commit_interval_ms: int
+    on_assign: Callable[[list[TopicPartition]], Any] | None
+    on_revoke: Callable[[list[TopicPartition]], Any] | None
+    on_lost: Callable[[list[TopicPartition]], Any] | None
+    remote_assignor: str | None = None  # "consumer" only: None is the broker's default
+    client_rack: str | None = None
+
+
+class OwnedPartitions:
+    """The partitions a member owns, and the user's callbacks as they change: the one place
+    either protocol's member takes, revokes and loses partitions."""
+
+    __slots__ = ("ctx", "options", "partitions", "_changed")
+
+    def __init__(self, ctx: ConsumerContext, options: GroupOptions, changed: Callable[[], None]) -> None:
+        self.ctx = ctx
+        self.options = options
+        self.partitions: list[TopicPartition] = []
+        self._changed = changed  # the fetcher's kick
+
+    def take(self, added: list[TopicPartition]) -> None:
+        """Own ``added`` (each waits for its committed offset), then ``on_assign``."""
+        subscription = self.ctx.subscription
+        for tp in added:
+            state = subscription.add(tp)
+            state.phase = Phase.AWAIT_COMMITTED
+            state.generation += 1
+        self.partitions = sorted(set(self.partitions) | set(added))
+        if self.options.on_assign is not None:
+            self.ctx.call(self.options.on_assign, list(added))
+
+    def revoke(self, partitions: list[TopicPartition]) -> asyncio.Future[Any] | None:
+        """Give ``partitions`` up (``on_revoke``; the caller committed them, if it commits).
+        When on_revoke returns an asyncio Future still running (a handler runner finishing what
+        it holds of them), return it: the caller goes on once it is done, as the Java consumer's
+        rebalance waits for onPartitionsRevoked; the coordinator bounds the wait by
+        rebalance_timeout_ms."""
+        if not partitions:
+            return None
+        pending = None
+        if self.options.on_revoke is not None:
+            pending = self.ctx.call(self.options.on_revoke, list(partitions))
+        self._drop(partitions)
+        if isinstance(pending, asyncio.Future) and not pending.done():
+            return pending
+        return None
+
+    def lose(self) -> None:
+        """Everything already belongs to someone else: no commit, ``on_lost`` instead of ``on_revoke``."""
+        lost = list(self.partitions)
+        if not lost:
+            return
+        callback = self.options.on_lost or self.options.on_revoke
+        if callback is not None:
+            self.ctx.call(callback, lost)
+        self._drop(lost)
+
+    def _drop(self, partitions: list[TopicPartition]) -> None:
+        gone = set(partitions)
+        self.partitions = [tp for tp in self.partitions if tp not in gone]
+        self.ctx.subscription.remove(partitions)
+        self._changed()
+
+
+class AutoCommitTimer:
+    """A member's auto_commit timer: ``due()`` every ``auto_commit_interval_ms`` until stopped
+    (the member decides whether there is something to commit)."""
+
+    __slots__ = ("ctx", "options", "due", "_handle")
+
+    def __init__(self, ctx: ConsumerContext, options: GroupOptions, due: Callable[[], None]) -> None:
+        self.ctx = ctx
+        self.options = options
+        self.due = due
+        self._handle: asyncio.TimerHandle | None = None
+
+    def start(self) -> None:
+        if self.options.auto_commit and self._handle is None:
+            self._handle = self.ctx.loop.call_later(self.options.auto_commit_interval_ms / 1000.0, self._fire)
+
+    def stop(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+    def _fire(self) -> None:
+        self._handle = None
+        self.due()
+        self.start()
+
+
+def report_error(ctx: ConsumerContext, err: KafkaError | None) -> None:
+    """A background commit's outcome: an error goes to on_error."""
+    if err is not None:
+        ctx.report(err)
+
+
+class Membership(Protocol):
+    """A group member as the Consumer drives it."""
+
+    @property
+    def group_id(self) -> str: ...
+    @property
+    def state(self) -> GroupState: ...
+    @property
+    def offsets(self) -> OffsetManager: ...
+
+    def start(self) -> None: ...
+    def set_selection(self, selection: TopicSelection) -> None: ...
+    def commit_positions(self, partitions: Sequence[TopicPartition] | None,
+                         cb: Callable[[KafkaError | None], object] | None, *, only_advanced: bool) -> None: ...
+    def leave(self, cb: Callable[[KafkaError | None], object] | None) -> None: ...
+    def abandon(self) -> None: ...
+    def on_metadata(self) -> None: ...
+    def group_metadata(self) -> ConsumerGroupMetadata: ...
