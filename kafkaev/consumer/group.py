@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +37,7 @@ from kafkaev.errors import (
     STATE,
     UNKNOWN_MEMBER_ID,
     KafkaError,
+    error_name,
 )
 from kafkaev.protocol import codec
 from kafkaev.protocol.connection import Connection
@@ -55,6 +57,8 @@ from .protocol import (
 from .subscription import Phase, ResetKind
 
 LEAVE_REASON = "the consumer is leaving the group"
+
+log = logging.getLogger("kafkaev.group")  # kafkaev/log.py names the areas
 
 
 class GroupState(enum.Enum):
@@ -110,6 +114,11 @@ class GroupMember:
         self._committed_backoff = Backoff(retry)  # loading the committed offsets of new partitions
         self._partition_counts: dict[str, int] = {}
         self._joined_topics: frozenset[str] = frozenset()
+        # Statistics (kafkaev/stats): rebalances completed and how long they took (ms).
+        self.rebalances = 0
+        self.last_rebalance_ms = 0.0
+        self.rebalance_ms_total = 0.0
+        self._rebalance_started: float | None = None  # loop time the running rebalance began
 
     # --- public -------------------------------------------------------------------------------------
     @property
@@ -230,6 +239,10 @@ class GroupMember:
     def _join(self) -> None:
         if self.state in (GroupState.FAILED, GroupState.CLOSED) or self._join_in_flight:
             return
+        if self._rebalance_started is None:
+            self._rebalance_started = self.ctx.loop.time()
+            log.info("group %r: rebalancing (member %r, generation %d)", self.group_id, self.member_id,
+                     self.generation_id)
         self.state = GroupState.JOINING
         self._rejoin_needed = False
         self._join_in_flight = True
@@ -247,6 +260,8 @@ class GroupMember:
                 self._join_failed(err)
                 return
             assert conn is not None  # no error: a connection
+            log.debug("group %r: JoinGroup to %s:%s (member %r, topics %s)", self.group_id, conn.host, conn.port,
+                      self.member_id, sorted(topics))
             try:
                 conn.join_group(self.group_id, self.member_id, PROTOCOL_TYPE, protocols, self._on_join,
                                 session_timeout_ms=self.options.session_timeout_ms,
@@ -279,6 +294,9 @@ class GroupMember:
             self._join_in_flight = False
             return
         code = resp.error_code
+        log.debug("group %r: JoinGroup answered %s: generation %d, member %r, leader %r, protocol %r",
+                  self.group_id, error_name(code), resp.generation_id, resp.member_id, resp.leader,
+                  resp.protocol_name)
         if code == NONE:
             self.member_id = resp.member_id
             self.generation_id = resp.generation_id
@@ -360,6 +378,8 @@ class GroupMember:
                 self._on_sync(None, err, generation)
                 return
             assert conn is not None  # no error: a connection
+            log.debug("group %r: SyncGroup generation %d (member %r, %d assignments)", self.group_id, generation,
+                      self.member_id, len(payloads))
             try:
                 conn.sync_group(self.group_id, generation, self.member_id, payloads,
                                 lambda resp, e: self._on_sync(resp, e, generation),
@@ -381,6 +401,7 @@ class GroupMember:
             return
         assert resp is not None  # no error: an answer
         code = resp.error_code
+        log.debug("group %r: SyncGroup answered %s (generation %d)", self.group_id, error_name(code), generation)
         if code != NONE:
             self.state = GroupState.JOINING
             if code in (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION):
@@ -411,6 +432,7 @@ class GroupMember:
         added = sorted(new - old)
         self.state = GroupState.STABLE
         self._join_backoff.reset()
+        self._rebalance_done(added, revoked)
         self._last_heartbeat_ok = self.ctx.loop.time()
         self._partition_counts = self._partition_counts_of(self.options.topics)
         if revoked:
@@ -428,6 +450,16 @@ class GroupMember:
         if self._rejoin_needed or self.options.topics != self._joined_topics:
             self._rejoin_needed = False
             self._start_rebalance()
+
+    def _rebalance_done(self, added: list[TopicPartition], revoked: list[TopicPartition]) -> None:
+        started, self._rebalance_started = self._rebalance_started, None
+        took_ms = 0.0 if started is None else (self.ctx.loop.time() - started) * 1000.0
+        self.rebalances += 1
+        self.last_rebalance_ms = took_ms
+        self.rebalance_ms_total += took_ms
+        log.info("group %r: generation %d stable after %.0f ms: %d partitions assigned, %d revoked, %d owned",
+                 self.group_id, self.generation_id, took_ms, len(added), len(revoked),
+                 len(set(self.owned) - set(revoked)) + len(added))
 
     def _assign(self, added: list[TopicPartition]) -> None:
         subscription = self.ctx.subscription
@@ -527,6 +559,7 @@ class GroupMember:
                 self._on_heartbeat(None, err, generation)
                 return
             assert conn is not None  # no error: a connection
+            log.debug("group %r: Heartbeat generation %d (member %r)", self.group_id, generation, self.member_id)
             try:
                 conn.heartbeat(self.group_id, generation, self.member_id,
                                lambda resp, e: self._on_heartbeat(resp, e, generation),
@@ -547,6 +580,7 @@ class GroupMember:
             return
         assert resp is not None  # no error: an answer
         code = resp.error_code
+        log.debug("group %r: Heartbeat answered %s (generation %d)", self.group_id, error_name(code), generation)
         if code == NONE:
             self._heartbeat_ok()
             self._arm_heartbeat()
@@ -605,6 +639,7 @@ class GroupMember:
                 done(None, err)
                 return
             assert conn is not None  # no error: a connection
+            log.debug("group %r: LeaveGroup (member %r)", self.group_id, self.member_id)
             try:
                 conn.leave_group(
                     self.group_id,
