@@ -8,6 +8,8 @@ collector remembers them, per partition, between calls.
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import time
 from typing import TYPE_CHECKING
 
@@ -43,6 +45,33 @@ def percentile_ms(buckets: list[int], fraction: float) -> float:
         if seen >= rank:
             return (1 << i) / US_PER_MS
     return (1 << (len(buckets) - 1)) / US_PER_MS
+
+
+# An exporter's thread waits at most this long for the loop to take its snapshot.
+THREAD_SNAPSHOT_TIMEOUT_S = 10.0
+
+
+def snapshot_on_loop(collector: StatsCollector, loop: asyncio.AbstractEventLoop,
+                     timeout_s: float = THREAD_SNAPSHOT_TIMEOUT_S) -> ClientStats:
+    """``collector.snapshot()`` taken on ``loop``'s thread: the client's state is touched only
+    from loop callbacks, and an exporter's HTTP server or export timer runs on a thread of its
+    own. From the loop itself, or while the loop is not running, it is taken at once."""
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if running is loop or not loop.is_running():
+        return collector.snapshot()
+    future: concurrent.futures.Future[ClientStats] = concurrent.futures.Future()
+
+    def take() -> None:
+        try:
+            future.set_result(collector.snapshot())
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread, raised there
+            future.set_exception(exc)
+
+    loop.call_soon_threadsafe(take)
+    return future.result(timeout_s)
 
 
 def _rate(now_count: int, before: int | None, interval_s: float) -> float:
@@ -101,7 +130,7 @@ class StatsCollector:
                 bytes_sent=counters.bytes_sent, bytes_received=counters.bytes_received,
                 throttle_time_ms=counters.throttle_time_ms, throttled_responses=counters.throttled_responses,
                 rtt_count=sum(counters.rtt), rtt_p50_ms=percentile_ms(counters.rtt, 0.50),
-                rtt_p99_ms=percentile_ms(counters.rtt, 0.99),
+                rtt_p99_ms=percentile_ms(counters.rtt, 0.99), rtt_buckets=tuple(counters.rtt),
             ))
         return tuple(result)
 

@@ -30,6 +30,7 @@ class BrokerStats:
     rtt_count: int  # round trips measured
     rtt_p50_ms: float  # the upper bound of the histogram bucket holding the percentile; 0 without any
     rtt_p99_ms: float
+    rtt_buckets: tuple[int, ...]  # bucket i: round trips under 2**i microseconds (the last: all longer)
 
 
 @dataclass(frozen=True, slots=True)
