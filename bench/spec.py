@@ -53,6 +53,7 @@ class RunSpec:
     rate: int = 0  # e2e: offered messages per second
     mode: str = CONSUME_BATCH  # consume: per-message or batch delivery
     partitions: int = 1
+    stats_interval_ms: int = 0  # kafkaev: statistics collected (stats_cb this often) or, at 0, not
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
