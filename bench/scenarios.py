@@ -103,14 +103,14 @@ def all_scenarios(*, quick: bool) -> list[Scenario]:
     ]
     # Statistics on against off, kafkaev alone, alternating within the run: the ratio of CPU per
     # record is the cost of counting (a snapshot every STATS_INTERVAL_MS, more often than needed).
-    stats_entries = (Entry("kafkaev[stats off]", SUBJECT), Entry("kafkaev[stats on]", SUBJECT,
+    stats_entries = (Entry("kafkaev[stats-off]", SUBJECT), Entry("kafkaev[stats-on]", SUBJECT,
                                                                {"stats_interval_ms": STATS_INTERVAL_MS}))
     scenarios += [
         Scenario("produce_stats", "Pipelined produce, acks=1, 100-byte values: statistics on vs off", KIND_PRODUCE,
-                 stats_entries, produce_metrics, {"acks": 1, "value_size": 100}, baseline="kafkaev[stats off]"),
+                 stats_entries, produce_metrics, {"acks": 1, "value_size": 100}, baseline="kafkaev[stats-off]"),
         Scenario("consume_stats", "Consume 100-byte records (on_message): statistics on vs off", KIND_CONSUME,
                  tuple(Entry(e.label, e.client, {**e.overrides, "mode": CONSUME_PER_MESSAGE}) for e in stats_entries),
-                 produce_metrics, {"value_size": 100}, baseline="kafkaev[stats off]"),
+                 produce_metrics, {"value_size": 100}, baseline="kafkaev[stats-off]"),
     ]
     micro_codecs = ("none", "lz4") if quick else ("none", *CODECS)
     for codec in micro_codecs:

@@ -16,8 +16,8 @@ from .config import ClientConfig
 from .consumer import Consumer
 from .error_sink import report_error
 from .errors import KafkaError
-from .producer import Producer
 from .log import enable_debug
+from .producer import Producer
 from .runner import default_loop
 from .stats.collect import StatsCollector
 from .stats.snapshot import ClientStats

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from .backoff import BackoffPolicy
-from .log import parse_debug
 from .local_broker import default_brokers
+from .log import parse_debug
 from .protocol.defaults import (
     DEFAULT_CLIENT_ID,
     DEFAULT_RECONNECT_BACKOFF_MAX_MS,

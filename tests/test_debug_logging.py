@@ -15,8 +15,8 @@ from conn_support import run, split_bootstrap
 from consumer_helpers import Received, close, connect, run_until
 
 import kafkaev
-from kafkaev.protocol.connection import Connection
 from kafkaev.log import AREAS, enable_debug, logger_of, parse_debug
+from kafkaev.protocol.connection import Connection
 
 SESSION_MS = 6000  # the broker's group.min.session.timeout.ms
 HEARTBEAT_MS = 300
