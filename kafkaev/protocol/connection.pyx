@@ -875,7 +875,7 @@ cdef class BaseConnection:
                 f"{_request_name(entry.api_key, version)} response: {type(exc).__name__}: {exc}"))
             return
         throttle = getattr(response, "throttle_time_ms", 0)
-        if throttle:
+        if throttle > 0:
             self._throttled(entry.api_key, throttle)
         self._invoke(entry.cb, response, None)
 
