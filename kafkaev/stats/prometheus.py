@@ -11,8 +11,8 @@ seconds), one label per dimension (``client_id``, ``broker``, ``topic``, ``parti
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from prometheus_client.core import REGISTRY, CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector, CollectorRegistry
@@ -22,10 +22,80 @@ from .collect import StatsCollector, snapshot_on_loop
 if TYPE_CHECKING:
     from ..client import Client
 
-    Metric = CounterMetricFamily | GaugeMetricFamily | HistogramMetricFamily
+    Scalar = CounterMetricFamily | GaugeMetricFamily
+    Metric = Scalar | HistogramMetricFamily
 
 US_PER_S = 1_000_000
 MS_PER_S = 1000.0
+COUNTER = "counter"
+GAUGE = "gauge"
+
+
+class Series(NamedTuple):
+    """One metric family: ``kafkaev_<name>`` (counters get ``_total``), read from one row."""
+
+    name: str
+    kind: str  # COUNTER or GAUGE
+    doc: str
+    value: Callable[[Any], float]
+
+
+BROKER_LABELS = ("broker", "host")
+BROKER_SERIES = (
+    Series("broker_requests", COUNTER, "Requests sent to the broker.", lambda b: b.requests_sent),
+    Series("broker_responses", COUNTER, "Responses received from the broker.", lambda b: b.responses_received),
+    Series("broker_sent_bytes", COUNTER, "Bytes written to the broker.", lambda b: b.bytes_sent),
+    Series("broker_received_bytes", COUNTER, "Bytes read from the broker.", lambda b: b.bytes_received),
+    Series("broker_connects", COUNTER, "Connection attempts to the broker.", lambda b: b.connects),
+    Series("broker_reconnects", COUNTER, "Connection attempts after the first, per role and lane.",
+           lambda b: b.reconnects),
+    Series("broker_throttle_seconds", COUNTER, "Time the broker held answers back for a quota.",
+           lambda b: b.throttle_time_ms / MS_PER_S),
+    Series("broker_in_flight_requests", GAUGE, "Requests awaiting their answer.", lambda b: b.in_flight),
+    Series("broker_connections", GAUGE, "Open connections to the broker.", lambda b: b.connections),
+)
+PARTITION_LABELS = ("topic", "partition")
+PRODUCER_SERIES = (
+    Series("producer_records", COUNTER, "Records the broker acknowledged.", lambda p: p.records_delivered),
+    Series("producer_bytes", COUNTER, "Bytes of the batches acknowledged.", lambda p: p.bytes_delivered),
+    Series("producer_batches", COUNTER, "Batches acknowledged.", lambda p: p.batches_delivered),
+    Series("producer_queued_records", GAUGE, "Records waiting to be sent.", lambda p: p.queued_records),
+    Series("producer_queued_bytes", GAUGE, "Bytes waiting to be sent.", lambda p: p.queued_bytes),
+)
+PRODUCER_BUFFER_SERIES = (
+    Series("producer_buffer_used_bytes", GAUGE, "buffer_memory in use.", lambda s: s.producer.buffer_used),
+    Series("producer_buffer_limit_bytes", GAUGE, "buffer_memory.", lambda s: s.producer.buffer_limit),
+)
+CONSUMER_SERIES = (
+    Series("consumer_records", COUNTER, "Records handed to the callback since assigned.",
+           lambda c: c.records_delivered),
+    Series("consumer_fetched_bytes", COUNTER, "Record bytes fetched since assigned.", lambda c: c.bytes_fetched),
+    Series("consumer_fetches", COUNTER, "Fetch answers with records since assigned.", lambda c: c.fetches),
+    Series("consumer_lag", GAUGE, "High watermark minus position (-1 while unknown).", lambda c: c.lag),
+    Series("consumer_position", GAUGE, "The next offset to deliver.", lambda c: c.position),
+)
+GROUP_LABELS = ("group",)
+GROUP_SERIES = (
+    Series("group_rebalances", COUNTER, "Rebalances completed.", lambda g: g.rebalances),
+    Series("group_rebalance_seconds", COUNTER, "Time spent rebalancing.", lambda g: g.rebalance_ms_total / MS_PER_S),
+    Series("group_generation", GAUGE, "The group generation joined.", lambda g: g.generation),
+    Series("group_assigned_partitions", GAUGE, "Partitions assigned to this member.",
+           lambda g: g.assigned_partitions),
+)
+
+
+def _families(series: Sequence[Series], labels: Sequence[str],
+              rows: Iterable[tuple[list[str], Any]]) -> list[Scalar]:
+    """One family per series, one sample per (label values, row)."""
+    names = ["client_id", *labels]
+    families: list[Scalar] = [
+        (CounterMetricFamily if s.kind == COUNTER else GaugeMetricFamily)(f"kafkaev_{s.name}", s.doc, labels=names)
+        for s in series
+    ]
+    for values, row in rows:
+        for family, s in zip(families, series, strict=True):
+            family.add_metric(values, s.value(row))
+    return families
 
 
 class KafkaevCollector(Collector):
@@ -38,87 +108,26 @@ class KafkaevCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         stats = snapshot_on_loop(self._collector, self._loop)  # a scrape runs on the HTTP server's thread
         client_id = stats.client_id
-
-        def counter(name: str, doc: str, labels: list[str]) -> CounterMetricFamily:
-            return CounterMetricFamily(f"kafkaev_{name}", doc, labels=["client_id", *labels])
-
-        def gauge(name: str, doc: str, labels: list[str]) -> GaugeMetricFamily:
-            return GaugeMetricFamily(f"kafkaev_{name}", doc, labels=["client_id", *labels])
-
-        broker = ["broker", "host"]
-        requests = counter("broker_requests", "Requests sent to the broker.", broker)
-        responses = counter("broker_responses", "Responses received from the broker.", broker)
-        sent = counter("broker_sent_bytes", "Bytes written to the broker.", broker)
-        received = counter("broker_received_bytes", "Bytes read from the broker.", broker)
-        connects = counter("broker_connects", "Connection attempts to the broker.", broker)
-        reconnects = counter("broker_reconnects", "Connection attempts after the first, per role and lane.", broker)
-        throttle = counter("broker_throttle_seconds", "Time the broker held answers back for a quota.", broker)
-        in_flight = gauge("broker_in_flight_requests", "Requests awaiting their answer.", broker)
-        open_conns = gauge("broker_connections", "Open connections to the broker.", broker)
+        brokers = [([client_id, str(b.node_id), f"{b.host}:{b.port}"], b) for b in stats.brokers]
+        yield from _families(BROKER_SERIES, BROKER_LABELS, brokers)
         rtt = HistogramMetricFamily("kafkaev_broker_request_latency_seconds",
                                     "Request round trips, in the connection's fixed buckets.",
-                                    labels=["client_id", *broker])
-        for b in stats.brokers:
-            values = [client_id, str(b.node_id), f"{b.host}:{b.port}"]
-            requests.add_metric(values, b.requests_sent)
-            responses.add_metric(values, b.responses_received)
-            sent.add_metric(values, b.bytes_sent)
-            received.add_metric(values, b.bytes_received)
-            connects.add_metric(values, b.connects)
-            reconnects.add_metric(values, b.reconnects)
-            throttle.add_metric(values, b.throttle_time_ms / MS_PER_S)
-            in_flight.add_metric(values, b.in_flight)
-            open_conns.add_metric(values, b.connections)
-            rtt.add_metric(values, _cumulative(b.rtt_buckets), None)
-        yield from (requests, responses, sent, received, connects, reconnects, throttle, in_flight, open_conns, rtt)
-
-        part = ["topic", "partition"]
-        produced = counter("producer_records", "Records the broker acknowledged.", part)
-        produced_bytes = counter("producer_bytes", "Bytes of the batches acknowledged.", part)
-        batches = counter("producer_batches", "Batches acknowledged.", part)
-        queued = gauge("producer_queued_records", "Records waiting to be sent.", part)
-        queued_bytes = gauge("producer_queued_bytes", "Bytes waiting to be sent.", part)
-        for p in stats.producer.partitions:
-            values = [client_id, p.topic, str(p.partition)]
-            produced.add_metric(values, p.records_delivered)
-            produced_bytes.add_metric(values, p.bytes_delivered)
-            batches.add_metric(values, p.batches_delivered)
-            queued.add_metric(values, p.queued_records)
-            queued_bytes.add_metric(values, p.queued_bytes)
-        buffer_used = gauge("producer_buffer_used_bytes", "buffer_memory in use.", [])
-        buffer_used.add_metric([client_id], stats.producer.buffer_used)
-        buffer_limit = gauge("producer_buffer_limit_bytes", "buffer_memory.", [])
-        buffer_limit.add_metric([client_id], stats.producer.buffer_limit)
-        yield from (produced, produced_bytes, batches, queued, queued_bytes, buffer_used, buffer_limit)
-
-        consumed = counter("consumer_records", "Records handed to the callback since assigned.", part)
-        fetched = counter("consumer_fetched_bytes", "Record bytes fetched since assigned.", part)
-        fetches = counter("consumer_fetches", "Fetch answers with records since assigned.", part)
-        lag = gauge("consumer_lag", "High watermark minus position (-1 while unknown).", part)
-        position = gauge("consumer_position", "The next offset to deliver.", part)
-        for c in stats.consumer:
-            values = [client_id, c.topic, str(c.partition)]
-            consumed.add_metric(values, c.records_delivered)
-            fetched.add_metric(values, c.bytes_fetched)
-            fetches.add_metric(values, c.fetches)
-            lag.add_metric(values, c.lag)
-            position.add_metric(values, c.position)
-        yield from (consumed, fetched, fetches, lag, position)
-
+                                    labels=["client_id", *BROKER_LABELS])
+        for values, broker in brokers:
+            rtt.add_metric(values, _cumulative(broker.rtt_buckets), None)
+        yield rtt
+        yield from _families(PRODUCER_SERIES, PARTITION_LABELS,
+                             (([client_id, p.topic, str(p.partition)], p) for p in stats.producer.partitions))
+        yield from _families(PRODUCER_BUFFER_SERIES, (), [([client_id], stats)])
+        yield from _families(CONSUMER_SERIES, PARTITION_LABELS,
+                             (([client_id, c.topic, str(c.partition)], c) for c in stats.consumer))
         group = stats.group
         if group is not None:
-            values = [client_id, group.group_id]
-            rebalances = counter("group_rebalances", "Rebalances completed.", ["group"])
-            rebalances.add_metric(values, group.rebalances)
-            rebalance_time = counter("group_rebalance_seconds", "Time spent rebalancing.", ["group"])
-            rebalance_time.add_metric(values, group.rebalance_ms_total / MS_PER_S)
-            generation = gauge("group_generation", "The group generation joined.", ["group"])
-            generation.add_metric(values, group.generation)
-            state = gauge("group_state", "1 for the member's current state.", ["group", "state"])
-            state.add_metric([*values, group.state], 1)
-            assigned = gauge("group_assigned_partitions", "Partitions assigned to this member.", ["group"])
-            assigned.add_metric(values, group.assigned_partitions)
-            yield from (rebalances, rebalance_time, generation, state, assigned)
+            yield from _families(GROUP_SERIES, GROUP_LABELS, [([client_id, group.group_id], group)])
+            state = GaugeMetricFamily("kafkaev_group_state", "1 for the member's current state.",
+                                      labels=["client_id", *GROUP_LABELS, "state"])
+            state.add_metric([client_id, group.group_id, group.state], 1)
+            yield state
 
 
 def _cumulative(buckets: tuple[int, ...]) -> list[tuple[str, float]]:
