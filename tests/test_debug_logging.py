@@ -10,12 +10,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from conn_support import call, run, split_bootstrap
 from conn_support import connect as conn_connect
-from conn_support import run, split_bootstrap
 from consumer_helpers import Received, close, connect, run_until
 
 import kafkaev
 from kafkaev.log import AREAS, enable_debug, logger_of, parse_debug
+from kafkaev.protocol import codec
+from kafkaev.protocol.codec import ApiKey
 from kafkaev.protocol.connection import Connection
 
 SESSION_MS = 6000  # the broker's group.min.session.timeout.ms
@@ -134,4 +136,26 @@ def test_a_lost_connection_is_a_warning_naming_the_broker_and_reason(uv: asyncio
     assert "lost: " in line, line
     assert len(errors) == 1 and str(errors[0]) in line  # the same reason on_error got
     server.close()
+    conn.disconnect()
+
+
+THROTTLE_MS = 250
+
+
+def test_a_throttled_answer_is_counted_and_logged_at_info(loop: asyncio.AbstractEventLoop, fake_cluster: Any,
+                                                           recorder: Recorder) -> None:
+    """A broker over a quota answers with a throttle time (the fake answers with one)."""
+    logger_of("connection").setLevel(logging.INFO)  # the user's choice; the fixture restores it
+    cluster = fake_cluster(1)
+    cluster.script(ApiKey.HEARTBEAT, codec.HeartbeatResponse(error_code=0, throttle_time_ms=THROTTLE_MS))
+    conn = Connection(loop)
+    conn.node_id = 1
+    assert run(loop, conn_connect(conn, cluster.bootstrap)) is None
+    for _ in range(2):
+        response, err = run(loop, call(conn.heartbeat, "g", 1, "m"))
+        assert err is None and response.throttle_time_ms == THROTTLE_MS
+    assert conn.throttle_time_ms == 2 * THROTTLE_MS and conn.throttled_responses == 2
+    assert sum(conn.rtt_histogram()) == conn.responses_received == 3  # ApiVersions and two heartbeats
+    lines = recorder.messages("kafkaev.connection", logging.INFO)
+    assert len(lines) == 2 and all(f"(node 1) held a Heartbeat response back {THROTTLE_MS} ms" in m for m in lines)
     conn.disconnect()
