@@ -35,6 +35,7 @@ from .errors import (
     KafkaError,
     error_name,
 )
+from .log import enable_debug
 from .protocol import codec, connection
 from .protocol.connection import Connection, OffsetLookup
 from .types import NO_LEADER_EPOCH, NO_OFFSET, OFFSET_END, TopicPartition
@@ -135,6 +136,7 @@ class Admin:
             raise TypeError("kafkaev.Admin: 'on_error' must be callable")
         self._on_error = options.pop("on_error", None)
         self.config = ClientConfig.from_kwargs(brokers=brokers, **options)
+        enable_debug(self.config.debug_areas)  # debug="admin,connection" works here as on a Client
         if loop is None:
             import uvloop
 
