@@ -255,6 +255,12 @@ def summarize(scenario: Scenario, outcomes: dict[str, EntryOutcome]) -> dict[str
                 theirs = clients[other.label]["median"].get(metric.name)
                 if mine is not None and theirs:
                     ratios.setdefault(metric.name, {})[f"{subject.label}/{other.label}"] = mine / theirs
+        if scenario.baseline:
+            base = clients[scenario.baseline]["median"].get(metric.name)
+            for entry in scenario.entries:
+                mine = clients[entry.label]["median"].get(metric.name)
+                if entry.label != scenario.baseline and mine is not None and base:
+                    ratios.setdefault(metric.name, {})[f"{entry.label}/{scenario.baseline}"] = mine / base
     return {
         "title": scenario.title,
         "kind": scenario.kind,

@@ -25,6 +25,7 @@ PEERS = ("confluent", "aiokafka", "kafka-python")
 SUBJECT = "kafkaev"
 VALUE_SIZES = (10, 100, 1000, 10000)
 CODECS = ("gzip", "snappy", "lz4", "zstd")
+STATS_INTERVAL_MS = 100  # the statistics scenarios' stats_interval_ms
 E2E_RATE = 10_000
 
 
@@ -75,6 +76,7 @@ class Scenario:
     metrics: tuple[Metric, ...]
     params: dict[str, Any] = field(default_factory=dict)  # RunSpec fields shared by every entry
     group: str = ""  # "size" / "codec" scenarios are plotted together
+    baseline: str = ""  # an entry label: every other entry's ratio to it, from the same run, is reported too
 
     def entry(self, label: str) -> Entry:
         return next(e for e in self.entries if e.label == label)
@@ -123,6 +125,17 @@ def all_scenarios(*, quick: bool) -> list[Scenario]:
          Entry("confluent[classic-cooperative]", "confluent", {"assignor": "cooperative-sticky"}),
          Entry("confluent[consumer]", "confluent", {"group_protocol": "consumer"})),
         PAUSE_METRICS, {"partitions": REBALANCE_PARTITIONS, "rate": REBALANCE_RATE, "value_size": 100}))
+    # Statistics on against off, kafkaev alone, alternating within the run: the ratio of CPU per
+    # record is the cost of counting (a snapshot every STATS_INTERVAL_MS, more often than needed).
+    stats_entries = (Entry("kafkaev[stats-off]", SUBJECT), Entry("kafkaev[stats-on]", SUBJECT,
+                                                               {"stats_interval_ms": STATS_INTERVAL_MS}))
+    scenarios += [
+        Scenario("produce_stats", "Pipelined produce, acks=1, 100-byte values: statistics on vs off", KIND_PRODUCE,
+                 stats_entries, produce_metrics, {"acks": 1, "value_size": 100}, baseline="kafkaev[stats-off]"),
+        Scenario("consume_stats", "Consume 100-byte records (on_message): statistics on vs off", KIND_CONSUME,
+                 tuple(Entry(e.label, e.client, {**e.overrides, "mode": CONSUME_PER_MESSAGE}) for e in stats_entries),
+                 produce_metrics, {"value_size": 100}, baseline="kafkaev[stats-off]"),
+    ]
     micro_codecs = ("none", "lz4") if quick else ("none", *CODECS)
     for codec in micro_codecs:
         for kind, verb in ((KIND_ENCODE, "Encode"), (KIND_DECODE, "Decode")):

@@ -60,6 +60,7 @@ class RunSpec:
     partitions: int = 1
     group_protocol: str = "classic"  # rebalance: "classic" or "consumer" (KIP-848)
     assignor: str = ""  # rebalance under "classic": the one assignor the members offer
+    stats_interval_ms: int = 0  # kafkaev: statistics collected (stats_cb this often) or, at 0, not
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))

@@ -16,9 +16,13 @@ from .config import ClientConfig
 from .consumer import Consumer
 from .error_sink import report_error
 from .errors import STATE, KafkaError
+from .log import enable_debug
 from .producer import Producer
 from .producer.transaction_manager import TransactionManager
 from .runner import default_loop
+from .stats.collect import StatsCollector
+from .stats.snapshot import ClientStats
+from .stats.timer import StatsTimer
 from .types import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 
 if TYPE_CHECKING:
@@ -58,6 +62,7 @@ class Client:
 
     def __init__(self, brokers: Brokers | None = None, **options: Unpack[ClientOptions]) -> None:
         self.config = config = ClientConfig.from_kwargs(brokers=brokers, **options)
+        enable_debug(config.debug_areas)
         self.loop = loop = config.loop if config.loop is not None else default_loop()
         self._pool = ConnectionPool(config, loop, on_connection_error=self._on_connection_error, on_error=self._report)
         self._metadata = Metadata(config, loop, self._pool, on_error=self._report)
@@ -65,6 +70,9 @@ class Client:
         self._consumer = Consumer(config, loop, self._metadata, self._pool, self._report)
         self._closing = False
         self.closed = False
+        self._stats = StatsCollector(self)
+        self._stats_timer = (None if config.stats_cb is None else
+                             StatsTimer(loop, self._stats, config.stats_cb, config.stats_interval_ms, self._report))
         # The per-record path: the producer's bound method directly, one Python frame less.
         self.produce = self._producer.produce  # type: ignore[method-assign]
 
@@ -110,6 +118,8 @@ class Client:
                 self.loop.call_soon(cb, None)
             return
         self._closing = True
+        if self._stats_timer is not None:
+            self._stats_timer.cancel()
 
         def consumer_closed(err: KafkaError | None) -> None:
             self._metadata.close()
@@ -143,6 +153,12 @@ class Client:
             txn.before_close(lambda: self._producer.flush(after_flush))
         else:
             self._producer.flush(after_flush)
+
+    def stats(self) -> ClientStats:
+        """A snapshot of the client's statistics: per broker, per partition produced to and
+        consumed, the group, the producer's buffer and identity (``kafkaev.stats``). Rates are
+        over the time since the previous snapshot (this call's or ``stats_cb``'s)."""
+        return self._stats.snapshot()
 
     # --- producer ------------------------------------------------------------------------------
     def produce(self, topic: str, key: RecordBytes, value: RecordBytes, cb: DeliveryCallback | None = None,

@@ -18,6 +18,7 @@ from typing import Any
 
 from .backoff import BackoffPolicy
 from .local_broker import default_brokers
+from .log import parse_debug
 from .protocol.defaults import (
     DEFAULT_CLIENT_ID,
     DEFAULT_RECONNECT_BACKOFF_MAX_MS,
@@ -259,6 +260,9 @@ class ClientConfig:
     loop: asyncio.AbstractEventLoop | None = None
     on_error: Callable[[BaseException], Any] | None = None
     on_connect: Callable[[], Any] | None = None
+    debug: str | None = None  # "group,metadata" or "all": DEBUG records of those areas (kafkaev/log.py)
+    stats_interval_ms: int = 0  # stats_cb(ClientStats) this often; 0: never
+    stats_cb: Callable[[Any], Any] | None = None
 
     # --- producer ---
     acks: int = ACKS_ALL
@@ -307,6 +311,7 @@ class ClientConfig:
 
     # --- derived at construction ---
     bootstrap: tuple[tuple[str, int], ...] = field(init=False, default=())
+    debug_areas: tuple[str, ...] = field(init=False, default=())
     compression_type: int = field(init=False, default=COMPRESSION_NONE)
     isolation: int = field(init=False, default=ISOLATION_READ_UNCOMMITTED)
     # The backoff shapes every connect and every retried request follow (kafkaev/backoff.py).
@@ -369,6 +374,12 @@ class ClientConfig:
             raise TypeError(f"kafkaev.Client: 'loop' must be an asyncio event loop, got {type(self.loop).__name__}")
         _check_callable("on_error", self.on_error)
         _check_callable("on_connect", self.on_connect)
+        put(self, "debug_areas", parse_debug(self.debug))
+        _check_int("stats_interval_ms", self.stats_interval_ms, 0)
+        _check_callable("stats_cb", self.stats_cb)
+        if (self.stats_cb is None) != (self.stats_interval_ms == 0):
+            raise _fail("stats_interval_ms", "above 0 exactly when stats_cb is given (0 without one)",
+                        self.stats_interval_ms)
 
         acks = self.acks
         if acks == "all":

@@ -15,6 +15,7 @@ if TYPE_CHECKING:  # only for the annotations below: types.py imports nothing of
     from .errors import KafkaError
     from .protocol.codec import Message
     from .security import SASLConfig, TLSConfig
+    from .stats.snapshot import ClientStats
 
 # The protocol's -1 sentinels, one name per meaning.
 NO_OFFSET = -1  # no offset: nothing committed, not known yet, none at a timestamp, or acks=0
@@ -143,6 +144,9 @@ class ClientOptions(TypedDict, total=False):
     loop: asyncio.AbstractEventLoop | None
     on_error: Callable[[BaseException], object] | None
     on_connect: Callable[[], object] | None
+    debug: str | None
+    stats_interval_ms: int
+    stats_cb: Callable[[ClientStats], object] | None
     # --- producer ---
     acks: Acks
     linger_ms: float

@@ -72,6 +72,14 @@ def _latency_settings(spec: RunSpec) -> dict[str, Any]:
     return {"acks": spec.acks, "linger_ms": 0, "compression": _compression(spec)}
 
 
+def _stats_settings(spec: RunSpec) -> dict[str, Any]:
+    """Statistics on: a snapshot every ``stats_interval_ms``, kept, as a user's stats_cb would."""
+    if spec.stats_interval_ms == 0:
+        return {}
+    snapshots: list[Any] = []
+    return {"stats_interval_ms": spec.stats_interval_ms, "stats_cb": snapshots.append}
+
+
 def _version() -> dict[str, Any]:
     return {"kafkaev": kafkaev.__version__}
 
@@ -136,7 +144,7 @@ def _produce_for(client: Client, topic: str, value: bytes, seconds: float, cb: D
 
 def produce(spec: RunSpec) -> RunResult:
     settings = _throughput_settings(spec)
-    client = Client(spec.bootstrap, **settings)
+    client = Client(spec.bootstrap, **settings, **_stats_settings(spec))
     _connect(client)
     deliveries = Deliveries()
     value = make_value(spec.value_size)
@@ -327,7 +335,7 @@ def consume(spec: RunSpec) -> RunResult:
     loop = default_loop()
     counter = _ConsumeCounter(spec, loop)
     handler = {"on_message": counter.on_message} if per_message else {"on_batch": counter.on_batch}
-    client = Client(spec.bootstrap, loop=loop, **handler, **settings)
+    client = Client(spec.bootstrap, loop=loop, **handler, **settings, **_stats_settings(spec))
     _connect(client)
     client.assign([(spec.topic, p, OFFSET_BEGINNING) for p in range(spec.partitions)])
     stall = loop.call_later(spec.duration_s + STALL_MARGIN_S, loop.stop)  # a run that never delivers

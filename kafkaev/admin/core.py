@@ -29,6 +29,7 @@ from ..errors import (
     KafkaError,
     error_name,
 )
+from ..log import enable_debug
 from ..protocol import codec
 from ..protocol.connection import Connection
 from ..types import TopicPartition
@@ -203,6 +204,7 @@ class AdminCore:
             raise TypeError("kafkaev.Admin: 'on_error' must be callable")
         self._on_error = options.pop("on_error", None)
         self.config = ClientConfig.from_kwargs(brokers=brokers, **options)
+        enable_debug(self.config.debug_areas)  # debug="admin,connection" works here as on a Client
         if loop is None:
             import uvloop
 

@@ -20,6 +20,7 @@ topics never are (a consumer must not create topics by looking at them).
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 import uuid
 from collections.abc import Callable, Iterable
@@ -45,6 +46,8 @@ from ..protocol import codec
 from ..protocol.connection import Connection
 from ..types import NO_LEADER_EPOCH
 from .pool import ConnectionFactory, ConnectionPool, Role
+
+log = logging.getLogger("kafkaev.metadata")  # kafkaev/log.py names the areas
 
 # A node id that names no broker: no leader during an election, no controller or coordinator known.
 NO_NODE = -1
@@ -285,6 +288,10 @@ class Metadata:
             requests.append((None, False))
         elif self._lookup_topics or not requests:
             requests.append((sorted(self._lookup_topics), False))
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("metadata refresh: %s", "; ".join(
+                ("create " if create else "") + ("all topics" if topics is None else ", ".join(topics) or "brokers only")
+                for topics, create in requests))
         # held here: a Connection is only referenced weakly by its own pending I/O
         self._round = _Round(self, requests)
         self._round.start()
@@ -296,6 +303,12 @@ class Metadata:
             self._apply(responses)
             self.bootstrapped = True
         self.last_round_error = err
+        if err is not None:
+            log.debug("metadata refresh failed: %s", err)
+        elif log.isEnabledFor(logging.DEBUG):
+            cur = self.current
+            log.debug("metadata refreshed: %d brokers, controller %s, %d topics", len(cur.brokers),
+                      cur.controller_id, len(cur.topics))
         if err is None:
             self._round_backoff.reset()
             self._failed_until = 0.0

@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import partial
 
 from ..backoff import Backoff, RandomSource
@@ -33,6 +33,7 @@ from ..config import ClientConfig
 from ..error_sink import report_error
 from ..errors import DESTROY, STATE, KafkaError
 from ..protocol.connection import Connection
+from ..stats.broker_totals import BrokerTotals
 
 ConnectionFactory = Callable[[ClientConfig, asyncio.AbstractEventLoop], Connection]
 
@@ -50,7 +51,8 @@ class Role(enum.IntEnum):
 class _Slot:
     """One pooled connection and the callers waiting for it to become ready."""
 
-    __slots__ = ("node_id", "role", "lane", "conn", "waiters", "backoff", "retry_at", "retry_handle", "last_error")
+    __slots__ = ("node_id", "role", "lane", "conn", "waiters", "backoff", "retry_at", "retry_handle", "last_error",
+                 "attempts")
 
     def __init__(self, node_id: int, role: Role, lane: int, backoff: Backoff) -> None:
         self.node_id = node_id
@@ -62,6 +64,7 @@ class _Slot:
         self.retry_at = 0.0  # loop time before which no new connect is attempted
         self.retry_handle: asyncio.TimerHandle | None = None
         self.last_error: KafkaError | None = None  # why the last connect failed; None once one succeeds
+        self.attempts = 0  # connects started (statistics: all but the first are reconnects)
 
 
 def default_connection_factory(config: ClientConfig, loop: asyncio.AbstractEventLoop) -> Connection:
@@ -105,6 +108,7 @@ class ConnectionPool:
         self._closed = False
         self.on_connection_error = on_connection_error
         self.on_error = on_error
+        self.totals = BrokerTotals()  # statistics: the counters of connections let go
 
     # --- addresses -----------------------------------------------------------------------------
     def set_brokers(self, brokers: dict[int, tuple[str, int]]) -> None:
@@ -124,6 +128,12 @@ class ConnectionPool:
     @property
     def node_ids(self) -> list[int]:
         return list(self._brokers)
+
+    def connections(self) -> Iterator[tuple[int, Connection]]:
+        """(node id, connection) of every connection the pool holds now (statistics)."""
+        for slot in self._slots.values():
+            if slot.conn is not None:
+                yield slot.node_id, slot.conn
 
     # --- connections ---------------------------------------------------------------------------
     def ready(self, node_id: int, role: Role, lane: int = 0) -> Connection | None:
@@ -184,6 +194,8 @@ class ConnectionPool:
             self._fail_waiters(slot, slot.last_error)
             return
         conn = self._factory(self._config, self._loop)
+        self.totals.connecting(slot.node_id, slot.attempts == 0)
+        slot.attempts += 1
         conn.node_id = slot.node_id
         conn.on_error = self.on_error
         conn.on_disconnect = lambda err, s=slot, c=conn: self._on_disconnect(s, c, err)
@@ -202,6 +214,7 @@ class ConnectionPool:
                 self._call(cb, conn, None)
             return
         slot.conn = None
+        self.totals.retire(slot.node_id, conn)
         slot.last_error = err
         slot.retry_at = self._loop.time() + slot.backoff.next_delay_s()
         self._fail_waiters(slot, err)
@@ -210,6 +223,7 @@ class ConnectionPool:
     def _on_disconnect(self, slot: _Slot, conn: Connection, err: KafkaError | None) -> None:
         if slot.conn is conn:
             slot.conn = None
+            self.totals.retire(slot.node_id, conn)
             if err is not None:
                 self._report(slot, err)
 
@@ -241,6 +255,7 @@ class ConnectionPool:
         conn, slot.conn = slot.conn, None
         self._fail_waiters(slot, err)
         if conn is not None:
+            self.totals.retire(slot.node_id, conn)
             conn.disconnect()
 
     def disconnect(self, node_id: int, role: Role, lane: int = 0) -> None:

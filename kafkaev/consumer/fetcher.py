@@ -24,6 +24,7 @@ it is dropped (and fetched again on resume).
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -50,6 +51,8 @@ from .fetch_session import FetchParams, FetchPlan, FetchSession
 from .positions import PositionResolver
 from .read_replica import NO_PREFERRED_REPLICA, ReadReplicas
 from .subscription import PartitionState, Phase
+
+log = logging.getLogger("kafkaev.consumer")  # kafkaev/log.py names the areas
 
 SESSION_ERRORS = frozenset({FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH})
 
@@ -251,6 +254,9 @@ class Fetcher:
                 self._on_response(leader, plan, sent, None, err)
                 return
             assert conn is not None  # no error: a connection
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug("Fetch from %s:%s (node %d): %s", conn.host, conn.port, leader.node_id,
+                          ", ".join(f"{tp.topic}[{tp.partition}]@{s.offset}" for tp, s in sent.items()))
             try:
                 conn.fetch_multi(
                     plan.request_partitions(),
@@ -394,6 +400,8 @@ class Fetcher:
         records = p.records
         if not records:
             return None
+        state.fetches += 1
+        state.bytes_fetched += len(records)
         offset = state.fetch_offset
         # From the batch headers only: the next Fetch goes out before any record is decoded.
         next_offset, state.fetch_epoch = codec.next_fetch_position(records, offset, state.fetch_epoch)
@@ -434,6 +442,8 @@ class Fetcher:
         if fetched.messages:
             state.interrupted = False
             last_handed_over = self._deliver(state, fetched.messages)
+            state.records_delivered += (len(fetched.messages) if last_handed_over is None
+                                        else fetched.messages.index(last_handed_over) + 1)
             if state.generation != delivery.generation or self.ctx.subscription.get(state.tp) is not state:
                 return  # the callback seeked or revoked: its new position stands
         # else: only control records, aborted or compacted-away offsets: step over them.

@@ -22,6 +22,7 @@ States: UNJOINED -> JOINING -> SYNCING -> STABLE, back to JOINING on a rebalance
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -36,6 +37,7 @@ from kafkaev.errors import (
     STATE,
     UNKNOWN_MEMBER_ID,
     KafkaError,
+    error_name,
 )
 from kafkaev.protocol import codec
 from kafkaev.protocol.connection import Connection
@@ -49,6 +51,7 @@ from .membership import (
     GroupOptions,
     GroupState,
     OwnedPartitions,
+    RebalanceClock,
     TopicSelection,
     report_error,
 )
@@ -64,6 +67,8 @@ from .protocol import (
 LEAVE_REASON = "the consumer is leaving the group"
 # OffsetFetch v9+'s member epoch of a member that is not a consumer-protocol one.
 NO_MEMBER_EPOCH = -1
+
+log = logging.getLogger("kafkaev.group")  # kafkaev/log.py names the areas
 
 
 class GroupMember:
@@ -95,6 +100,7 @@ class GroupMember:
         self._committed_backoff = Backoff(retry)  # loading the committed offsets of new partitions
         self._partition_counts: dict[str, int] = {}
         self._joined_topics: frozenset[str] = frozenset()
+        self.rebalance_clock = RebalanceClock(ctx.loop)  # for statistics (kafkaev/stats)
 
     # --- public -------------------------------------------------------------------------------------
     @property
@@ -223,6 +229,9 @@ class GroupMember:
     def _join(self) -> None:
         if self.state in (GroupState.FAILED, GroupState.CLOSED) or self._join_in_flight:
             return
+        if self.rebalance_clock.start():
+            log.info("group %r: rebalancing (member %r, generation %d)", self.group_id, self.member_id,
+                     self.generation_id)
         self.state = GroupState.JOINING
         self._rejoin_needed = False
         self._join_in_flight = True
@@ -241,6 +250,8 @@ class GroupMember:
                 self._join_failed(err)
                 return
             assert conn is not None  # no error: a connection
+            log.debug("group %r: JoinGroup to %s:%s (member %r, topics %s)", self.group_id, conn.host, conn.port,
+                      self.member_id, sorted(topics))
             try:
                 conn.join_group(self.group_id, self.member_id, PROTOCOL_TYPE, protocols, self._on_join,
                                 session_timeout_ms=self.options.session_timeout_ms,
@@ -273,6 +284,9 @@ class GroupMember:
             self._join_in_flight = False
             return
         code = resp.error_code
+        log.debug("group %r: JoinGroup answered %s: generation %d, member %r, leader %r, protocol %r",
+                  self.group_id, error_name(code), resp.generation_id, resp.member_id, resp.leader,
+                  resp.protocol_name)
         if code == NONE:
             self.member_id = resp.member_id
             self.generation_id = resp.generation_id
@@ -366,6 +380,8 @@ class GroupMember:
                 self._on_sync(None, err, generation)
                 return
             assert conn is not None  # no error: a connection
+            log.debug("group %r: SyncGroup generation %d (member %r, %d assignments)", self.group_id, generation,
+                      self.member_id, len(payloads))
             try:
                 conn.sync_group(self.group_id, generation, self.member_id, payloads,
                                 lambda resp, e: self._on_sync(resp, e, generation),
@@ -393,6 +409,7 @@ class GroupMember:
             return
         assert resp is not None  # no error: an answer
         code = resp.error_code
+        log.debug("group %r: SyncGroup answered %s (generation %d)", self.group_id, error_name(code), generation)
         if code != NONE:
             self.state = GroupState.JOINING
             if code in (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION):
@@ -423,6 +440,7 @@ class GroupMember:
         added = sorted(new - old)
         self.state = GroupState.STABLE
         self._join_backoff.reset()
+        self._rebalance_done(added, revoked)
         self._last_heartbeat_ok = self.ctx.loop.time()
         self._partition_counts = self._partition_counts_of(self.topics)
         revoking = None
@@ -446,6 +464,12 @@ class GroupMember:
         if self._rejoin_needed or self._matching_topics() != self._joined_topics:
             self._rejoin_needed = False
             self._start_rebalance()
+
+    def _rebalance_done(self, added: list[TopicPartition], revoked: list[TopicPartition]) -> None:
+        took_ms = self.rebalance_clock.finish()
+        log.info("group %r: generation %d stable after %.0f ms: %d partitions assigned, %d revoked, %d owned",
+                 self.group_id, self.generation_id, took_ms, len(added), len(revoked),
+                 len(set(self.owned) - set(revoked)) + len(added))
 
     def _assign(self, added: list[TopicPartition]) -> None:
         self.ownership.take(added)
@@ -504,6 +528,7 @@ class GroupMember:
                 self._on_heartbeat(None, err, generation)
                 return
             assert conn is not None  # no error: a connection
+            log.debug("group %r: Heartbeat generation %d (member %r)", self.group_id, generation, self.member_id)
             try:
                 conn.heartbeat(self.group_id, generation, self.member_id,
                                lambda resp, e: self._on_heartbeat(resp, e, generation),
@@ -524,6 +549,7 @@ class GroupMember:
             return
         assert resp is not None  # no error: an answer
         code = resp.error_code
+        log.debug("group %r: Heartbeat answered %s (generation %d)", self.group_id, error_name(code), generation)
         if code == NONE:
             self._heartbeat_ok()
             self._arm_heartbeat()
@@ -578,6 +604,7 @@ class GroupMember:
                 done(None, err)
                 return
             assert conn is not None  # no error: a connection
+            log.debug("group %r: LeaveGroup (member %r)", self.group_id, self.member_id)
             try:
                 conn.leave_group(
                     self.group_id,

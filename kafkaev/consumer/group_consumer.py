@@ -25,8 +25,10 @@ in a later heartbeat. States: UNJOINED -> JOINING (epoch 0 sent) -> STABLE.
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from kafkaev.backoff import Backoff
 from kafkaev.errors import (
@@ -50,12 +52,15 @@ from .membership import (
     GroupOptions,
     GroupState,
     OwnedPartitions,
+    RebalanceClock,
     TopicSelection,
     report_error,
 )
 from .offsets import OffsetManager, positions_to_commit
 
 # The heartbeat interval until the broker's first answer sets it.
+log = logging.getLogger("kafkaev.group")  # kafkaev/log.py names the areas
+
 INITIAL_HEARTBEAT_INTERVAL_MS = 5000
 # Errors after which the member goes on with the same epoch: it keeps its partitions.
 FENCING_ERRORS = frozenset({FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID})
@@ -75,6 +80,7 @@ class ConsumerGroupMember:
         self.link = group_coordinator(ctx, options.group_id)
         self.offsets = OffsetManager(ctx, self.link, self, require_stable=require_stable)
         self.ownership = OwnedPartitions(ctx, options, on_partitions_changed)
+        self.rebalance_clock = RebalanceClock(ctx.loop)  # for statistics (kafkaev/stats)
         self.on_partitions_changed = on_partitions_changed  # the fetcher's kick
         # The broker's latest assignment (partitions by topic id), until reconciled to.
         self._target: dict[uuid.UUID, frozenset[int]] | None = None
@@ -155,7 +161,13 @@ class ConsumerGroupMember:
 
         def after_commit(err: KafkaError | None) -> None:
             self._report_err(err)
-            self._revoke(list(self.owned))
+            revoking = self._revoke(list(self.owned))
+            if revoking is None:
+                after_revoke()
+            else:  # on_revoke's Future (a handler runner finishing them) first
+                revoking.add_done_callback(lambda _done: after_revoke())
+
+        def after_revoke() -> None:
             if not was_member or self.state is GroupState.FAILED:
                 self._close(cb, None)
                 return
@@ -185,6 +197,8 @@ class ConsumerGroupMember:
             return
         self.state = GroupState.JOINING
         self.member_epoch = JOIN_EPOCH
+        if self.rebalance_clock.start():
+            log.info("group %r: joining (member %r)", self.group_id, self.member_id)
         self._full_request = True
         self._joins += 1
         self._send_heartbeat()
@@ -371,7 +385,10 @@ class ConsumerGroupMember:
         if not unknown:
             self._target = None
         if not revoked and not added:
+            if self._target is None and self.rebalance_clock.running:
+                self._rebalance_done()
             return
+        self.rebalance_clock.start()
         self._reconciling = True
         epoch = self.member_epoch
 
@@ -386,14 +403,35 @@ class ConsumerGroupMember:
             self._heartbeat_soon()  # acknowledge
             if self._target is not None:
                 self._reconcile()
+            else:
+                self._rebalance_done()
 
-        if revoked:
-            if self.options.auto_commit:
-                self.commit_positions(revoked, after_commit, only_advanced=True)
-                self._revoke(revoked)
-                return
-            self._revoke(revoked)
-        after_commit(None)
+        if not revoked:
+            after_commit(None)
+            return
+        # The broker hears of the revocation once the revoked partitions' commit is answered and
+        # on_revoke's Future (a handler runner finishing them) is done, whichever comes last.
+        committed: asyncio.Future[KafkaError | None] = self.ctx.loop.create_future()
+        if self.options.auto_commit:
+            self.commit_positions(revoked, committed.set_result, only_advanced=True)
+        else:
+            committed.set_result(None)
+        revoking = self._revoke(revoked)
+
+        def proceed(_done: object = None) -> None:
+            if revoking is not None and not revoking.done():
+                revoking.add_done_callback(proceed)
+            elif not committed.done():
+                committed.add_done_callback(proceed)
+            else:
+                after_commit(committed.result())
+
+        proceed()
+
+    def _rebalance_done(self) -> None:
+        took_ms = self.rebalance_clock.finish()
+        log.info("group %r: epoch %d reconciled after %.0f ms: %d partitions owned", self.group_id,
+                 self.member_epoch, took_ms, len(self.owned))
 
     def _assign(self, added: list[TopicPartition]) -> None:
         self.ownership.take(added)
@@ -404,8 +442,8 @@ class ConsumerGroupMember:
 
         self.offsets.seek_to_committed(added, still_owner, self.on_partitions_changed)
 
-    def _revoke(self, partitions: list[TopicPartition]) -> None:
-        self.ownership.revoke(partitions)
+    def _revoke(self, partitions: list[TopicPartition]) -> asyncio.Future[Any] | None:
+        return self.ownership.revoke(partitions)
 
     def _lose_partitions(self) -> None:
         self.ownership.lose()

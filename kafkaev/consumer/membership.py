@@ -147,6 +147,41 @@ class OwnedPartitions:
         self._changed()
 
 
+class RebalanceClock:
+    """A member's rebalances for statistics (kafkaev/stats): how many completed, and how long
+    the last one and all of them took, from the first step away from a settled assignment to
+    the next settled one."""
+
+    __slots__ = ("loop", "rebalances", "last_rebalance_ms", "rebalance_ms_total", "_started")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.rebalances = 0
+        self.last_rebalance_ms = 0.0
+        self.rebalance_ms_total = 0.0
+        self._started: float | None = None  # loop time the running rebalance began
+
+    @property
+    def running(self) -> bool:
+        return self._started is not None
+
+    def start(self) -> bool:
+        """A rebalance begins (no-op while one runs); True when this call began it."""
+        if self._started is not None:
+            return False
+        self._started = self.loop.time()
+        return True
+
+    def finish(self) -> float:
+        """The running rebalance settled: count it; its duration in ms (0 when none ran)."""
+        started, self._started = self._started, None
+        took_ms = 0.0 if started is None else (self.loop.time() - started) * 1000.0
+        self.rebalances += 1
+        self.last_rebalance_ms = took_ms
+        self.rebalance_ms_total += took_ms
+        return took_ms
+
+
 class AutoCommitTimer:
     """A member's auto_commit timer: ``due()`` every ``auto_commit_interval_ms`` until stopped
     (the member decides whether there is something to commit)."""
@@ -189,6 +224,14 @@ class Membership(Protocol):
     def state(self) -> GroupState: ...
     @property
     def offsets(self) -> OffsetManager: ...
+    @property
+    def member_id(self) -> str: ...
+    @property
+    def generation_id(self) -> int: ...  # the classic generation, or the member epoch
+    @property
+    def owned(self) -> list[TopicPartition]: ...
+    @property
+    def rebalance_clock(self) -> RebalanceClock: ...  # for statistics
 
     def start(self) -> None: ...
     def set_selection(self, selection: TopicSelection) -> None: ...

@@ -67,6 +67,11 @@ class PartitionState:
     position_failures: int = 0
     # Called once when the position is next settled (FETCHING), failed, or unassigned.
     waiters: list[Callable[[PartitionState, BaseException | None], object]] = field(default_factory=list)
+    # Statistics (kafkaev/stats), since the partition was assigned: records handed to a
+    # callback, and Fetch answers with records for it and their bytes (counted once per answer).
+    records_delivered: int = 0
+    fetches: int = 0
+    bytes_fetched: int = 0
 
     def notify(self, err: BaseException | None = None) -> None:
         waiters, self.waiters = self.waiters, []

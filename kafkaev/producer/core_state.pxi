@@ -127,6 +127,10 @@ cdef class PartitionState:
     # Idempotence: a batch failed retriably; send nothing new until every batch in flight
     # is answered, then resend the queue in sequence order.
     cdef public bint retrying
+    # Statistics (kafkaev/stats): what the broker acknowledged, counted once per batch.
+    cdef readonly unsigned long long records_delivered
+    cdef readonly unsigned long long bytes_delivered
+    cdef readonly unsigned long long batches_delivered
 
     def __init__(self, TopicState tstate not None, Py_ssize_t partition, ReadySet ready not None):
         self.topic = tstate.name
@@ -156,6 +160,12 @@ cdef class PartitionState:
             return False
         self.batch = None
         return True
+
+    cpdef void count_delivered(self, ProducerBatch batch):
+        """``batch`` was acknowledged: its records and encoded bytes count as delivered."""
+        self.records_delivered += batch.record_count
+        self.bytes_delivered += batch.reserved
+        self.batches_delivered += 1
 
     def __repr__(self):
         return f"<PartitionState {self.topic}[{self.partition}] leader={self.leader}>"

@@ -24,6 +24,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -64,6 +65,8 @@ from .idempotence import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, ProducerIdentity, ne
 
 if TYPE_CHECKING:
     from .transaction_manager import TransactionManager
+
+log = logging.getLogger("kafkaev.producer")  # kafkaev/log.py names the areas
 
 # Errors meaning "your idea of the leader is stale": look up the leader again.
 LEADER_ERRORS = frozenset({
@@ -285,6 +288,10 @@ class Sender:
             self._on_response(batches, resp, err)
 
         txn = self.txn
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("Produce to %s:%s: %d batches, %d records, %d bytes (%s)", conn.host, conn.port, len(batches),
+                      sum(b.record_count for b in batches), sum(b.reserved for b in batches),
+                      ", ".join(f"{b.part.topic}[{b.part.partition}]" for b in batches))
         try:
             conn.produce_batch(payload, on_response, acks=self._acks, timeout_ms=self._request_timeout_ms,
                                transactional_id=self._transactional_id,
@@ -329,8 +336,9 @@ class Sender:
         batch.part.queue.answered(batch)
         if self._earlier_identity:
             self._earlier_identity.discard(batch)
-        self._acc.release(batch)
         part = batch.part
+        part.count_delivered(batch)  # before release: the batch's reserved bytes are its size
+        self._acc.release(batch)
         batch.deliveries.complete(part.topic, part.partition, base_offset, log_append_time, self._report)
         self._on_batch_done()
 

@@ -48,6 +48,7 @@ DEFAULT_WRITE_HIGH_WATER: int  # 4 MiB
 DEFAULT_WRITE_LOW_WATER: int  # 1 MiB
 DEFAULT_MAX_RESPONSE_SIZE: int  # 1 GiB
 FLUSH_THRESHOLD: int  # coalesced writes go out at once past this many bytes
+RTT_BUCKET_COUNT: int  # buckets of Connection.rtt_histogram()
 
 class Connection:
     # Settable by the cluster layer; informational for the connection itself.
@@ -68,6 +69,18 @@ class Connection:
     @property
     def bytes_sent(self) -> int:
         """Bytes written to the socket since the object was made, across reconnects."""
+    @property
+    def bytes_received(self) -> int:
+        """Bytes read from the socket since the object was made, across reconnects."""
+    @property
+    def throttle_time_ms(self) -> int:
+        """The throttle times (a quota) of every response that carried one, summed, in ms."""
+    @property
+    def throttled_responses(self) -> int:
+        """Responses that carried a throttle time above 0."""
+    def rtt_histogram(self) -> list[int]:
+        """Round trips since the object was made, in ``RTT_BUCKET_COUNT`` fixed buckets: bucket i
+        counts those under 2**i microseconds, the last one everything longer."""
     # Handlers (None to clear).
     on_connect: Callable[[], object] | None  # ready: socket open, ApiVersions negotiated, SASL done
     """Called with no arguments each time the connection becomes ready (socket open, ApiVersions

@@ -7,6 +7,7 @@ FIFO against the in-flight queue by correlation id. The public API is documented
 """
 
 import asyncio
+import logging
 import socket
 import ssl
 import warnings
@@ -18,6 +19,7 @@ from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_FromStringAndS
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memmove
+from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
 
 from kafkaev.protocol.codec cimport (
     API_ADD_OFFSETS_TO_TXN,
@@ -76,6 +78,9 @@ from kafkaev.security import InsecureCredentialsWarning, SASLConfig, ssl_context
 
 include "connection_api_keys.pxi"
 
+# kafkaev.log names the areas; this one is the connection's (connects, losses, throttling).
+connection_log = logging.getLogger("kafkaev.connection")
+
 DEFAULT_WRITE_HIGH_WATER = 4 * 1024 * 1024
 DEFAULT_WRITE_LOW_WATER = 1024 * 1024
 DEFAULT_MAX_RESPONSE_SIZE = 1024 * 1024 * 1024
@@ -94,6 +99,12 @@ cdef Py_ssize_t SIZE_PREFIX = 4
 cdef int32_t MAX_CORRELATION_ID = 0x7FFFFFFF
 # The loop may run a timer up to its clock resolution early.
 cdef double TIMER_SLACK = 0.002
+# Round trips are counted in a fixed histogram, bucket i holding those below 2**i microseconds
+# (the last one everything longer): one increment per response, percentiles read at snapshot
+# time (kafkaev/stats/collect.py).
+cdef enum:
+    RTT_BUCKETS = 32
+RTT_BUCKET_COUNT = RTT_BUCKETS
 CLIENT_SOFTWARE_NAME = "kafkaev"
 
 cdef enum ConnState:
@@ -120,6 +131,21 @@ cdef class _InFlight:
         int16_t version
         object cb
         double deadline
+        uint64_t sent_us            # monotonic clock, for the round-trip histogram
+
+
+cdef inline uint64_t _now_us() noexcept nogil:
+    cdef timespec ts
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return <uint64_t>ts.tv_sec * 1000000 + <uint64_t>(ts.tv_nsec // 1000)
+
+
+cdef inline int _rtt_bucket(uint64_t micros) noexcept nogil:
+    cdef int bucket = 0
+    while micros and bucket < RTT_BUCKETS - 1:
+        micros >>= 1
+        bucket += 1
+    return bucket
 
 
 cdef str _request_name(int16_t api_key, int16_t version):
@@ -335,6 +361,10 @@ cdef class BaseConnection:
     cdef readonly uint64_t responses_received
     cdef readonly uint64_t writes
     cdef readonly uint64_t bytes_sent
+    cdef readonly uint64_t bytes_received
+    cdef readonly uint64_t throttle_time_ms   # summed over every response that carried one
+    cdef readonly uint64_t throttled_responses
+    cdef uint64_t _rtt_counts[RTT_BUCKETS]
 
     cdef public object on_connect
     cdef public object on_error
@@ -636,6 +666,8 @@ cdef class BaseConnection:
         self._finish_connect(timeout_err if timeout_err is not None else err)
         self._emit_error(timeout_err if timeout_err is not None else err)
         if prev == ST_READY:
+            connection_log.warning("lost the connection to %s:%s (node %s): %s",
+                                   self._host, self._port, self.node_id, err)
             self._emit_disconnect(err)
         if self._auto_reconnect and not self._user_closed and self._state == ST_DISCONNECTED:
             self._schedule_reconnect()
@@ -761,6 +793,7 @@ cdef class BaseConnection:
     cdef void _buffer_updated(self, object proxy, Py_ssize_t nbytes):
         if proxy is not self._proxy:
             return
+        self.bytes_received += nbytes
         if self._big is not None:
             self._big_filled += nbytes
             if self._big_filled == self._big_size:
@@ -824,6 +857,7 @@ cdef class BaseConnection:
             return
         entry = self._inflight.popleft()
         self.responses_received += 1
+        self._rtt_counts[_rtt_bucket(_now_us() - entry.sent_us)] += 1
         reader = read_buffer_over(frame, data, size, response_label(entry.api_key, entry.version))
         version = entry.version
         try:
@@ -847,7 +881,21 @@ cdef class BaseConnection:
             self._invoke(entry.cb, None, ProtocolError(
                 f"{_request_name(entry.api_key, version)} response: {type(exc).__name__}: {exc}"))
             return
+        throttle = getattr(response, "throttle_time_ms", 0)
+        if throttle > 0:
+            self._throttled(entry.api_key, throttle)
         self._invoke(entry.cb, response, None)
+
+    cdef void _throttled(self, int16_t api_key, object throttle_ms):
+        self.throttle_time_ms += throttle_ms
+        self.throttled_responses += 1
+        connection_log.info("throttled: %s:%s (node %s) held a %s response back %d ms (a quota)",
+                            self._host, self._port, self.node_id, api_name(api_key), throttle_ms)
+
+    def rtt_histogram(self):
+        """Round trips since the object was made: bucket i counts those under 2**i µs (the
+        last bucket, everything longer)."""
+        return [self._rtt_counts[i] for i in range(RTT_BUCKETS)]
 
     # --- send: encoding, coalescing, deadlines ----------------------------------------------
 
@@ -868,6 +916,7 @@ cdef class BaseConnection:
             entry.api_key = api_key
             entry.version = version
             entry.cb = cb
+            entry.sent_us = _now_us()
             deadline = self._loop.time() + timeout_s
             entry.deadline = deadline
             self._inflight.append(entry)
@@ -1048,6 +1097,8 @@ cdef class BaseConnection:
 
     cdef void _ready(self):
         self._state = ST_READY
+        connection_log.debug("connected to %s:%s (node %s)%s", self._host, self._port, self.node_id,
+                             "" if self._sasl is None else f" as SASL {self._sasl.mechanism} user {self._sasl.username!r}")
         self._reconnect_backoff.reset()
         if self._connect_timer is not None:
             self._connect_timer.cancel()
