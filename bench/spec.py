@@ -28,6 +28,9 @@ KIND_PRODUCE = "produce"  # as fast as possible for duration_s, then flush
 KIND_ROUNDTRIP = "roundtrip"  # produce one, wait for the ack, repeat
 KIND_E2E = "e2e"  # produce at a fixed rate, consume in the same process
 KIND_CONSUME = "consume"  # read `count` records from a pre-filled topic
+KIND_TXN_PRODUCE = "txn_produce"  # as fast as possible for duration_s in transactions of `txn_records`, then commit
+KIND_EOS = "eos"  # consume `source_topic` in a group, transform, produce to `topic` in transactions of
+#                   at most `txn_records` input records with their offsets, until `count` are committed
 # Micro-benchmarks (bench/micro_runs.py), one side per process like the rest:
 KIND_ENCODE = "encode"  # build RecordBatches of `count` records with codec `compression`
 KIND_DECODE = "decode"  # read `count` records back from fetch-sized record sets
@@ -53,6 +56,8 @@ class RunSpec:
     rate: int = 0  # e2e: offered messages per second
     mode: str = CONSUME_BATCH  # consume: per-message or batch delivery
     partitions: int = 1
+    txn_records: int = 0  # txn_produce: records per transaction; eos: input records per transaction, at most
+    source_topic: str = ""  # eos: the pre-filled input topic (`topic` is the output)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))

@@ -1,0 +1,153 @@
+"""The exactly-once pipeline (examples/eos_pipeline.py), crash-tested on the real brokers.
+
+A kafkaev group consumer reads a 6-partition input topic, transforms each record and writes it to an
+output topic in transactions of at most 500 input records, committing the input offsets with
+``send_offsets_to_transaction``. Its process is SIGKILLed at random moments (right after a
+transaction began and right as one commits included) and started again with the same transactional
+id; on the three-node cluster the transaction coordinator's broker is also killed once and paused
+once. confluent-kafka in read_committed must then read every input record's output exactly once, in
+input order per partition, and the group's committed offsets must be the input's end.
+
+``KAFKAEV_EOS_RECORDS`` sets the input size (200,000 by default) for a quicker run while iterating.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+
+import pytest
+from eos_helpers import (
+    CrashHarness,
+    PipelineArgs,
+    Record,
+    assert_exactly_once,
+    committed_offsets,
+    end_offsets,
+    exactly_once_failures,
+    fill_input,
+    read_partitions,
+    transaction_coordinator,
+)
+
+from examples.eos_pipeline import transform
+
+RECORDS = int(os.environ.get("KAFKAEV_EOS_RECORDS", "200000"))
+PARTITIONS = 6
+MAX_RECORDS = 500
+PROCESS_KILLS = 6
+# The three-node run: the coordinator's broker is killed at a third of the input and paused at two
+# thirds, each for this long, while the pipeline (also killed twice) goes on.
+CLUSTER_PROCESS_KILLS = 2
+BROKER_DOWN_S = 3.0
+BROKER_PAUSED_S = 6.0
+
+
+def _args(bootstrap: str, input_topic: str, output_topic: str) -> PipelineArgs:
+    return PipelineArgs(bootstrap, input_topic, output_topic, group=f"{input_topic}-group",
+                        transactional_id=f"{input_topic}-txn", max_records=MAX_RECORDS)
+
+
+def _check(bootstrap: str, args: PipelineArgs, described: str) -> None:
+    inputs = read_partitions(bootstrap, args.input_topic, PARTITIONS, read_committed=False)
+    assert sum(len(records) for records in inputs.values()) == RECORDS
+    outputs = read_partitions(bootstrap, args.output_topic, PARTITIONS)
+    failures = exactly_once_failures(inputs, outputs, transform)
+    assert not failures, f"{described}\n" + "\n".join(failures)
+    ends = end_offsets(bootstrap, args.input_topic, PARTITIONS)
+    assert committed_offsets(bootstrap, args.group, args.input_topic, PARTITIONS) == ends, described
+
+
+def test_the_checker_fails_on_a_duplicate_a_loss_and_a_reorder():
+    def recs(*values: bytes) -> list[Record]:
+        return [Record(i, b"k" + v.lower(), v) for i, v in enumerate(values)]  # key: the input's
+
+    inputs = {0: recs(b"a", b"b", b"c"), 1: recs(b"d")}
+    good = {0: recs(b"A", b"B", b"C"), 1: recs(b"D")}
+    assert exactly_once_failures(inputs, good, transform) == []
+    assert_exactly_once(inputs, good, transform)
+    duplicate = {0: recs(b"A", b"B", b"B", b"C"), 1: recs(b"D")}
+    [failure] = exactly_once_failures(inputs, duplicate, transform)
+    assert "partition 0" in failure and "1 records more than once" in failure
+    lost = {0: recs(b"A", b"C"), 1: recs(b"D")}
+    assert "1 records missing" in exactly_once_failures(inputs, lost, transform)[0]
+    # the same count as the input, one lost and one twice: counts alone would pass it
+    swapped = {0: recs(b"A", b"A", b"C"), 1: recs(b"D")}
+    [failure] = exactly_once_failures(inputs, swapped, transform)
+    assert "more than once" in failure and "missing" in failure
+    reordered = {0: recs(b"B", b"A", b"C"), 1: recs(b"D")}
+    assert "out of input order from output index 0" in exactly_once_failures(inputs, reordered, transform)[0]
+    untransformed = {0: recs(b"a", b"B", b"C"), 1: recs(b"D")}
+    assert "no input's output" in exactly_once_failures(inputs, untransformed, transform)[0]
+    moved = {0: recs(b"A", b"B", b"C"), 1: []}
+    assert "partition 1" in exactly_once_failures(inputs, moved, transform)[0]
+    with pytest.raises(AssertionError, match="exactly once"):
+        assert_exactly_once(inputs, lost, transform)
+
+
+def test_the_pipeline_is_exactly_once_through_sigkills(kafka, make_topic):
+    input_topic, output_topic = make_topic(partitions=PARTITIONS), make_topic(partitions=PARTITIONS)
+    fill_input(kafka.bootstrap, input_topic, PARTITIONS, RECORDS)
+    args = _args(kafka.bootstrap, input_topic, output_topic)
+    started = time.monotonic()
+    run = CrashHarness(args, RECORDS, PROCESS_KILLS).execute()
+    described = f"{run.describe()}; {time.monotonic() - started:.0f}s"
+    assert len(run.kills) == PROCESS_KILLS and run.runs == PROCESS_KILLS + 1, described
+    assert any(kill.mid_transaction for kill in run.kills), f"no kill landed inside a transaction: {described}"
+    assert run.committed <= RECORDS, described  # commits seen reported, each once
+    _check(kafka.bootstrap, args, described)
+
+
+@dataclass(slots=True)
+class CoordinatorFaults:
+    """Kills the transaction coordinator's broker once and pauses it once, at given points of the
+    input; each fault is undone by a thread after a while, so the pipeline runs on meanwhile."""
+
+    cluster: object
+    transactional_id: str
+    kill_at: int
+    pause_at: int
+    done: list[str] = field(default_factory=list)
+    threads: list[threading.Thread] = field(default_factory=list)
+
+    def __call__(self, committed: int) -> None:
+        if committed >= self.kill_at and not self.done:
+            self._fault("killed", self.cluster.kill, self.cluster.restart, BROKER_DOWN_S)
+        elif committed >= self.pause_at and len(self.done) == 1 and not self.threads[0].is_alive():
+            self._fault("paused", self.cluster.pause, self.cluster.resume, BROKER_PAUSED_S)
+
+    def _fault(self, what: str, inflict, undo, seconds: float) -> None:
+        cluster = self.cluster
+        node = transaction_coordinator(cluster.live_bootstrap, self.transactional_id)
+        inflict(node)
+        self.done.append(f"coordinator {node} {what}")
+
+        def later() -> None:
+            time.sleep(seconds)
+            undo(node)
+
+        thread = threading.Thread(target=later, daemon=True)
+        thread.start()
+        self.threads.append(thread)
+
+    def finish(self) -> None:
+        for thread in self.threads:
+            thread.join(180)
+
+
+def test_the_pipeline_is_exactly_once_when_the_coordinator_fails(kafka3, make_topic):
+    input_topic = make_topic(partitions=PARTITIONS, cluster=kafka3)
+    output_topic = make_topic(partitions=PARTITIONS, cluster=kafka3)
+    fill_input(kafka3.bootstrap, input_topic, PARTITIONS, RECORDS)
+    args = _args(kafka3.bootstrap, input_topic, output_topic)
+    faults = CoordinatorFaults(kafka3, args.transactional_id, kill_at=RECORDS // 3, pause_at=RECORDS * 2 // 3)
+    started = time.monotonic()
+    try:
+        run = CrashHarness(args, RECORDS, CLUSTER_PROCESS_KILLS, during=faults).execute()
+    finally:
+        faults.finish()
+    described = f"{run.describe()}; {', '.join(faults.done)}; {time.monotonic() - started:.0f}s"
+    assert len(faults.done) == 2, f"the coordinator was not both killed and paused: {described}"
+    _check(kafka3.bootstrap, args, described)
