@@ -62,7 +62,7 @@ class Event(enum.Enum):
     COMMITTING = "committing"  # records: the transaction's input records, offsets being committed
     COMMITTED = "committed"  # records: the transaction's input records, now visible
     ABORTED = "aborted"  # records: input records whose outputs were discarded (they are read again)
-    DONE = "done"  # records: every record this process committed
+    DONE = "done"  # records: every record this process committed; it has left the group
 
 
 class Phase(enum.Enum):
@@ -159,9 +159,12 @@ class EosPipeline:
         for timer in (self._commit_timer, self._end_timer):
             if timer is not None:
                 timer.cancel()
+        self.client.close(lambda _close_err: self._closed(err), timeout_ms=CLOSE_TIMEOUT_MS)
+
+    def _closed(self, err: KafkaError | None) -> None:
         self._event(Event.DONE, self.committed_records)
-        self.client.close(lambda _close_err: self.on_done(err) if self.on_done is not None else None,
-                          timeout_ms=CLOSE_TIMEOUT_MS)
+        if self.on_done is not None:
+            self.on_done(err)
 
     def _event(self, event: Event, records: int) -> None:
         if self.on_event is not None:
@@ -276,7 +279,10 @@ class EosPipeline:
     def _abort(self) -> None:
         self._cancel_commit_timer()
         self.phase = Phase.ABORTING
-        self.client.abort_transaction(self._aborted)
+        try:
+            self.client.abort_transaction(self._aborted)
+        except KafkaError as err:  # not abortable from here: the restart's init_transactions aborts it
+            self._finish(err)
 
     def _aborted(self, err: KafkaError | None) -> None:
         if err is not None:

@@ -198,7 +198,8 @@ class PipelineProcess:
     """One run of examples/eos_pipeline.py; its stdout events are read by a thread as they come."""
 
     def __init__(self, args: PipelineArgs, *, exit_at_end: bool = True) -> None:
-        env = {**os.environ, "KAFKAEV_BROKERS": args.bootstrap}
+        # This checkout's kafkaev, as if installed: the script's own folder is all Python adds to its path.
+        env = {**os.environ, "KAFKAEV_BROKERS": args.bootstrap, "PYTHONPATH": str(ROOT)}
         self.proc = subprocess.Popen(args.command(exit_at_end=exit_at_end), cwd=ROOT, env=env, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True)
         self.lines: queue.Queue[Line | None] = queue.Queue()
@@ -230,6 +231,16 @@ class PipelineProcess:
         if line is not None:
             self.seen.append(line)
         return line
+
+    def lines_so_far(self) -> list[Line]:
+        """Every event read so far, those next_line() has not returned yet included."""
+        while True:
+            try:
+                line = self.lines.get_nowait()
+            except queue.Empty:
+                return self.seen
+            if line is not None:
+                self.seen.append(line)
 
     def kill(self) -> None:
         self.proc.send_signal(signal.SIGKILL)

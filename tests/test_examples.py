@@ -68,15 +68,16 @@ def test_eos_pipeline_stops_on_sigterm_then_resumes_exactly_once(kafka, make_top
         pass
     first.proc.send_signal(signal.SIGTERM)
     assert first.wait(120) == 0, first.stderr
-    events = [line.event for line in first.seen]
+    events = [line.event for line in first.lines_so_far()]
     assert events[0] == "ready" and events[-1] == "done" and "aborted" not in events, events
     committed_first = sum(line.records for line in first.seen if line.event == "committed")
     assert first.seen[-1].records == committed_first > 0
     assert all(line.records <= EOS_MAX_RECORDS for line in first.seen if line.event == "committed")
 
-    second = _run(kafka, "eos_pipeline.py", *args.command()[2:])
-    committed_second = sum(int(line.split()[1]) for line in second.stdout.splitlines() if line.startswith("committed "))
-    assert committed_first + committed_second == EOS_RECORDS, second.stdout
+    second = PipelineProcess(args)
+    assert second.wait(120) == 0, second.stderr
+    committed_second = sum(line.records for line in second.lines_so_far() if line.event == "committed")
+    assert committed_first + committed_second == EOS_RECORDS, (first.seen, second.seen)
     inputs = read_partitions(kafka.bootstrap, input_topic, EOS_PARTITIONS, read_committed=False)
     assert_exactly_once(inputs, read_partitions(kafka.bootstrap, output_topic, EOS_PARTITIONS), transform)
     assert committed_offsets(kafka.bootstrap, args.group, input_topic, EOS_PARTITIONS) == \
