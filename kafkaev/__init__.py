@@ -5,7 +5,14 @@ from typing import TYPE_CHECKING, Any
 from kafkaev import errors
 from kafkaev.errors import KafkaError, ProtocolError, error_name
 from kafkaev.security import SASLConfig, TLSConfig
-from kafkaev.types import OFFSET_BEGINNING, OFFSET_END, OffsetAndMetadata, RecordMetadata, TopicPartition
+from kafkaev.types import (
+    OFFSET_BEGINNING,
+    OFFSET_END,
+    ConsumerGroupMetadata,
+    OffsetAndMetadata,
+    RecordMetadata,
+    TopicPartition,
+)
 
 __version__ = "0.1.0"
 
@@ -14,7 +21,7 @@ __all__ = [
     "Message", "OffsetAndMetadata", "TopicPartition", "crc32c", "error_name", "errors", "murmur2", "run", "stop",
     "Connection", "SASLConfig", "TLSConfig", "Admin", "NewTopic",
     "Assignor", "RangeAssignor", "RoundRobinAssignor", "CooperativeStickyAssignor", "MemberSubscription",
-    "GroupAssignment",
+    "GroupAssignment", "ConsumerGroupMetadata",
 ]
 
 # Client-layer names that need the compiled extensions, imported on first use like the codec names.

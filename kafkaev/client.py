@@ -15,10 +15,11 @@ from .cluster.pool import ConnectionPool, Role
 from .config import ClientConfig
 from .consumer import Consumer
 from .error_sink import report_error
-from .errors import KafkaError
+from .errors import STATE, KafkaError
 from .producer import Producer
+from .producer.transaction_manager import TransactionManager
 from .runner import default_loop
-from .types import OffsetAndMetadata, TopicPartition
+from .types import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 
 if TYPE_CHECKING:
     # typing.Unpack is 3.11+; the annotations are never evaluated at run time (postponed above),
@@ -97,7 +98,8 @@ class Client:
         or by ``timeout_ms`` when given), leave the group, then close every connection once it
         has sent what it still held (acks=0 records are reported when written to the socket's
         buffer; each socket gets request_timeout_ms); ``cb(None)`` at the end, or the first
-        error met. Records still unsent by then get ``KafkaError(DESTROY)``."""
+        error met. Records still unsent by then get ``KafkaError(DESTROY)``. A transaction still
+        open is aborted first."""
         if cb is not None and not callable(cb):
             raise TypeError(f"close: 'cb' must be callable or None, got {type(cb).__name__}")
         if timeout_ms is not None and (isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int)
@@ -134,7 +136,13 @@ class Client:
             self._consumer.close(consumer_closed)
 
         timer = None if timeout_ms is None else self.loop.call_later(timeout_ms / 1000.0, after_flush)
-        self._producer.flush(after_flush)
+        txn = self._producer.txn
+        if txn is not None and txn.open:
+            # As the Java client does: a transaction still open is aborted, not left to time out
+            # (read_committed readers would wait for it until transaction_timeout_ms).
+            txn.abort_transaction(lambda _err: self._producer.flush(after_flush))
+        else:
+            self._producer.flush(after_flush)
 
     # --- producer ------------------------------------------------------------------------------
     def produce(self, topic: str, key: RecordBytes, value: RecordBytes, cb: DeliveryCallback | None = None,
@@ -162,6 +170,50 @@ class Client:
     def pending(self) -> int:
         """Producer batches not yet answered plus records waiting for topic metadata."""
         return self._producer.pending
+
+    # --- transactions (a client with transactional_id) -----------------------------------------
+    def init_transactions(self, cb: DoneCallback) -> None:
+        """Register ``transactional_id`` with its transaction coordinator: producers with the
+        same id are fenced, and a transaction they left open is completed (aborted) first.
+        ``cb(None)`` once the client may ``begin_transaction()``, else ``cb(err)``
+        (``err.fatal``: this client cannot go on). Once per client."""
+        self._transactions("init_transactions").init_transactions(cb)
+
+    def begin_transaction(self) -> None:
+        """Open a transaction: records produced from now on, and offsets sent with
+        ``send_offsets_to_transaction``, become visible to read_committed readers only when it
+        commits. Raises KafkaError(STATE) at once, naming the state, when one is already open
+        or the client is not ready."""
+        self._transactions("begin_transaction").begin_transaction()
+
+    def send_offsets_to_transaction(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata]
+                                    | Mapping[tuple[str, int], int | OffsetAndMetadata],
+                                    group_metadata: ConsumerGroupMetadata, cb: DoneCallback | None = None) -> None:
+        """Commit a consumer group's offsets ``{(topic, partition): offset}`` (the next record to
+        read) as part of the open transaction; ``group_metadata`` is the consumer's
+        ``group_metadata()``, so the group coordinator refuses a member whose generation is
+        over (KIP-447). ``cb(None)`` once the coordinator took them, else ``cb(err)``
+        (the transaction must then be aborted)."""
+        self._transactions("send_offsets_to_transaction").send_offsets_to_transaction(
+            offsets, group_metadata, cb)
+
+    def commit_transaction(self, cb: DoneCallback) -> None:
+        """Send every buffered record, wait for each acknowledgement, then commit the
+        transaction (EndTxn); ``cb(None)`` once committed, else ``cb(err)``:
+        ``err.txn_requires_abort`` (a record or the offsets failed: call
+        ``abort_transaction``) or ``err.fatal``."""
+        self._transactions("commit_transaction").commit_transaction(cb)
+
+    def abort_transaction(self, cb: DoneCallback) -> None:
+        """Abort the open transaction: records not yet sent fail with PURGE_QUEUE (each callback
+        once), those in flight are awaited, then EndTxn(abort); ``cb(None)`` once aborted."""
+        self._transactions("abort_transaction").abort_transaction(cb)
+
+    def _transactions(self, what: str) -> TransactionManager:
+        txn = self._producer.txn
+        if txn is None:
+            raise KafkaError(STATE, f"{what}: the client has no transactional_id")
+        return txn
 
     # --- consumer (delegated to kafkaev.consumer.Consumer) -------------------------------------
     def assign(self, partitions: Iterable[AssignedPartition]) -> None:
@@ -266,6 +318,12 @@ class Client:
         nothing is committed; with ``metadata=True`` the values are ``OffsetAndMetadata``
         (offset, the committed string, the leader epoch). ``cb(None, err)`` on failure."""
         self._consumer.committed(partitions, cb, metadata=metadata)
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """This group member's ``ConsumerGroupMetadata`` (group id, generation, member id,
+        instance id) for ``send_offsets_to_transaction``. Raises KafkaError(STATE) when not
+        subscribed to a group."""
+        return self._consumer.group_metadata()
 
     def unsubscribe(self, cb: DoneCallback | None = None) -> None:
         """Leave the group: commit first (with auto_commit), revoke the partitions, send

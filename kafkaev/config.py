@@ -266,6 +266,8 @@ class ClientConfig:
     allow_auto_topic_creation: bool = True
     metadata_wait_ms: int = 60000  # how long records for an unknown topic wait for it
     metadata_wait_max_records: int = 100000  # records waiting for unknown topics, at most
+    transactional_id: str | None = None  # makes the client a transactional producer
+    transaction_timeout_ms: int = 60000  # the coordinator aborts a transaction open longer than this
 
     # --- consumer ---
     on_message: Callable[[Any], Any] | None = None
@@ -311,6 +313,9 @@ class ClientConfig:
         for name in kwargs:
             if name not in known:
                 raise TypeError(f"kafkaev.Client: unknown option '{name}'{_unknown_option_hint(name, known)}")
+        if kwargs.get("transactional_id") is not None and kwargs.get("idempotent", True) is not True:
+            raise ValueError("kafkaev.Client: 'idempotent' must be True (or left out) with a transactional_id: "
+                             f"a transactional producer is idempotent, got {kwargs['idempotent']!r}")
         return cls(**kwargs)
 
     def __post_init__(self) -> None:
@@ -363,6 +368,14 @@ class ClientConfig:
         put(self, "compression", None if codec == "none" else codec)
         put(self, "compression_type", COMPRESSION_CODECS[codec])
         _check_bool("idempotent", self.idempotent)
+        if self.transactional_id is not None:
+            if not isinstance(self.transactional_id, str) or not self.transactional_id:
+                raise _fail("transactional_id", "a non-empty str or None", self.transactional_id)
+            if self.acks != ACKS_ALL:
+                raise ValueError(f"kafkaev.Client: 'acks' must be -1 ('all') with a transactional_id "
+                                 f"(transactions need every in-sync replica), got {self.acks!r}")
+            put(self, "idempotent", True)  # a transactional producer is idempotent
+        _check_int("transaction_timeout_ms", self.transaction_timeout_ms, 1)
         _check_callable("partitioner", self.partitioner)
         _check_int("delivery_timeout_ms", self.delivery_timeout_ms, 1)
         if self.idempotent:

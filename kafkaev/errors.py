@@ -614,6 +614,8 @@ QUEUE_FULL = -184  # buffer_memory exhausted
 SSL = -181  # TLS handshake or certificate failure
 STATE = -172  # call not valid in the object's current state
 AUTHENTICATION = -169  # SASL authentication failed
+PURGE_QUEUE = -152  # the transaction was aborted before the record was sent
+FATAL = -150  # a fatal error came before: the transactional producer refuses further calls
 
 _CLIENT_ERRORS: tuple[ErrorSpec, ...] = (
     ErrorSpec(PROTOCOL, "PROTOCOL", False, "The broker sent a malformed frame."),
@@ -633,7 +635,17 @@ _CLIENT_ERRORS: tuple[ErrorSpec, ...] = (
     ErrorSpec(SSL, "SSL", False, "The TLS handshake or certificate verification failed."),
     ErrorSpec(STATE, "STATE", False, "The operation is not valid in the current state."),
     ErrorSpec(AUTHENTICATION, "AUTHENTICATION", False, "Authentication with the broker failed."),
+    ErrorSpec(PURGE_QUEUE, "PURGE_QUEUE", False, "The transaction was aborted before the record was sent."),
+    ErrorSpec(FATAL, "FATAL", False, "An earlier fatal error stopped the transactional producer."),
 )
+
+# Codes after which a transactional producer cannot go on: another producer took over its
+# transactional id (or it may not use it). Only a new client with the same id recovers.
+FATAL_CODES = frozenset({PRODUCER_FENCED, INVALID_PRODUCER_EPOCH, TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                         FATAL})
+# Codes meaning the open transaction cannot commit and must be aborted (the broker's own
+# KIP-890 code; the client also marks any record failed inside a transaction).
+TXN_REQUIRES_ABORT_CODES = frozenset({TRANSACTION_ABORTABLE, PURGE_QUEUE})
 
 ERRORS: dict[int, ErrorSpec] = {spec.code: spec for spec in _BROKER_ERRORS + _CLIENT_ERRORS}
 
@@ -660,21 +672,30 @@ class KafkaError(Exception):
 
     ``code``, ``name``, ``retriable`` and ``description`` come from the table;
     ``message`` is the broker's error_message or local detail, or None.
+    ``fatal``: the transactional producer cannot go on (fenced, not authorized);
+    ``txn_requires_abort``: the open transaction cannot commit, abort it. Both default from
+    the code; the transactional producer marks the errors it reports.
     """
 
     code: int
     name: str
     retriable: bool
+    fatal: bool
+    txn_requires_abort: bool
     description: str
     message: str | None
 
-    def __init__(self, code: int, message: str | None = None) -> None:
+    def __init__(self, code: int, message: str | None = None, *, fatal: bool | None = None,
+                 txn_requires_abort: bool | None = None) -> None:
         if not isinstance(code, int):
             raise TypeError(f"KafkaError: 'code' must be an int, got {type(code).__name__}")
         spec = error_spec(code)
         self.code = code
         self.name = spec.name
         self.retriable = spec.retriable
+        self.fatal = code in FATAL_CODES if fatal is None else fatal
+        self.txn_requires_abort = (code in TXN_REQUIRES_ABORT_CODES if txn_requires_abort is None
+                                   else txn_requires_abort)
         self.description = spec.description
         self.message = message
         super().__init__(code, message)
@@ -688,7 +709,13 @@ class KafkaError(Exception):
         return f"{type(self).__name__}({self.name}, {self.message!r})"
 
     def __reduce__(self) -> tuple[object, ...]:
-        return (type(self), (self.code, self.message))
+        return (_rebuild, (type(self), self.code, self.message, self.fatal, self.txn_requires_abort))
+
+
+def _rebuild(cls: type[KafkaError], code: int, message: str | None, fatal: bool,
+             txn_requires_abort: bool) -> KafkaError:
+    """Unpickle a KafkaError with the flags it carried."""
+    return cls(code, message, fatal=fatal, txn_requires_abort=txn_requires_abort)
 
 
 class ProtocolError(KafkaError):

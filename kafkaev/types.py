@@ -54,6 +54,17 @@ class OffsetAndMetadata(NamedTuple):
     leader_epoch: int = NO_LEADER_EPOCH
 
 
+class ConsumerGroupMetadata(NamedTuple):
+    """What ``group_metadata()`` says about a consumer group member, for
+    ``send_offsets_to_transaction`` (KIP-447): the group coordinator refuses the offsets of a
+    member whose generation is over, so a zombie cannot commit a transaction's offsets."""
+
+    group_id: str
+    generation_id: int  # -1 (NO_GENERATION) while not in a generation
+    member_id: str
+    group_instance_id: str | None = None
+
+
 # Special offsets understood by assign()/seek() (the ListOffsets timestamps).
 OFFSET_BEGINNING = -2
 OFFSET_END = -1
@@ -145,6 +156,8 @@ class ClientOptions(TypedDict, total=False):
     allow_auto_topic_creation: bool
     metadata_wait_ms: int
     metadata_wait_max_records: int
+    transactional_id: str | None
+    transaction_timeout_ms: int
     # --- consumer ---
     on_message: MessageCallback | None
     on_batch: BatchCallback | None

@@ -79,7 +79,7 @@ async def wait_for(predicate: Any, timeout: float, what: str) -> None:
         await asyncio.sleep(0.01)
 
 
-def _await_once(start: Any, loop: asyncio.AbstractEventLoop, timeout: float, what: str) -> Any:
+def await_once(start: Any, loop: asyncio.AbstractEventLoop, timeout: float, what: str) -> Any:
     """``start(cb)``, then wait until ``cb`` is called; its argument. A second call fails the test."""
     calls = Calls(f"the {what} callback")
     start(calls.cb(what))
@@ -90,11 +90,11 @@ def _await_once(start: Any, loop: asyncio.AbstractEventLoop, timeout: float, wha
 
 
 def flush(client: Any, loop: asyncio.AbstractEventLoop, timeout: float = 60.0) -> Any:
-    return _await_once(client.flush, loop, timeout, "flush")
+    return await_once(client.flush, loop, timeout, "flush")
 
 
 def close(client: Any, loop: asyncio.AbstractEventLoop, timeout: float = 60.0) -> Any:
-    return _await_once(client.close, loop, timeout, "close")
+    return await_once(client.close, loop, timeout, "close")
 
 
 def read_back(bootstrap: str, topic: str, count: int, timeout: float = 60.0) -> list[Any]:

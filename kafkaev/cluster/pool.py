@@ -44,6 +44,7 @@ class Role(enum.IntEnum):
     FETCH = 1
     GROUP = 2
     ADMIN = 3
+    TXN = 4  # the transaction coordinator: InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn
 
 
 class _Slot:

@@ -27,6 +27,7 @@ from kafkaev.types import (
     NO_OFFSET,
     OFFSET_BEGINNING,
     OFFSET_END,
+    ConsumerGroupMetadata,
     OffsetAndMetadata,
     TopicPartition,
 )
@@ -53,25 +54,26 @@ _UNSET: Any = object()
 LAG_UNKNOWN = -1
 
 
-def _commit_offset_of(tp: TopicPartition, value: object) -> CommitOffset:
-    """``commit``'s value for one partition: an offset, or an OffsetAndMetadata."""
+def commit_offset_of(tp: TopicPartition, value: object, what: str = "commit") -> CommitOffset:
+    """``commit``'s (or ``send_offsets_to_transaction``'s) value for one partition: an offset,
+    or an OffsetAndMetadata."""
     offset: object = value
     metadata: object = None
     leader_epoch: object = NO_LEADER_EPOCH
     if isinstance(value, OffsetAndMetadata):
         offset, metadata, leader_epoch = value
     if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-        raise ValueError(f"commit: offset for {tp.topic}[{tp.partition}] must be an int >= 0, got {offset!r}")
+        raise ValueError(f"{what}: offset for {tp.topic}[{tp.partition}] must be an int >= 0, got {offset!r}")
     if metadata is not None and not isinstance(metadata, str):
-        raise TypeError(f"commit: metadata for {tp.topic}[{tp.partition}] must be a str or None, "
+        raise TypeError(f"{what}: metadata for {tp.topic}[{tp.partition}] must be a str or None, "
                         f"got {type(metadata).__name__}")
     if isinstance(leader_epoch, bool) or not isinstance(leader_epoch, int) or leader_epoch < NO_LEADER_EPOCH:
-        raise ValueError(f"commit: leader_epoch for {tp.topic}[{tp.partition}] must be an int >= -1, "
+        raise ValueError(f"{what}: leader_epoch for {tp.topic}[{tp.partition}] must be an int >= -1, "
                          f"got {leader_epoch!r}")
     return CommitOffset(offset, leader_epoch, metadata)  # checked above
 
 
-def _partition_of(item: object, what: str) -> TopicPartition:
+def partition_of(item: object, what: str) -> TopicPartition:
     if isinstance(item, (tuple, list)) and len(item) >= 2 and isinstance(item[0], str) \
             and isinstance(item[1], int) and not isinstance(item[1], bool) and item[1] >= 0:
         return TopicPartition(item[0], item[1])
@@ -118,7 +120,7 @@ class Consumer:
         self._require_handler("assign")
         wanted: dict[TopicPartition, int | None] = {}
         for item in partitions:
-            tp = _partition_of(item, "assign")
+            tp = partition_of(item, "assign")
             offset = None
             if isinstance(item, (tuple, list)) and len(item) >= 3 and not isinstance(item, TopicPartition):
                 offset = _check_offset("assign", item[2])
@@ -199,13 +201,13 @@ class Consumer:
         state.waiters.append(settled)
 
     def pause(self, partitions: Iterable[Any]) -> None:
-        for tp in [_partition_of(p, "pause") for p in partitions]:
+        for tp in [partition_of(p, "pause") for p in partitions]:
             state = self._state("pause", tp.topic, tp.partition)
             state.paused = True
             state.interrupt()
 
     def resume(self, partitions: Iterable[Any]) -> None:
-        for tp in [_partition_of(p, "resume") for p in partitions]:
+        for tp in [partition_of(p, "resume") for p in partitions]:
             self._state("resume", tp.topic, tp.partition).paused = False
         self.fetcher.kick()
 
@@ -382,8 +384,8 @@ class Consumer:
             raise TypeError(f"commit: 'offsets' must be a dict {{(topic, partition): offset}}, got {type(offsets).__name__}")
         explicit: dict[TopicPartition, CommitOffset] = {}
         for key, value in offsets.items():
-            tp = _partition_of(key, "commit")
-            explicit[tp] = _commit_offset_of(tp, value)
+            tp = partition_of(key, "commit")
+            explicit[tp] = commit_offset_of(tp, value)
         group.offsets.commit(explicit, cb)
 
     def committed(self, partitions: Iterable[Any], cb: ResultCallback, *, metadata: bool = False) -> None:
@@ -393,7 +395,7 @@ class Consumer:
         if not isinstance(metadata, bool):
             raise TypeError(f"committed: 'metadata' must be a bool, got {type(metadata).__name__}")
         group = self._group("committed")
-        tps = [_partition_of(p, "committed") for p in partitions]
+        tps = [partition_of(p, "committed") for p in partitions]
 
         def answer(result: dict[TopicPartition, Committed] | None, err: KafkaError | None) -> None:
             if result is None:
@@ -405,6 +407,12 @@ class Consumer:
                 self.ctx.call(cb, {tp: c.offset for tp, c in result.items()}, err)
 
         group.offsets.fetch(tps, answer)
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """The group member's identity now (group, generation, member id, instance id), for a
+        transactional producer's ``send_offsets_to_transaction`` (KIP-447)."""
+        group = self._group("group_metadata")
+        return ConsumerGroupMetadata(group.group_id, group.generation_id, group.member_id, group.group_instance_id)
 
     def unsubscribe(self, cb: Callable[[KafkaError | None], object] | None = None) -> None:
         """Commit (auto_commit), revoke, leave the group; ``cb(err)`` once."""

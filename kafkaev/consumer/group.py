@@ -43,7 +43,7 @@ from kafkaev.types import NO_OFFSET, TopicPartition
 
 from .assignors import NO_GENERATION, Assignor, MemberSubscription
 from .context import MISSING_TOPIC_ERRORS, ConsumerContext
-from .coordinator import CoordinatorLink, retriable_group_error
+from .coordinator import group_coordinator, retriable_group_error
 from .offsets import CommitOffset, OffsetManager
 from .protocol import (
     PROTOCOL_TYPE,
@@ -93,7 +93,7 @@ class GroupMember:
         self.generation_id = NO_GENERATION
         self.protocol_name: str | None = None
         self.state = GroupState.UNJOINED
-        self.link = CoordinatorLink(ctx, options.group_id)
+        self.link = group_coordinator(ctx, options.group_id)
         self.offsets = OffsetManager(ctx, self.link, self, require_stable=require_stable)
         self.owned: list[TopicPartition] = []
         self.on_partitions_changed = on_partitions_changed  # the fetcher's kick

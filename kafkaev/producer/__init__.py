@@ -6,7 +6,8 @@ the append into the partition's open batch and the callback's registration all r
 for unknown topics) is on slower paths in Python, reached only when needed.
 
 Files: ``partitioner`` (partition choice), ``accumulator`` (batches, linger, memory),
-``sender`` (Produce requests, answers, retries), ``idempotence`` (producer id, sequences).
+``sender`` (Produce requests, answers, retries), ``idempotence`` (producer id, sequences),
+``transaction`` (the transactional state machine), ``transaction_manager`` (its requests).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from .accumulator import Accumulator, BufferFullError, TopicState
 from .core import ProducerCore, ProducerLifecycle, coerce_bytes
 from .partitioner import custom_partition
 from .sender import Sender
+from .transaction_manager import TransactionManager
 
 __all__ = ["BufferFullError", "Producer", "ProducerLifecycle"]
 
@@ -79,6 +81,12 @@ class Producer(ProducerCore):
         self._waiting: dict[str, _Waiting] = {}
         self._waiting_count = 0
         self._flush_waiters: list[Callable[[KafkaError | None], object]] = []
+        self.txn: TransactionManager | None = None
+        if config.transactional_id is not None:
+            assert self._sender.identity is not None  # transactional implies idempotent
+            self.txn = TransactionManager(config, loop, metadata, pool, self._sender.identity, self, report)
+            self._sender.txn = self.txn
+            self.set_admission(self.txn.admit)  # records only inside a transaction
         metadata.add_listener(self._on_metadata)
 
     # --- topics not known yet ------------------------------------------------------------------
@@ -95,6 +103,8 @@ class Producer(ProducerCore):
             raise TypeError(f"produce: 'topic' must be a non-empty str, got {topic!r}")
         if partition is not None and (type(partition) is not int or partition < 0):
             raise ValueError(f"produce: 'partition' must be an int >= 0 or None, got {partition!r}")
+        if self.txn is not None:
+            self.txn.admit(None)  # held for its topic, it still belongs to the open transaction
         key = coerce_bytes(key, "key")
         value = coerce_bytes(value, "value")
         info = self._md.topic(topic)
@@ -221,6 +231,30 @@ class Producer(ProducerCore):
     def _on_ready(self) -> None:
         self._sender.wake()
 
+    def wake(self) -> None:
+        """Something may be sent now (a partition was added to the transaction)."""
+        self._sender.wake()
+
+    # --- what the transaction manager asks -----------------------------------------------------
+    def close_open_batches(self) -> None:
+        """The transaction can no longer take records: close the open batches, so the next
+        produce() opens one and meets the refusal."""
+        self._acc.close_all()
+        self._sender.wake()
+
+    def abort_unsent(self, err: KafkaError) -> None:
+        """An abort: every record not sent yet (open, queued, waiting for its topic) fails with
+        ``err``, once each; what is in flight is answered as usual."""
+        self._acc.close_all()
+        if self._sender.drop_queued(err) and self.txn is not None:
+            self.txn.sequence_dropped()
+        for topic in list(self._waiting):
+            self._on_topic(topic, None, err)
+        self._check_flushed()
+
+    def reset_sequences(self) -> None:
+        self._sender.reset_sequences()
+
     def _on_batch_done(self) -> None:
         if self._flush_waiters and self._acc.incomplete == 0 and self._waiting_count == 0:
             self._check_flushed()
@@ -243,11 +277,9 @@ class Producer(ProducerCore):
         err = KafkaError(DESTROY, "the client was closed before the record was delivered")
         self._acc.close_all()
         self._acc.stop()
-        for tstate in self._acc.topics.values():
-            for part in tstate.parts:
-                queue = part.queue
-                while queue:
-                    self._sender.fail_records(queue.drop_head(), err)
+        self._sender.drop_queued(err)
+        if self.txn is not None:
+            self.txn.close()
         for topic in list(self._waiting):
             self._on_topic(topic, None, err)
         self._sender.close()

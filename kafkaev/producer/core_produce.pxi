@@ -122,6 +122,9 @@ cdef class ProducerCore:
     cdef readonly Py_ssize_t _max_request_size
     cdef ProducerLifecycle _lifecycle
     cdef bint _readmitting              # inside readmit(): the new batch is not refused for memory
+    # admit(part, readmitted), or None: asked before a batch opens (a transactional producer
+    # refuses records outside a transaction); raises to refuse the record.
+    cdef object _admit
 
     def __init__(self, accumulator, wake, custom_partition, Py_ssize_t max_request_size, unknown_topic):
         self._acc = accumulator
@@ -132,6 +135,7 @@ cdef class ProducerCore:
         self._unknown_topic = unknown_topic
         self._lifecycle = OPEN
         self._readmitting = False
+        self._admit = None
 
     @property
     def lifecycle(self):
@@ -145,6 +149,14 @@ cdef class ProducerCore:
             return False
         self._lifecycle = CLOSING
         return True
+
+    def set_admission(self, admit):
+        """``admit(part, readmitted)`` is called before each new batch opens and raises to refuse
+        the record. Batches open only while admitted, so a record joining an open batch needs no
+        check: the owner of the admission closes every open batch when it stops admitting."""
+        if admit is not None and not callable(admit):
+            raise TypeError(f"set_admission: 'admit' must be callable or None, got {type(admit).__name__}")
+        self._admit = admit
 
     def _finish_closing(self):
         """CLOSING -> CLOSED: everything not sent has been failed."""
@@ -248,6 +260,8 @@ cdef class ProducerCore:
         # comes here (or to the unknown-topic path): the check costs the per-record path nothing.
         if self._lifecycle != OPEN:
             _refuse_closed()
+        if self._admit is not None:
+            self._admit(part, self._readmitting)
         key = coerce_bytes(key, "key")
         value = coerce_bytes(value, "value")
         size = RECORD_OVERHEAD_MAX + (len(key) if key is not None else 0) + (len(value) if value is not None else 0)

@@ -40,6 +40,11 @@ class ProducerIdentity:
         self.requesting = False
         self._waiters: list[Callable[[KafkaError | None], object]] = []
 
+    def assign(self, producer_id: int, producer_epoch: int) -> None:
+        """The id and epoch a transaction coordinator gave (InitProducerId, or EndTxn v5+)."""
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+
     @property
     def ready(self) -> bool:
         return self.producer_id >= 0 and not self.requesting

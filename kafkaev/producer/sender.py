@@ -27,7 +27,7 @@ import asyncio
 import uuid
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..backoff import Backoff, RetryTimer
 from ..cluster.metadata import BrokerInfo, Metadata
@@ -61,6 +61,9 @@ from ..protocol.connection import Connection, ProducePartition
 from ..types import NO_OFFSET, NO_TIMESTAMP
 from .accumulator import Accumulator, PartitionState, ProducerBatch
 from .idempotence import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, ProducerIdentity, next_sequence
+
+if TYPE_CHECKING:
+    from .transaction_manager import TransactionManager
 
 # Errors meaning "your idea of the leader is stale": look up the leader again.
 LEADER_ERRORS = frozenset({
@@ -108,6 +111,10 @@ class Sender:
         self._next_lane: dict[int, int] = {}  # per leader: the lane its next new partition takes
         self._request_timeout_ms = config.request_timeout_ms
         self.identity = ProducerIdentity() if config.idempotent else None
+        # A transactional producer's manager: it owns the identity (InitProducerId, EndTxn v5
+        # epochs), gates each partition's batches, and turns failures into the transaction's state.
+        self.txn: TransactionManager | None = None
+        self._transactional_id = config.transactional_id
         self._identity_backoff = Backoff(config.retry_backoff)  # InitProducerId waits and retries
         self._bump_needed = False
         # The partitions whose sequence state the broker lost or refused, or that skipped a
@@ -147,8 +154,10 @@ class Sender:
         if not acc.ready or self._closed:
             return
         identity = self.identity
+        txn = self.txn
         if identity is not None and (self._bump_needed or not identity.ready):
-            self._prepare_identity()
+            if txn is None:  # a transactional producer's identity comes from its manager
+                self._prepare_identity()
             return
         now = self._loop.time()
         max_in_flight = self._max_in_flight
@@ -158,6 +167,8 @@ class Sender:
             if part.retry_at > now:
                 self._wake_at(part.retry_at)
                 continue
+            if txn is not None and not txn.may_send(part):
+                continue  # outside the open transaction, or (v1) not added to it yet
             in_flight = queue.in_flight_count
             if part.retrying:
                 if in_flight:
@@ -248,7 +259,7 @@ class Sender:
             batch.producer_epoch = identity.producer_epoch
             part.next_seq = next_sequence(part.next_seq, batch.record_count)
             data = batch.builder.finish(producer_id=identity.producer_id, producer_epoch=identity.producer_epoch,
-                                        base_sequence=batch.base_seq)
+                                        base_sequence=batch.base_seq, transactional=self.txn is not None)
         else:
             data = batch.builder.finish()
         # The builder stays with the batch until it completes (Accumulator.release): a large
@@ -272,8 +283,11 @@ class Sender:
         def on_response(resp: ProduceResponse | None, err: KafkaError | None) -> None:
             self._on_response(batches, resp, err)
 
+        txn = self.txn
         try:
-            conn.produce_batch(payload, on_response, acks=self._acks, timeout_ms=self._request_timeout_ms)
+            conn.produce_batch(payload, on_response, acks=self._acks, timeout_ms=self._request_timeout_ms,
+                               transactional_id=self._transactional_id,
+                               max_version=txn.produce_max_version if txn is not None else None)
         except KafkaError as exc:  # e.g. the connection dropped between ready() and now
             self._loop.call_soon(on_response, None, exc)
 
@@ -339,6 +353,9 @@ class Sender:
                 self._need_resequence(part)  # its sequence was never written: the later ones restart
             return
         if self.identity is not None and code in SEQUENCE_ERRORS:
+            if self.txn is not None and not self._earlier_pending(batch):
+                self._fail(batch, err)  # inside a transaction: it must abort, the abort bumps the epoch
+                return
             if not self._earlier_pending(batch):
                 # the broker lost or rejects our sequence state: new epoch, sequences from 0
                 self._need_resequence(part)
@@ -387,6 +404,10 @@ class Sender:
 
     def _fail(self, batch: ProducerBatch, err: KafkaError) -> None:
         """Final failure: every record of the batch gets ``(None, err)``."""
+        if self.txn is not None:
+            # the transaction cannot commit now; its records hear so (or that it was fenced)
+            self.fail_records(batch, self.txn.record_failed(err, batch.base_seq >= 0))
+            return
         if batch.base_seq >= 0 and self.identity is not None and batch not in self._earlier_identity:
             # a sequence the broker never wrote: the partition's later sequences leave a gap
             # (under an earlier identity the gap is harmless: new batches do not follow it)
@@ -402,8 +423,35 @@ class Sender:
 
     # --- idempotence ---------------------------------------------------------------------------
     def _need_resequence(self, part: PartitionState) -> None:
+        if self.txn is not None:
+            self.txn.sequences_broken()  # no bump inside a transaction: it must abort
+            return
         self._resequence_parts.add(part)
         self._bump_needed = True
+
+    def reset_sequences(self) -> None:
+        """The producer id or epoch changed with nothing in flight (a transaction ended): every
+        partition starts again at sequence 0, and nothing sent under the old epoch is resent."""
+        for tstate in self._acc.topics.values():
+            for part in tstate.parts:
+                part.next_seq = 0
+                part.retrying = False
+        self._resequence_parts.clear()
+        self._earlier_identity.clear()
+        self._bump_needed = False
+
+    def drop_queued(self, err: KafkaError) -> bool:
+        """Fail every batch queued and not in flight with ``err`` (an abort); True when one of
+        them had a sequence, which the partition's next batches would then skip."""
+        had_sequence = False
+        for tstate in self._acc.topics.values():
+            for part in tstate.parts:
+                queue = part.queue
+                while queue:
+                    batch = queue.drop_head()
+                    had_sequence = had_sequence or batch.base_seq >= 0
+                    self.fail_records(batch, err)
+        return had_sequence
 
     def _prepare_identity(self) -> None:
         identity = self.identity

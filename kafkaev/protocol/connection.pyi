@@ -118,6 +118,8 @@ class Connection:
     @property
     def api_versions(self) -> dict[int, tuple[int, int]]: ...  # {api_key: (min, max)} as the broker reported
     @property
+    def finalized_features(self) -> dict[str, int]: ...  # {name: finalized max level} from ApiVersions v3+
+    @property
     def host(self) -> str | None: ...
     @property
     def port(self) -> int | None: ...
@@ -174,10 +176,12 @@ class Connection:
         acks: int = -1,
         timeout_ms: int = 30000,
         transactional_id: str | None = None,
+        max_version: int | None = None,
     ) -> None:
         """One batch per partition in ONE request, grouped by topic in order of first appearance;
         v13+ (topics by id) only when every entry has a topic_id. A v13+ answer's topics get their
-        ``name`` back from the ids the request sent."""
+        ``name`` back from the ids the request sent. ``max_version`` caps the negotiated version
+        (a transactional producer on transactions v1 stays below v12)."""
     def fetch(
         self,
         topic: str,

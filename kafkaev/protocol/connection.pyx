@@ -306,6 +306,7 @@ cdef class BaseConnection:
         object _host
         object _port
         dict _api_versions
+        dict _finalized_features    # {feature name: finalized max level}, from ApiVersions v3+
         int16_t _versions[API_KEY_LIMIT]   # negotiated version, -1 = unusable
         # Receive side: frames up to RECV_BUFFER_SIZE are framed in _rbuf; a larger frame is
         # read straight into _big, sized for the whole frame up to LARGE_FRAME_UPFRONT (no
@@ -369,6 +370,7 @@ cdef class BaseConnection:
         self._drain_waiters = []
         self._wbuf = WriteBuffer()
         self._api_versions = {}
+        self._finalized_features = {}
         self._reset_versions()
         self._rbuf = bytearray(RECV_BUFFER_SIZE)
         self._rview = memoryview(self._rbuf)
@@ -404,6 +406,10 @@ cdef class BaseConnection:
     @property
     def api_versions(self):
         return dict(self._api_versions)
+
+    @property
+    def finalized_features(self):
+        return dict(self._finalized_features)
 
     @property
     def host(self):
@@ -686,6 +692,7 @@ cdef class BaseConnection:
         self._next_correlation_id = 0
         self._reset_versions()
         self._api_versions = {}
+        self._finalized_features = {}
         self._versions[API_API_VERSIONS] = CODEC_VERSIONS[API_API_VERSIONS][1]
         self._send_api_versions(CODEC_VERSIONS[API_API_VERSIONS][1])
 
@@ -977,6 +984,7 @@ cdef class BaseConnection:
         for api in response.api_keys:
             ranges[api.api_key] = (api.min_version, api.max_version)
         self._api_versions = ranges
+        self._finalized_features = {f.name: f.max_version_level for f in (response.finalized_features or ())}
         self._reset_versions()
         for key, (broker_min, broker_max) in ranges.items():
             spoken = CLIENT_VERSIONS.get(key)

@@ -43,12 +43,14 @@ cdef class Connection(BaseConnection):
         self._produce((ProducePartition(topic, partition, records, topic_id),), cb, acks, timeout_ms,
                       transactional_id)
 
-    def produce_batch(self, batches, cb, *, acks=ACKS_ALL, timeout_ms=30000, transactional_id=None):
+    def produce_batch(self, batches, cb, *, acks=ACKS_ALL, timeout_ms=30000, transactional_id=None,
+                      max_version=None):
         _check_cb(cb)
-        self._produce(batches, cb, acks, timeout_ms, transactional_id)
+        self._produce(batches, cb, acks, timeout_ms, transactional_id,
+                      -1 if max_version is None else <int>_check_int("max_version", max_version, 0, 0x7FFF))
 
     cdef int _produce(self, object batches, object cb, object acks, object timeout_ms,
-                      object transactional_id) except -1:
+                      object transactional_id, int max_version=-1) except -1:
         cdef dict by_topic = {}
         cdef dict names_by_id = {}
         cdef set seen = set()
@@ -83,6 +85,13 @@ cdef class Connection(BaseConnection):
         cdef int v = self._version_or_fail(API_PRODUCE, cb)
         if v < 0:
             return 0
+        if 0 <= max_version < v:
+            # e.g. transactions v1 stay below Produce v12, whose answers imply KIP-890's v2
+            v = max_version
+            if self._api_versions[API_PRODUCE][0] > v:
+                self._loop.call_soon(self._invoke_soon, cb, KafkaError(errors.UNSUPPORTED_VERSION, (
+                    f"Produce: {self._host}:{self._port} accepts no version up to v{max_version}")))
+                return 0
         if not all_ids and v > PRODUCE_LAST_VERSION_WITH_NAMES:
             v = PRODUCE_LAST_VERSION_WITH_NAMES
             if self._api_versions[API_PRODUCE][0] > v:

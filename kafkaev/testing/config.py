@@ -141,6 +141,8 @@ def render_server_properties(
         "transaction.state.log.replication.factor": str(replication),
         "transaction.state.log.min.isr": str(min_isr),
         "transaction.state.log.num.partitions": str(INTERNAL_TOPIC_PARTITIONS),
+        # A transaction open past its timeout is aborted within a second, not ten.
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
         "auto.create.topics.enable": "true",
         "delete.topic.enable": "true",
         "log.segment.bytes": str(SEGMENT_BYTES),

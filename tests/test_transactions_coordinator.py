@@ -1,0 +1,159 @@
+"""The transaction coordinator's faults, which a real broker will not produce on demand, on the
+scripted fake cluster: NOT_COORDINATOR and a lost connection send the client to look the
+coordinator up again (FindCoordinator key type 1), CONCURRENT_TRANSACTIONS and a loading
+coordinator are retried; and the state machine's transitions on their own."""
+
+from __future__ import annotations
+
+import pytest
+from consumer_helpers import call
+from fake_broker import ErrorAnswer, FakeCluster, HangUp
+from producer_helpers import Delivery, close
+
+from kafkaev.client import Client
+from kafkaev.cluster.coordinator import CoordinatorType
+from kafkaev.errors import (
+    CONCURRENT_TRANSACTIONS,
+    COORDINATOR_LOAD_IN_PROGRESS,
+    NONE,
+    NOT_COORDINATOR,
+    STATE,
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+    KafkaError,
+)
+from kafkaev.producer.transaction import Transaction, TxnState
+from kafkaev.protocol import codec
+from kafkaev.protocol.codec import ApiKey
+
+TOPIC = "txn-topic"
+TXN_ID = "txn-fake"
+
+
+def _coordinator_answers(cluster: FakeCluster, nodes: list[int]) -> None:
+    """FindCoordinator answers name ``nodes`` in turn, then the last one for good."""
+    answers = list(nodes)
+
+    def answer(req):
+        node = cluster.nodes[answers.pop(0) if len(answers) > 1 else answers[0]]
+        keys = req.body.coordinator_keys or [req.body.key]
+        return codec.FindCoordinatorResponse(
+            throttle_time_ms=0, error_code=NONE, error_message=None, node_id=node.node_id, host=node.host,
+            port=node.port, coordinators=[codec.Coordinator(key=k, node_id=node.node_id, host=node.host,
+                                                            port=node.port, error_code=NONE, error_message=None)
+                                          for k in keys])
+
+    cluster.script(ApiKey.FIND_COORDINATOR, answer)
+
+
+def _added(req):
+    return codec.AddPartitionsToTxnResponse(throttle_time_ms=0, error_code=NONE, results_by_topic_v3_and_below=[
+        codec.AddPartitionsToTxnTopicResult(name=t.name, results_by_partition=[
+            codec.AddPartitionsToTxnPartitionResult(partition_index=p, partition_error_code=NONE)
+            for p in t.partitions]) for t in req.body.v3_and_below_topics])
+
+
+def _ended(_req):
+    return codec.EndTxnResponse(throttle_time_ms=0, error_code=NONE, producer_id=-1, producer_epoch=-1)
+
+
+def _transaction_lookups(cluster: FakeCluster) -> list[str]:
+    return [r.body.key or r.body.coordinator_keys[0] for r in cluster.requests_of(ApiKey.FIND_COORDINATOR)
+            if r.body.key_type == CoordinatorType.TRANSACTION]
+
+
+def test_init_follows_a_moved_coordinator_and_retries_concurrent_transactions(loop, fake_cluster):
+    cluster = fake_cluster(1, 2)
+    _coordinator_answers(cluster, [1, 2])
+    cluster.script(ApiKey.INIT_PRODUCER_ID, ErrorAnswer(NOT_COORDINATOR), node=1)
+    cluster.script(ApiKey.INIT_PRODUCER_ID, ErrorAnswer(CONCURRENT_TRANSACTIONS), node=2, times=1)
+    cluster.script(ApiKey.INIT_PRODUCER_ID, ErrorAnswer(COORDINATOR_LOAD_IN_PROGRESS), node=2, times=1)
+    client = Client(cluster.bootstrap, loop=loop, transactional_id=TXN_ID, retry_backoff_ms=5)
+    (err,) = call(loop, client.init_transactions)
+    assert err is None, err
+    assert _transaction_lookups(cluster) == [TXN_ID, TXN_ID, TXN_ID]  # after NOT_COORDINATOR and the load
+    inits = cluster.requests_of(ApiKey.INIT_PRODUCER_ID)
+    assert [r.node_id for r in inits] == [1, 2, 2, 2]
+    assert all(r.body.transactional_id == TXN_ID for r in inits)
+    assert client._producer.txn.txn.state is TxnState.READY
+    close(client, loop)
+
+
+def test_a_lost_coordinator_connection_is_found_again_and_the_transaction_commits(loop, fake_cluster):
+    cluster = fake_cluster(1)
+    cluster.create_topic(TOPIC, 1)
+    cluster.script(ApiKey.ADD_PARTITIONS_TO_TXN, _added)
+    cluster.script(ApiKey.ADD_PARTITIONS_TO_TXN, HangUp(), times=1)  # the first answer is lost
+    cluster.script(ApiKey.END_TXN, _ended)
+    client = Client(cluster.bootstrap, loop=loop, transactional_id=TXN_ID, retry_backoff_ms=5, linger_ms=1)
+    (err,) = call(loop, client.init_transactions)
+    assert err is None, err
+    assert client._producer.txn.version == 1  # the fake finalizes no transaction.version
+    client.begin_transaction()
+    delivery = Delivery(3)
+    for n in range(3):
+        client.produce(TOPIC, None, b"%d" % n, delivery.cb(n), partition=0)
+    (err,) = call(loop, client.commit_transaction)
+    assert err is None, err
+    delivery.assert_each_once()
+    assert not delivery.errors
+    adds = cluster.requests_of(ApiKey.ADD_PARTITIONS_TO_TXN)
+    assert len(adds) == 2
+    assert len(_transaction_lookups(cluster)) == 2  # looked up again after the lost connection
+    # The partition was added before its first batch went out (v1), and that batch is transactional.
+    produce = cluster.requests_of(ApiKey.PRODUCE)
+    assert produce and produce[0].received_at > adds[-1].received_at
+    assert produce[0].body.transactional_id == TXN_ID
+    assert produce[0].version <= 11  # transactions v1 stay below KIP-890's Produce v12
+    (end,) = cluster.requests_of(ApiKey.END_TXN)
+    assert end.body.committed is True and end.version <= 4
+    close(client, loop)
+
+
+def test_an_authorization_failure_is_fatal_and_named_by_later_calls(loop, fake_cluster):
+    cluster = fake_cluster(1)
+    cluster.script(ApiKey.INIT_PRODUCER_ID, ErrorAnswer(TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
+    client = Client(cluster.bootstrap, loop=loop, transactional_id=TXN_ID, retry_backoff_ms=5)
+    (err,) = call(loop, client.init_transactions)
+    assert isinstance(err, KafkaError) and err.code == TRANSACTIONAL_ID_AUTHORIZATION_FAILED and err.fatal
+    assert client._producer.txn.txn.state is TxnState.FATAL_ERROR
+    with pytest.raises(KafkaError, match="init_transactions: refused.*TRANSACTIONAL_ID_AUTHORIZATION_FAILED") as info:
+        client.init_transactions(lambda e: None)
+    assert info.value.fatal and info.value.code == TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    close(client, loop)
+
+
+# --- the state machine alone -------------------------------------------------------------------------------
+def test_every_state_refuses_what_does_not_fit_it():
+    txn = Transaction("t")
+    with pytest.raises(KafkaError, match="begin_transaction: not allowed in state UNINITIALIZED") as info:
+        txn.begin()
+    assert info.value.code == STATE and not info.value.fatal
+    txn.to(TxnState.INITIALIZING)
+    txn.to(TxnState.READY)
+    txn.begin()
+    assert txn.in_transaction and txn.sending
+    with pytest.raises(KafkaError, match="already open"):
+        txn.begin()
+    failure = KafkaError(NOT_COORDINATOR, "x")
+    txn.abortable(failure)
+    assert txn.state is TxnState.ABORTABLE_ERROR and not txn.sending
+    with pytest.raises(KafkaError, match="must be aborted") as info:
+        txn.require("commit_transaction", TxnState.IN_TRANSACTION)
+    assert info.value.txn_requires_abort
+    txn.to(TxnState.ABORTING)
+    txn.finished()
+    assert txn.state is TxnState.READY and txn.error is None and not txn.started
+    txn.fatal(KafkaError(TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
+    with pytest.raises(KafkaError, match="refused") as info:
+        txn.begin()
+    assert info.value.fatal and info.value.code == TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    with pytest.raises(RuntimeError, match="FATAL_ERROR cannot become READY"):
+        txn.to(TxnState.READY)
+
+
+def test_an_error_in_aborting_does_not_reopen_the_transaction():
+    txn = Transaction("t")
+    for state in (TxnState.INITIALIZING, TxnState.READY, TxnState.IN_TRANSACTION, TxnState.ABORTING):
+        txn.to(state)
+    txn.abortable(KafkaError(NOT_COORDINATOR))  # a record failing while the abort waits for it
+    assert txn.state is TxnState.ABORTING

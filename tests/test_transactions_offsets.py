@@ -1,0 +1,131 @@
+"""KIP-447 on the real broker: a consumer group's offsets committed inside a transaction with
+the consumer's group metadata, refused for a stale generation, and read with require_stable
+by a read_committed consumer."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from consumer_helpers import Received, call, close, run_until
+from producer_helpers import Delivery
+from producer_helpers import close as close_producer
+from transaction_helpers import abort, commit, init, peer_read_to_end
+
+from kafkaev.client import Client
+from kafkaev.errors import FENCED_INSTANCE_ID, ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, KafkaError
+from kafkaev.producer.transaction import TxnState
+from kafkaev.types import TopicPartition
+
+INPUT_RECORDS = 20
+STALE_CODES = {ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID}
+
+
+def _fill(kafka, topic: str, count: int, uv) -> None:
+    writer = Client(kafka.bootstrap, loop=uv)
+    delivery = Delivery(count)
+    for n in range(count):
+        writer.produce(topic, None, b"%d" % n, delivery.cb(n))
+    close_producer(writer, uv)
+    delivery.assert_each_once()
+    assert not delivery.errors
+
+
+def _member(kafka, topic: str, group: str, received: Received, uv) -> Client:
+    consumer = Client(kafka.bootstrap, loop=uv, group_id=group, auto_commit=False,
+                      isolation_level="read_committed", on_message=received.on_message,
+                      session_timeout_ms=6000, heartbeat_interval_ms=500)
+    consumer.subscribe([topic])
+    return consumer
+
+
+@pytest.mark.compat
+def test_offsets_commit_with_the_transaction_and_are_read_stable(kafka, make_topic, uv):
+    source, sink = make_topic(), make_topic()
+    group = f"eos-{source}"
+    _fill(kafka, source, INPUT_RECORDS, uv)
+    received = Received()
+    consumer = _member(kafka, source, group, received, uv)
+    run_until(uv, lambda: received.count >= INPUT_RECORDS, 60, "the input")
+    producer = Client(kafka.bootstrap, loop=uv, transactional_id=f"eos-{source}", linger_ms=1)
+    assert init(producer, uv) is None
+
+    producer.begin_transaction()
+    for value in received.values[(source, 0)]:
+        producer.produce(sink, None, b"out-" + value)
+    meta = consumer.group_metadata()
+    assert meta.group_id == group and meta.generation_id >= 1 and meta.member_id
+    (err,) = call(uv, lambda cb: producer.send_offsets_to_transaction({(source, 0): INPUT_RECORDS}, meta, cb))
+    assert err is None, err
+
+    # A read_committed member asks with require_stable: the answer waits for the transaction.
+    asked_at = time.monotonic()
+    answer: list = []
+    consumer.committed([(source, 0)], lambda result, e: answer.append((time.monotonic(), result, e)))
+    run_until(uv, lambda: time.monotonic() - asked_at > 1.0, 5, "a second")
+    assert answer == [], "require_stable must not read offsets of an open transaction"
+    committed_at = time.monotonic()
+    assert commit(producer, uv) is None
+    run_until(uv, lambda: answer, 30, "the committed offsets")
+    (answered_at, result, e) = answer[0]
+    assert e is None, e
+    assert answered_at >= committed_at
+    assert result == {TopicPartition(source, 0): INPUT_RECORDS}
+
+    close_producer(producer, uv)
+    close(uv, consumer)
+    out = [m.value() for m in peer_read_to_end(kafka.bootstrap, sink, 1, "read_committed")]
+    assert out == [b"out-%d" % n for n in range(INPUT_RECORDS)]
+
+
+@pytest.mark.compat
+def test_aborted_offsets_are_not_committed(kafka, make_topic, uv):
+    source = make_topic()
+    group = f"eos-abort-{source}"
+    _fill(kafka, source, 5, uv)
+    received = Received()
+    consumer = _member(kafka, source, group, received, uv)
+    run_until(uv, lambda: received.count >= 5, 60, "the input")
+    producer = Client(kafka.bootstrap, loop=uv, transactional_id=f"eos-abort-{source}")
+    assert init(producer, uv) is None
+    producer.begin_transaction()
+    (err,) = call(uv, lambda cb: producer.send_offsets_to_transaction({(source, 0): 5}, consumer.group_metadata(), cb))
+    assert err is None, err
+    assert abort(producer, uv) is None
+    result, e = call(uv, lambda cb: consumer.committed([(source, 0)], cb))
+    assert e is None, e
+    assert result == {TopicPartition(source, 0): -1}
+    close_producer(producer, uv)
+    close(uv, consumer)
+
+
+@pytest.mark.compat
+def test_a_stale_generation_cannot_send_offsets(kafka, make_topic, uv):
+    """KIP-447: once the group moved on to a new generation, a zombie's offsets are refused."""
+    source = make_topic(partitions=2)
+    group = f"eos-zombie-{source}"
+    first_received, second_received = Received(), Received()
+    first = _member(kafka, source, group, first_received, uv)
+    run_until(uv, lambda: len(first.assignment()) == 2, 60, "the first member's assignment")
+    stale = first.group_metadata()
+    second = _member(kafka, source, group, second_received, uv)
+    run_until(uv, lambda: first.group_metadata().generation_id > stale.generation_id and second.assignment(), 60,
+              "a new generation")
+    producer = Client(kafka.bootstrap, loop=uv, transactional_id=f"eos-zombie-{source}")
+    assert init(producer, uv) is None
+    producer.begin_transaction()
+    (err,) = call(uv, lambda cb: producer.send_offsets_to_transaction({(source, 0): 1}, stale, cb))
+    assert isinstance(err, KafkaError) and err.code in STALE_CODES, err
+    assert err.txn_requires_abort and not err.fatal
+    assert producer._producer.txn.txn.state is TxnState.ABORTABLE_ERROR
+    with pytest.raises(KafkaError, match="commit_transaction: not allowed in state ABORTABLE_ERROR"):
+        producer.commit_transaction(lambda e: None)
+    assert abort(producer, uv) is None
+    # The current generation's member may.
+    producer.begin_transaction()
+    (err,) = call(uv, lambda cb: producer.send_offsets_to_transaction({(source, 0): 1}, first.group_metadata(), cb))
+    assert err is None, err
+    assert commit(producer, uv) is None
+    close_producer(producer, uv)
+    close(uv, second)
+    close(uv, first)
