@@ -24,13 +24,12 @@ from pathlib import Path
 
 import confluent_kafka
 from confluent_kafka import TopicPartition as PeerPartition
+from transaction_helpers import peer_read_to_end
 
 from kafkaev import Connection
 
 ROOT = Path(__file__).resolve().parent.parent
 PIPELINE = ROOT / "examples" / "eos_pipeline.py"
-READ_BATCH = 10_000
-READ_TIMEOUT_S = 120.0
 DELIVERY_TIMEOUT_S = 120.0
 SHOWN = 5  # records named in a failure message
 # A pipeline process that does not say "ready" in this long is stuck, not slow.
@@ -81,34 +80,13 @@ def fill_input(bootstrap: str, topic: str, partitions: int, count: int) -> None:
     assert not remaining and not failures, f"filling {topic}: {remaining} undelivered, failures {failures[:3]}"
 
 
-def read_partitions(bootstrap: str, topic: str, partitions: int, *, read_committed: bool = True,
-                    timeout: float = READ_TIMEOUT_S) -> dict[int, list[Record]]:
+def read_partitions(bootstrap: str, topic: str, partitions: int, *, read_committed: bool = True) -> dict[int, list[Record]]:
     """Every record of each partition from its start to its end (the last stable offset when
     read_committed), in offset order, read by confluent-kafka without a group."""
-    consumer = confluent_kafka.Consumer({
-        "bootstrap.servers": bootstrap, "group.id": f"eos-check-{topic}-{os.getpid()}",
-        "enable.auto.commit": False, "enable.partition.eof": True,
-        "isolation.level": "read_committed" if read_committed else "read_uncommitted",
-    })
     records: dict[int, list[Record]] = {p: [] for p in range(partitions)}
-    at_end: set[int] = set()
-    try:
-        consumer.assign([PeerPartition(topic, p, confluent_kafka.OFFSET_BEGINNING) for p in range(partitions)])
-        deadline = time.monotonic() + timeout
-        while len(at_end) < partitions:
-            assert time.monotonic() < deadline, (
-                f"reading {topic}: partitions {sorted(set(records) - at_end)} not at their end after {timeout:.0f}s")
-            for msg in consumer.consume(READ_BATCH, 0.5):
-                error = msg.error()
-                if error is not None and error.code() == confluent_kafka.KafkaError._PARTITION_EOF:
-                    at_end.add(msg.partition())
-                elif error is not None:
-                    raise AssertionError(f"reading {topic}: {error}")
-                else:
-                    at_end.discard(msg.partition())  # more came after an end seen earlier
-                    records[msg.partition()].append(Record(msg.offset(), msg.key(), msg.value()))
-    finally:
-        consumer.close()
+    isolation = "read_committed" if read_committed else "read_uncommitted"
+    for msg in peer_read_to_end(bootstrap, topic, partitions, isolation):
+        records[msg.partition()].append(Record(msg.offset(), msg.key(), msg.value()))
     return records
 
 
