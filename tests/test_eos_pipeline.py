@@ -4,7 +4,7 @@ A kafkaev group consumer reads a 6-partition input topic, transforms each record
 output topic in transactions of at most 500 input records, committing the input offsets with
 ``send_offsets_to_transaction``. Its process is SIGKILLed at random moments (right after a
 transaction began and right as one commits included) and started again with the same transactional
-id; on the three-node cluster the transaction coordinator's broker is also killed once and paused
+id; two instances share the input through rebalances; on the three-node cluster the transaction coordinator's broker is also killed once and paused
 once. confluent-kafka in read_committed must then read every input record's output exactly once, in
 input order per partition, and the group's committed offsets must be the input's end.
 
@@ -16,13 +16,17 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pytest
 from eos_helpers import (
+    FINISH_TIMEOUT_S,
+    START_TIMEOUT_S,
     CrashHarness,
     PipelineArgs,
+    PipelineProcess,
     Record,
     assert_exactly_once,
     committed_offsets,
@@ -40,6 +44,7 @@ RECORDS = int(os.environ.get("KAFKAEV_EOS_RECORDS", "200000"))
 PARTITIONS = 6
 MAX_RECORDS = 500
 PROCESS_KILLS = 6
+REBALANCE_RECORDS = 60_000
 # The three-node run: the coordinator's broker is paused at a quarter of the input and killed at
 # half of it, each for this long, while the pipeline (also killed twice) goes on.
 CLUSTER_PROCESS_KILLS = 2
@@ -50,14 +55,14 @@ BROKER_RESTART_TIMEOUT_S = 180.0
 CRASH_TEST_TIMEOUT_S = 1800
 
 
-def _args(bootstrap: str, input_topic: str, output_topic: str) -> PipelineArgs:
+def _args(bootstrap: str, input_topic: str, output_topic: str, instance: str = "txn") -> PipelineArgs:
     return PipelineArgs(bootstrap, input_topic, output_topic, group=f"{input_topic}-group",
-                        transactional_id=f"{input_topic}-txn", max_records=MAX_RECORDS)
+                        transactional_id=f"{input_topic}-{instance}", max_records=MAX_RECORDS)
 
 
-def _check(bootstrap: str, args: PipelineArgs, described: str) -> None:
+def _check(bootstrap: str, args: PipelineArgs, described: str, records: int = RECORDS) -> None:
     inputs = read_partitions(bootstrap, args.input_topic, PARTITIONS, read_committed=False)
-    assert sum(len(records) for records in inputs.values()) == RECORDS
+    assert sum(len(partition) for partition in inputs.values()) == records
     outputs = read_partitions(bootstrap, args.output_topic, PARTITIONS)
     failures = exactly_once_failures(inputs, outputs, transform)
     assert not failures, f"{described}\n" + "\n".join(failures)
@@ -106,6 +111,31 @@ def test_the_pipeline_is_exactly_once_through_sigkills(kafka, make_topic):
     assert any(kill.mid_transaction for kill in run.kills), f"no kill landed inside a transaction: {described}"
     assert run.committed <= RECORDS, described  # commits seen reported, each once
     _check(kafka.bootstrap, args, described)
+
+
+def test_the_pipeline_is_exactly_once_through_rebalances(kafka, make_topic):
+    """A second instance (its own transactional id) joins the group once the first has committed: the first gives up
+    partitions, aborting an open transaction that holds their records, and the second goes on
+    from the committed offsets. Then each leaves once its partitions are read to the end."""
+    records = min(RECORDS, REBALANCE_RECORDS)
+    input_topic, output_topic = make_topic(partitions=PARTITIONS), make_topic(partitions=PARTITIONS)
+    fill_input(kafka.bootstrap, input_topic, PARTITIONS, records)
+    first_args = _args(kafka.bootstrap, input_topic, output_topic, "first")
+    first = PipelineProcess(first_args)
+    while (line := first.next_line(START_TIMEOUT_S)) is None or line.event != "committed":
+        assert line is not None, f"the first instance exited early: {first.seen[-5:]}\n{first.stderr[-3000:]}"
+    second = PipelineProcess(_args(kafka.bootstrap, input_topic, output_topic, "second"))
+    codes = (first.wait(FINISH_TIMEOUT_S), second.wait(FINISH_TIMEOUT_S))
+    events = {name: Counter(f"{line.event} {line.records}" if line.event in ("assigned", "revoked") else line.event
+                            for line in process.lines_so_far())
+              for name, process in (("first", first), ("second", second))}
+    described = f"events: {events}"
+    print(described)
+    assert codes == (0, 0), f"{described}\n{first.stderr[-2000:]}\n{second.stderr[-2000:]}"
+    gave_up = [line.records for line in first.seen if line.event == "revoked"]
+    assert gave_up and gave_up[0] < PARTITIONS, f"the first instance never gave a partition up: {described}"
+    assert events["second"]["committed"], f"the second instance never committed: {described}"
+    _check(kafka.bootstrap, first_args, described, records)
 
 
 @dataclass(slots=True)
