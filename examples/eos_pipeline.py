@@ -21,9 +21,10 @@ output exactly once, whatever happens to this process:
 Each output goes to the input's partition number (OUTPUT needs as many partitions), so every
 input partition's order is its output partition's order. The transactional id is also the
 group member's static identity, so a restarted process takes its place without a rebalance.
-With --exit-at-end the process leaves once what it was assigned is read to the end and
-committed. The brokers come from $KAFKAEV_BROKERS, else the running `kafkaev broker start`.
-Every step is printed to stdout as ``<event> <records>``, one line each.
+SIGTERM (or Ctrl-C) commits the open transaction, then leaves the group. With --exit-at-end the
+process leaves once what it was assigned is read to the end and committed. The brokers come
+from $KAFKAEV_BROKERS, else the running `kafkaev broker start`. Every step is printed to stdout
+as ``<event> <records>``, one line each.
 """
 
 from __future__ import annotations

@@ -97,6 +97,7 @@ def test_the_checker_fails_on_a_duplicate_a_loss_and_a_reorder():
         assert_exactly_once(inputs, lost, transform)
 
 
+@pytest.mark.compat  # transactions v2 on 4.x, v1 on 3.9
 @pytest.mark.slow
 @pytest.mark.timeout(CRASH_TEST_TIMEOUT_S)
 def test_the_pipeline_is_exactly_once_through_sigkills(kafka, make_topic):
@@ -113,6 +114,7 @@ def test_the_pipeline_is_exactly_once_through_sigkills(kafka, make_topic):
     _check(kafka.bootstrap, args, described)
 
 
+@pytest.mark.compat
 def test_the_pipeline_is_exactly_once_through_rebalances(kafka, make_topic):
     """A second instance (its own transactional id) joins the group once the first has committed: the first gives up
     partitions, aborting an open transaction that holds their records, and the second goes on
