@@ -246,15 +246,11 @@ class EosPipeline:
         self._event(Event.COMMITTING, self.in_transaction)
         client = self.client
         try:
-            client.send_offsets_to_transaction(dict(self.next_offsets), client.group_metadata(), self._offsets_sent)
+            # No need to wait for the offsets: the commit waits for them, and fails when they did.
+            client.send_offsets_to_transaction(dict(self.next_offsets), client.group_metadata())
+            client.commit_transaction(self._committed)
         except KafkaError as err:
             self._failed(err)
-
-    def _offsets_sent(self, err: KafkaError | None) -> None:
-        if err is not None:
-            self._failed(err)
-            return
-        self.client.commit_transaction(self._committed)
 
     def _committed(self, err: KafkaError | None) -> None:
         if err is not None:
