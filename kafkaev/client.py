@@ -137,10 +137,10 @@ class Client:
 
         timer = None if timeout_ms is None else self.loop.call_later(timeout_ms / 1000.0, after_flush)
         txn = self._producer.txn
-        if txn is not None and txn.open:
-            # As the Java client does: a transaction still open is aborted, not left to time out
-            # (read_committed readers would wait for it until transaction_timeout_ms).
-            txn.abort_transaction(lambda _err: self._producer.flush(after_flush))
+        if txn is not None:
+            # A transaction still open is aborted (as the Java client does), not left to time
+            # out: read_committed readers would wait for it until transaction_timeout_ms.
+            txn.before_close(lambda: self._producer.flush(after_flush))
         else:
             self._producer.flush(after_flush)
 

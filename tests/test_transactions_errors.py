@@ -212,3 +212,74 @@ def test_a_record_failed_inside_a_transaction_requires_an_abort(kafka, make_topi
 def test_kafkaev_exports_the_group_metadata_type():
     meta = kafkaev.ConsumerGroupMetadata("g", 3, "m-1", "i-1")
     assert (meta.group_id, meta.generation_id, meta.member_id, meta.group_instance_id) == ("g", 3, "m-1", "i-1")
+
+
+@pytest.mark.compat
+def test_a_commit_hears_at_once_when_a_record_of_it_fails(kafka, make_topic, uv):
+    """The commit does not wait for records that will never be sent once the transaction
+    cannot commit; the abort then fails them, each once."""
+    topic = make_topic(partitions=2, config={"max.message.bytes": "2000"})
+    # Small batches, one request at a time: most of partition 1's are still queued when
+    # partition 0's record is refused.
+    client = Client(kafka.bootstrap, loop=uv, transactional_id=f"txn-{topic}", linger_ms=1,
+                    delivery_timeout_ms=60000, batch_size=256, max_in_flight=1)
+    assert init(client, uv) is None
+    client.begin_transaction()
+    delivery = Delivery(2001)
+    client.produce(topic, None, b"x" * 5000, delivery.cb(0), partition=0)  # refused by the topic
+    for n in range(1, 2001):  # partition 0's only batch is the refused record: no split
+        client.produce(topic, None, b"small-%d" % n, delivery.cb(n), partition=1)
+    started = uv.time()
+    err = commit(client, uv, timeout=20)
+    assert isinstance(err, KafkaError) and err.txn_requires_abort and not err.fatal, err
+    assert uv.time() - started < 20
+    assert abort(client, uv) is None
+    delivery.assert_each_once()
+    assert delivery.errors[0].code == MESSAGE_TOO_LARGE
+    close(client, uv)
+    assert peer_read_to_end(kafka.bootstrap, topic, 2, "read_committed") == []
+
+
+@pytest.mark.compat
+def test_a_fenced_client_closes_at_once_failing_what_it_never_sent(kafka, topic, uv):
+    tid = f"txn-{topic}"
+    first = Client(kafka.bootstrap, loop=uv, transactional_id=tid, linger_ms=1, batch_size=256, max_in_flight=1,
+                   delivery_timeout_ms=60000)
+    assert init(first, uv) is None
+    first.begin_transaction()
+    warmup = Delivery(1)
+    first.produce(topic, None, b"first", warmup.cb(0))
+    flush(first, uv)
+    second = Client(kafka.bootstrap, loop=uv, transactional_id=tid)
+    assert init(second, uv) is None
+    delivery = Delivery(2000)
+    for n in range(2000):  # small batches, one request at a time: most stay queued
+        first.produce(topic, None, b"late-%d" % n, delivery.cb(n))
+    uv.run_until_complete(wait_for(lambda: _state(first) is TxnState.FATAL_ERROR, 30, "the fence"))
+    close(first, uv, timeout=20)
+    delivery.assert_each_once()
+    assert not delivery.metas
+    assert all(e.fatal for e in delivery.errors.values())
+    close(second, uv)
+
+
+@pytest.mark.compat
+def test_a_batch_split_inside_a_transaction_keeps_its_sequences(kafka, make_topic, uv):
+    """A batch larger than the topic allows is split (MESSAGE_TOO_LARGE); inside a transaction
+    the halves take its sequences, so the transaction still commits, every record once, in order."""
+    topic = make_topic(config={"max.message.bytes": "2000"})
+    client = Client(kafka.bootstrap, loop=uv, transactional_id=f"txn-{topic}", linger_ms=50)
+    assert init(client, uv) is None
+    for txn in range(2):
+        client.begin_transaction()
+        delivery = Delivery(60)
+        for n in range(60):
+            client.produce(topic, None, b"%d-%02d-" % (txn, n) + b"v" * 200, delivery.cb(n))
+        assert commit(client, uv) is None
+        delivery.assert_each_once()
+        assert not delivery.errors
+        offsets = [delivery.metas[n].offset for n in range(60)]
+        assert offsets == sorted(offsets)
+    close(client, uv)
+    got = [m.value()[:5] for m in peer_read_to_end(kafka.bootstrap, topic, 1, "read_committed")]
+    assert got == [b"%d-%02d-" % (t, n) for t in range(2) for n in range(60)]

@@ -255,9 +255,10 @@ class Sender:
         part = batch.part
         identity = self.identity
         if identity is not None:
-            batch.base_seq = part.next_seq
+            if batch.base_seq < 0:  # else a split half, given its share of the original's sequences
+                batch.base_seq = part.next_seq
+                part.next_seq = next_sequence(part.next_seq, batch.record_count)
             batch.producer_epoch = identity.producer_epoch
-            part.next_seq = next_sequence(part.next_seq, batch.record_count)
             data = batch.builder.finish(producer_id=identity.producer_id, producer_epoch=identity.producer_epoch,
                                         base_sequence=batch.base_seq, transactional=self.txn is not None)
         else:
@@ -350,7 +351,12 @@ class Sender:
                 self._fail(batch, KafkaError(code, f"{err.message or err.name}; splitting the batch failed: {exc}"))
                 return
             if self.identity is not None and batch.base_seq >= 0:
-                self._need_resequence(part)  # its sequence was never written: the later ones restart
+                if self.txn is not None:
+                    # no new epoch inside a transaction: the halves take the refused batch's
+                    # sequences, which the broker never wrote, so the later ones stay valid
+                    self._halves_keep_sequences(batch)
+                else:
+                    self._need_resequence(part)  # its sequence was never written: the later ones restart
             return
         if self.identity is not None and code in SEQUENCE_ERRORS:
             if self.txn is not None and not self._earlier_pending(batch):
@@ -375,9 +381,20 @@ class Sender:
         """Is a batch sent before this one of the same partition still unresolved (its failure
         explains this OUT_OF_ORDER_SEQUENCE_NUMBER)?"""
         part = batch.part
-        return any(b.order < batch.order and b.data is not None for b in part.queue) or any(
+        return any(b.order < batch.order and (b.data is not None or b.base_seq >= 0) for b in part.queue) or any(
             b.order < batch.order for b in part.queue.in_flight
         )
+
+    def _halves_keep_sequences(self, batch: ProducerBatch) -> None:
+        """A transactional batch split after MESSAGE_TOO_LARGE: its halves (queued, unbuilt)
+        take its sequence range in order."""
+        depth = len(batch.order) + 1
+        halves = sorted((b for b in batch.part.queue if len(b.order) == depth and b.order[:-1] == batch.order),
+                        key=lambda b: b.order)
+        sequence = batch.base_seq
+        for half in halves:
+            half.base_seq = sequence
+            sequence = next_sequence(sequence, half.record_count)
 
     def _retry(self, batch: ProducerBatch, *, immediate: bool) -> None:
         part = batch.part

@@ -39,6 +39,7 @@ from ..config import ClientConfig
 from ..errors import (
     CONCURRENT_TRANSACTIONS,
     DESTROY,
+    FATAL,
     FATAL_CODES,
     INVALID_PRODUCER_EPOCH,
     INVALID_TXN_STATE,
@@ -49,7 +50,6 @@ from ..errors import (
     STATE,
     TIMED_OUT,
     TRANSPORT,
-    UNKNOWN_TOPIC_OR_PARTITION,
     KafkaError,
 )
 from ..protocol.codec import (
@@ -121,6 +121,7 @@ class TransactionManager:
         self._adding = False  # v1: an AddPartitionsToTxn in flight
         self._requests = 0  # coordinator requests in flight (adds, offsets)
         self._idle_waiters: list[Callable[[], object]] = []
+        self._commit: _PendingCommit | None = None  # the commit_transaction() not answered yet
         self._closed = False
 
     @property
@@ -265,25 +266,31 @@ class TransactionManager:
         txn = self.txn
         txn.require("commit_transaction", TxnState.IN_TRANSACTION)
         txn.to(TxnState.COMMITTING)
+        pending = self._commit = _PendingCommit(cb)
 
         def flushed(_err: KafkaError | None) -> None:
             self._when_idle(ended)
 
         def ended() -> None:
-            if txn.state is not TxnState.COMMITTING:  # a record or the offsets failed meanwhile
-                cause = txn.error
-                self._call(cb, KafkaError(cause.code if cause is not None else STATE,
-                                          f"commit_transaction: the transaction cannot commit: {cause}",
-                                          fatal=txn.state is TxnState.FATAL_ERROR,
-                                          txn_requires_abort=txn.state is TxnState.ABORTABLE_ERROR))
+            # Already answered: the transaction failed while flushing (_go_abortable, _go_fatal).
+            if pending.done:
                 return
             if not txn.started:  # nothing was sent in it: nothing for the coordinator to end
                 txn.finished()
-                self._call(cb, None)
+                self._finish_commit(None)
                 return
-            self._end_txn(True, cb)
+            self._end_txn(True, self._finish_commit)
 
         self._producer.flush(flushed)
+
+    def _finish_commit(self, err: KafkaError | None) -> None:
+        """The pending commit's callback, once."""
+        pending = self._commit
+        if pending is None or pending.done:
+            return
+        pending.done = True
+        self._commit = None
+        self._call(pending.cb, err)
 
     def abort_transaction(self, cb: Done) -> None:
         self._check_cb("abort_transaction", cb)
@@ -305,6 +312,20 @@ class TransactionManager:
                 self._end_txn(False, cb)
 
         self._producer.flush(flushed)  # waits for what is in flight
+
+    def before_close(self, then: Callable[[], object]) -> None:
+        """The client closes: abort a transaction still open; after a fatal error, fail what will
+        never be sent now. Then ``then()``."""
+        txn = self.txn
+        if self.open:
+            self.abort_transaction(lambda _err: then())
+            return
+        if txn.state is TxnState.FATAL_ERROR:
+            cause = txn.error
+            self._producer.abort_unsent(KafkaError(cause.code if cause is not None else FATAL,
+                                                   f"not sent: the transactional producer stopped after {cause}",
+                                                   fatal=True))
+        then()
 
     def close(self) -> None:
         self._closed = True
@@ -506,8 +527,7 @@ class TransactionManager:
             coordinator_moved = link.on_error_code(err.code)
             if err.code in CONNECTION_LOST:
                 link.forget()
-            retriable = coordinator_moved or err.code in RETRIABLE_CODES or err.code in CONNECTION_LOST or (
-                err.retriable and err.code != UNKNOWN_TOPIC_OR_PARTITION)
+            retriable = coordinator_moved or err.retriable or err.code in RETRIABLE_CODES or err.code in CONNECTION_LOST
             if retriable and not self._closed and self._loop.time() < deadline:
                 self._loop.call_later(backoff.next_delay_s(), attempt)
                 return
@@ -534,10 +554,15 @@ class TransactionManager:
         if txn.sending:
             txn.abortable(err)
             self._producer.close_open_batches()  # produce() now meets the refusal at once
+            # A commit waiting for its records hears now, not when the rest (which will never
+            # be sent) times out.
+            self._finish_commit(KafkaError(err.code, f"commit_transaction: the transaction cannot commit: {err}",
+                                           txn_requires_abort=True))
 
     def _go_fatal(self, err: KafkaError) -> None:
         self.txn.fatal(err)
         self._producer.close_open_batches()
+        self._finish_commit(KafkaError(err.code, f"commit_transaction: {err}", fatal=True))
 
     def _when_idle(self, fn: Callable[[], object]) -> None:
         """``fn()`` once no add or offsets request is in flight."""
@@ -566,6 +591,16 @@ class TransactionManager:
     def _check_cb(what: str, cb: object) -> None:
         if not callable(cb):
             raise TypeError(f"{what}: 'cb' must be callable, got {type(cb).__name__}")
+
+
+class _PendingCommit:
+    """A commit_transaction() call until its callback was called."""
+
+    __slots__ = ("cb", "done")
+
+    def __init__(self, cb: Done) -> None:
+        self.cb = cb
+        self.done = False
 
 
 def _top_level_code(resp: InitProducerIdResponse | AddOffsetsToTxnResponse | EndTxnResponse) -> int:
