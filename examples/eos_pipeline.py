@@ -256,15 +256,10 @@ class EosPipeline:
         if err is not None:
             self._failed(err)
             return
-        records = self.in_transaction
-        self.committed_records += records
-        self._clear_transaction()
-        self._event(Event.COMMITTED, records)
-        if self.stopping:
-            self._finish(None)
-            return
-        self._drain()
-        self._schedule_end_check()
+        self.committed_records += self.in_transaction
+        if self._ended(Event.COMMITTED):
+            self._drain()
+            self._schedule_end_check()
 
     def _failed(self, err: KafkaError) -> None:
         """Anything but a fatal error is recovered by aborting: the records are read again."""
@@ -292,30 +287,31 @@ class EosPipeline:
         for batch in self.backlog:
             rewind.setdefault(TopicPartition(batch[0].topic, batch[0].partition), batch[0].offset)
         self.backlog.clear()
-        records = self.in_transaction
-        self._clear_transaction()
         held = set(client.assignment())
         for tp, offset in rewind.items():
             if tp in held:
                 client.seek(tp.topic, tp.partition, offset)
-        self._event(Event.ABORTED, records)
-        if self.stopping:
-            self._finish(None)
-            return
-        if client.paused():
-            client.resume(client.assignment())
-        self._schedule_end_check()
+        if self._ended(Event.ABORTED):
+            if client.paused():
+                client.resume(client.assignment())
+            self._schedule_end_check()
 
     def _cancel_commit_timer(self) -> None:
         if self._commit_timer is not None:
             self._commit_timer.cancel()
             self._commit_timer = None
 
-    def _clear_transaction(self) -> None:
+    def _ended(self, event: Event) -> bool:
+        """The transaction is over: report it; False when stop() was waiting for that."""
+        records, self.in_transaction = self.in_transaction, 0
         self.phase = Phase.IDLE
-        self.in_transaction = 0
         self.next_offsets.clear()
         self.first_offsets.clear()
+        self._event(event, records)
+        if self.stopping:
+            self._finish(None)
+            return False
+        return True
 
     # --- --exit-at-end ------------------------------------------------------------------------
     def _schedule_end_check(self) -> None:
