@@ -256,21 +256,25 @@ class CrashRun:
     committed: int = 0  # a lower bound: a commit cut short by a kill may have landed unreported
     aborted: int = 0
     runs: int = 0
+    fatal_exits: list[str] = field(default_factory=list)  # why a run stopped on its own
 
     def describe(self) -> str:
         kills = ", ".join(f"{k.mode} at {k.after_committed} (after {k.last_event!r})" for k in self.kills)
-        return f"seed {self.seed}, {self.runs} runs, kills: {kills}"
+        exits = f"; fatal exits: {self.fatal_exits}" if self.fatal_exits else ""
+        return f"seed {self.seed}, {self.runs} runs, kills: {kills}{exits}"
 
 
 class CrashHarness:
     """Runs the pipeline to the end of its input, SIGKILLing it ``kills`` times on the way at
     random points of the input (a seeded RNG, printed on failure), each time in one of the kill
     modes (all three used when ``kills`` >= 3), and starting it again with the same transactional id.
-    ``during(committed)`` is called with each event, for a test's own faults (a broker killed)."""
+    ``during(committed)`` is called with each event, for a test's own faults (a broker killed).
+    A run that stops on its own fails the test, unless ``fatal_exits_allowed`` says how many may."""
 
     def __init__(self, args: PipelineArgs, total: int, kills: int, seed: int | None = None,
-                 during: Callable[[int], object] | None = None) -> None:
+                 during: Callable[[int], object] | None = None, fatal_exits_allowed: int = 0) -> None:
         self.args = args
+        self.fatal_exits_allowed = fatal_exits_allowed
         self.total = total
         self.seed = seed if seed is not None else random.SystemRandom().randrange(2**32)
         self.rng = random.Random(self.seed)
@@ -284,15 +288,16 @@ class CrashHarness:
 
     def execute(self) -> CrashRun:
         for point, mode in zip(self.points, self.modes, strict=True):
-            process = self._start()
-            self._run_until(process, point)
+            process = self._run_until(self._start(), point)
             self._kill(process, mode)
-        process = self._start()
-        while (line := process.next_line(FINISH_TIMEOUT_S)) is not None:
-            self._note(line)
-        code = process.wait(FINISH_TIMEOUT_S)
-        assert code == 0, f"the last run exited {code} ({self.run.describe()}):\n{process.stderr[-3000:]}"
-        return self.run
+        while True:
+            process = self._start()
+            while (line := process.next_line(FINISH_TIMEOUT_S)) is not None:
+                self._note(line)
+            code = process.wait(FINISH_TIMEOUT_S)
+            if code == 0:
+                return self.run
+            self._exited(process, code)
 
     def _start(self) -> PipelineProcess:
         self.run.runs += 1
@@ -302,6 +307,14 @@ class CrashHarness:
             f"the pipeline did not start: {line} ({self.run.describe()})\n{process.stderr[-3000:]}")
         return process
 
+    def _exited(self, process: PipelineProcess, code: int) -> None:
+        """The pipeline stopped on its own (a fatal error): a test failure, unless the test allows
+        that many, in which case it is started again, as a supervisor would."""
+        reason = (process.stderr.strip().splitlines() or ["(no stderr)"])[-1]
+        assert code != 0 and len(self.run.fatal_exits) < self.fatal_exits_allowed, (
+            f"the pipeline exited {code} ({self.run.describe()}):\n{process.stderr[-3000:]}")
+        self.run.fatal_exits.append(reason)
+
     def _note(self, line: Line) -> None:
         if line.event == "committed":
             self.run.committed += line.records
@@ -310,12 +323,16 @@ class CrashHarness:
         if self.during is not None:
             self.during(self.run.committed)
 
-    def _run_until(self, process: PipelineProcess, point: int) -> None:
+    def _run_until(self, process: PipelineProcess, point: int) -> PipelineProcess:
+        """Let the pipeline run until ``point`` records are committed; the process then running."""
         while self.run.committed < point:
             line = process.next_line(FINISH_TIMEOUT_S)
-            assert line is not None, (f"the pipeline exited before record {point} was committed "
-                                      f"({self.run.describe()}):\n{process.stderr[-3000:]}")
-            self._note(line)
+            if line is None:
+                self._exited(process, process.wait(FINISH_TIMEOUT_S))
+                process = self._start()
+            else:
+                self._note(line)
+        return process
 
     def _kill(self, process: PipelineProcess, mode: str) -> None:
         trigger = {KILL_MID_TRANSACTION: "begin", KILL_MID_COMMIT: "committing"}.get(mode)
@@ -323,7 +340,10 @@ class CrashHarness:
             mode, ANYTIME_DELAY_S)
         while trigger is not None:
             line = process.next_line(FINISH_TIMEOUT_S)
-            assert line is not None, f"the pipeline exited before it could be killed ({self.run.describe()})"
+            if line is None:
+                self._exited(process, process.wait(FINISH_TIMEOUT_S))
+                process = self._start()
+                continue
             self._note(line)
             if line.event == trigger:
                 break

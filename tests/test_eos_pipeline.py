@@ -51,6 +51,11 @@ CLUSTER_PROCESS_KILLS = 2
 BROKER_PAUSED_S = 6.0
 BROKER_DOWN_S = 3.0
 BROKER_RESTART_TIMEOUT_S = 180.0
+# A coordinator paused after it wrote PrepareCommit (transactions v2: the epoch bumped) but before
+# it answered: the new coordinator answers the retried EndTxn(commit) PRODUCER_FENCED (about one
+# run in seven; NOTES-for-txn.md), a fatal error as in the Java client. The commit did land; the
+# pipeline exits and is started again, as its supervisor would. The output is checked as ever.
+COORDINATOR_FENCE_EXITS_ALLOWED = 1
 # 200,000 records through a Python pipeline on 2 shared cores, seven process starts included.
 CRASH_TEST_TIMEOUT_S = 1800
 
@@ -191,10 +196,12 @@ def test_the_pipeline_is_exactly_once_when_the_coordinator_fails(kafka3):
     faults = CoordinatorFaults(kafka3, args.transactional_id, pause_at=RECORDS // 4, kill_at=RECORDS // 2)
     started = time.monotonic()
     try:
-        run = CrashHarness(args, RECORDS, CLUSTER_PROCESS_KILLS, during=faults).execute()
+        run = CrashHarness(args, RECORDS, CLUSTER_PROCESS_KILLS, during=faults,
+                           fatal_exits_allowed=COORDINATOR_FENCE_EXITS_ALLOWED).execute()
     finally:
         faults.finish()
     described = f"{run.describe()}; {', '.join(faults.done)}; {time.monotonic() - started:.0f}s"
     print(described)
     assert len(faults.done) == 2, f"the coordinator was not both killed and paused: {described}"
+    assert all("PRODUCER_FENCED" in why and "EndTxn(commit)" in why for why in run.fatal_exits), described
     _check(kafka3.bootstrap, args, described)
