@@ -9,7 +9,7 @@ import os
 import pytest
 from consumer_helpers import Received, run_until
 from producer_helpers import Delivery, close, flush
-from transaction_helpers import abort, commit, init, peer_read_to_end
+from transaction_helpers import abort, begin_and_write, commit, init, peer_read_to_end
 
 from kafkaev.client import Client
 from kafkaev.errors import PURGE_QUEUE
@@ -172,12 +172,7 @@ def test_close_aborts_an_open_transaction(kafka, topic, uv):
     until transaction_timeout_ms; close() aborts it."""
     client = Client(kafka.bootstrap, loop=uv, transactional_id=f"txn-{topic}", linger_ms=1)
     assert init(client, uv) is None
-    client.begin_transaction()
-    delivery = Delivery(5)
-    for n in range(5):
-        client.produce(topic, None, b"open-%d" % n, delivery.cb(n))
-    flush(client, uv)
-    assert not delivery.errors
+    begin_and_write(client, uv, topic, b"open", 5)
     close(client, uv)
     other = Client(kafka.bootstrap, loop=uv, transactional_id=f"txn-other-{topic}")
     assert init(other, uv) is None

@@ -1,9 +1,10 @@
 """The transactional producer on the three-node cluster while its transaction coordinator's
-broker is killed: the coordinator is found again, and every transaction is committed exactly
-once (one that could not commit is aborted and sent again)."""
+broker is killed or paused: the coordinator is found again, and every transaction is
+committed exactly once (one that could not commit is aborted and sent again)."""
 
 from __future__ import annotations
 
+import pytest
 from producer_helpers import Delivery, close, wait_for
 from transaction_helpers import abort, commit, init, peer_read_to_end
 
@@ -16,7 +17,8 @@ KILL_AT = 10
 RESTART_AT = 20
 
 
-def test_transactions_survive_the_coordinator_being_killed(kafka3, make_topic, uv):
+@pytest.mark.parametrize("fault", ["kill", "pause"])
+def test_transactions_survive_a_coordinator_failure(kafka3, make_topic, uv, fault):
     topic = make_topic(partitions=PARTITIONS, cluster=kafka3)
     client = Client(kafka3.bootstrap, loop=uv, transactional_id=f"txn-{topic}", linger_ms=2,
                     request_timeout_ms=5000, retry_backoff_ms=50)
@@ -33,7 +35,8 @@ def test_transactions_survive_the_coordinator_being_killed(kafka3, make_topic, u
             if t == KILL_AT and killed is None:
                 uv.run_until_complete(wait_for(lambda: manager._link.node_id >= 0, 30, "the coordinator"))
                 killed = manager._link.node_id
-                kafka3.kill(killed)  # mid-transaction: records in flight, the commit still to come
+                # mid-transaction: records in flight, the commit still to come
+                (kafka3.kill if fault == "kill" else kafka3.pause)(killed)
             err = commit(client, uv, timeout=180)
             uv.run_until_complete(wait_for(lambda d=delivery: d.complete, 180, "every record's callback"))
             delivery.assert_each_once()
@@ -44,7 +47,7 @@ def test_transactions_survive_the_coordinator_being_killed(kafka3, make_topic, u
             assert abort(client, uv, timeout=180) is None
             retried += 1
         if t == RESTART_AT and killed is not None:
-            kafka3.restart(killed)
+            (kafka3.restart if fault == "kill" else kafka3.resume)(killed)
     close(client, uv)
     assert killed is not None
     got = peer_read_to_end(kafka3.bootstrap, topic, PARTITIONS, "read_committed")

@@ -17,6 +17,7 @@ from kafkaev.errors import (
     COORDINATOR_LOAD_IN_PROGRESS,
     NONE,
     NOT_COORDINATOR,
+    PRODUCER_FENCED,
     STATE,
     TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
     KafkaError,
@@ -52,8 +53,12 @@ def _added(req):
             for p in t.partitions]) for t in req.body.v3_and_below_topics])
 
 
-def _ended(_req):
-    return codec.EndTxnResponse(throttle_time_ms=0, error_code=NONE, producer_id=-1, producer_epoch=-1)
+def _ended(_req, code: int = NONE):
+    return codec.EndTxnResponse(throttle_time_ms=0, error_code=code, producer_id=-1, producer_epoch=-1)
+
+
+def _fenced(req):
+    return _ended(req, PRODUCER_FENCED)
 
 
 def _transaction_lookups(cluster: FakeCluster) -> list[str]:
@@ -157,3 +162,49 @@ def test_an_error_in_aborting_does_not_reopen_the_transaction():
         txn.to(state)
     txn.abortable(KafkaError(NOT_COORDINATOR))  # a record failing while the abort waits for it
     assert txn.state is TxnState.ABORTING
+
+
+def test_a_fence_answered_to_a_commits_retry_is_settled_by_the_abort(loop, fake_cluster):
+    """The coordinator moved with the commit's outcome unknown, and the retry was answered
+    PRODUCER_FENCED (a 4.x coordinator does so when it aborted the transaction meanwhile): not
+    fatal yet; the abort succeeds, the epoch moves on and the client goes on."""
+    cluster = fake_cluster(1)
+    cluster.create_topic(TOPIC, 1)
+    cluster.script(ApiKey.ADD_PARTITIONS_TO_TXN, _added)
+    cluster.script(ApiKey.END_TXN, _ended)
+    cluster.script(ApiKey.END_TXN, _fenced, times=1)
+    cluster.script(ApiKey.END_TXN, HangUp(), times=1)
+    client = Client(cluster.bootstrap, loop=loop, transactional_id=TXN_ID, retry_backoff_ms=5, linger_ms=1)
+    (err,) = call(loop, client.init_transactions)
+    assert err is None, err
+    epoch = client._producer._sender.identity.producer_epoch
+    client.begin_transaction()
+    client.produce(TOPIC, None, b"x", partition=0)
+    (err,) = call(loop, client.commit_transaction)
+    assert isinstance(err, KafkaError) and err.txn_requires_abort and not err.fatal, err
+    (err,) = call(loop, client.abort_transaction)
+    assert err is None, err
+    assert client._producer._sender.identity.producer_epoch == epoch + 1  # v1: bumped after the abort
+    client.begin_transaction()
+    client.produce(TOPIC, None, b"y", partition=0)
+    (err,) = call(loop, client.commit_transaction)
+    assert err is None, err
+    ends = [r.body.committed for r in cluster.requests_of(ApiKey.END_TXN)]
+    assert ends == [True, True, False, True]
+    close(client, loop)
+
+
+def test_a_fence_answered_to_a_first_commit_is_fatal(loop, fake_cluster):
+    cluster = fake_cluster(1)
+    cluster.create_topic(TOPIC, 1)
+    cluster.script(ApiKey.ADD_PARTITIONS_TO_TXN, _added)
+    cluster.script(ApiKey.END_TXN, _fenced)
+    client = Client(cluster.bootstrap, loop=loop, transactional_id=TXN_ID, retry_backoff_ms=5, linger_ms=1)
+    (err,) = call(loop, client.init_transactions)
+    assert err is None, err
+    client.begin_transaction()
+    client.produce(TOPIC, None, b"x", partition=0)
+    (err,) = call(loop, client.commit_transaction)
+    assert isinstance(err, KafkaError) and err.code == PRODUCER_FENCED and err.fatal, err
+    assert client._producer.txn.txn.state is TxnState.FATAL_ERROR
+    close(client, loop)

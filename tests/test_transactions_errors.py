@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from consumer_helpers import sleep
 from producer_helpers import Delivery, close, flush, wait_for
-from transaction_helpers import abort, commit, init, peer_read_to_end
+from transaction_helpers import abort, begin_and_write, commit, init, peer_read_to_end
 
 import kafkaev
 from kafkaev.client import Client
@@ -56,6 +56,8 @@ def test_wrong_use_is_refused_at_once_naming_the_state(kafka, topic, uv):
         client.group_metadata()
     with pytest.raises(TypeError, match="'group_metadata' must be a kafkaev.ConsumerGroupMetadata"):
         client.send_offsets_to_transaction({(topic, 0): 1}, ("g", 1, "m"), lambda err: None)  # type: ignore[arg-type]
+    with pytest.raises(KafkaError, match="send_offsets_to_transaction: the consumer is in no generation"):
+        client.send_offsets_to_transaction({(topic, 0): 1}, ConsumerGroupMetadata("g", -1, ""), lambda err: None)
     with pytest.raises(ValueError, match="send_offsets_to_transaction: offset for"):
         client.send_offsets_to_transaction({(topic, 0): -5}, meta, lambda err: None)
     with pytest.raises(TypeError, match="commit_transaction: 'cb' must be callable"):
@@ -96,13 +98,7 @@ def test_a_second_client_with_the_same_id_fences_the_first(kafka, topic, uv, nex
     tid = f"txn-{topic}-{next_call}"
     first = Client(kafka.bootstrap, loop=uv, transactional_id=tid, linger_ms=1)
     assert init(first, uv) is None
-    first.begin_transaction()
-    written = Delivery(10)
-    for n in range(10):
-        first.produce(topic, None, b"first-%d" % n, written.cb(n))
-    flush(first, uv)
-    written.assert_each_once()
-    assert not written.errors
+    begin_and_write(first, uv, topic, b"first", 10)
 
     second = Client(kafka.bootstrap, loop=uv, transactional_id=tid)
     assert init(second, uv) is None  # fences the first and aborts its open transaction
@@ -140,12 +136,7 @@ def test_a_transaction_hung_past_its_timeout_is_aborted_by_the_broker(kafka, top
     tid = f"txn-{topic}"
     hung = Client(kafka.bootstrap, loop=uv, transactional_id=tid, transaction_timeout_ms=1000, linger_ms=1)
     assert init(hung, uv) is None
-    hung.begin_transaction()
-    written = Delivery(5)
-    for n in range(5):
-        hung.produce(topic, None, b"hung-%d" % n, written.cb(n))
-    flush(hung, uv)
-    assert not written.errors
+    begin_and_write(hung, uv, topic, b"hung", 5)
     sleep(uv, 4.0)  # the coordinator aborts it (checked every second by the test broker)
     # Aborted: nothing of it is visible, and nothing holds the last stable offset back.
     assert peer_read_to_end(kafka.bootstrap, topic, 1, "read_committed") == []

@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 import confluent_kafka
-from producer_helpers import await_once
+from producer_helpers import Delivery, await_once, flush
 
 READ_TIMEOUT_S = 120.0
 
@@ -23,6 +23,20 @@ def commit(client: Any, loop: asyncio.AbstractEventLoop, timeout: float = 60.0) 
 
 def abort(client: Any, loop: asyncio.AbstractEventLoop, timeout: float = 60.0) -> Any:
     return await_once(client.abort_transaction, loop, timeout, "abort_transaction")
+
+
+def begin_and_write(client: Any, loop: asyncio.AbstractEventLoop, topic: str, prefix: bytes, count: int,
+                    **options: Any) -> Delivery:
+    """Begin a transaction, produce ``prefix-0`` .. ``prefix-(count-1)`` and flush: every
+    record is written (and called back) inside the still open transaction."""
+    client.begin_transaction()
+    delivery = Delivery(count)
+    for n in range(count):
+        client.produce(topic, None, b"%s-%d" % (prefix, n), delivery.cb(n), **options)
+    flush(client, loop)
+    delivery.assert_each_once()
+    assert not delivery.errors, delivery.errors
+    return delivery
 
 
 def peer_read_to_end(bootstrap: str, topic: str, partitions: int, isolation: str) -> list[confluent_kafka.Message]:

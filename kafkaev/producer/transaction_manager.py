@@ -221,6 +221,11 @@ class TransactionManager:
         if not isinstance(group_metadata, ConsumerGroupMetadata):
             raise TypeError(f"{what}: 'group_metadata' must be a kafkaev.ConsumerGroupMetadata "
                             f"(consumer.group_metadata()), got {type(group_metadata).__name__}")
+        if group_metadata.generation_id < 0 or not group_metadata.member_id:
+            # Without a generation the group coordinator cannot tell a zombie (KIP-447).
+            raise KafkaError(STATE, f"{what}: the consumer is in no generation of group "
+                                    f"{group_metadata.group_id!r} (joining or rebalancing); abort_transaction() "
+                                    "and process its records again once it has its partitions")
         if not isinstance(offsets, Mapping):
             raise TypeError(f"{what}: 'offsets' must be a dict {{(topic, partition): offset}}, "
                             f"got {type(offsets).__name__}")
@@ -422,6 +427,11 @@ class TransactionManager:
         identity = self._identity
         what = "commit_transaction" if commit else "abort_transaction"
         v2 = self.version >= TRANSACTION_V2
+        lost_answer = False  # an attempt may have reached the coordinator before it moved
+
+        def answer_lost() -> None:
+            nonlocal lost_answer
+            lost_answer = True
 
         def send(conn: Connection, answer: Callable[[EndTxnResponse | None, KafkaError | None], None]) -> None:
             if v2:
@@ -436,6 +446,14 @@ class TransactionManager:
                          version=version)
 
         def answered(resp: EndTxnResponse | None, err: KafkaError | None) -> None:
+            if err is not None and err.code == PRODUCER_FENCED and commit and lost_answer:
+                # The commit's retry, after the coordinator moved with an attempt's outcome
+                # unknown: a 4.x coordinator answers so when the transaction was aborted on its
+                # side meanwhile (the epoch then moved on by one), which a fence cannot be told
+                # from here. The abort tells: it succeeds then, and fails PRODUCER_FENCED when
+                # another producer really took the id.
+                err = KafkaError(INVALID_TXN_STATE, f"{what}: the coordinator moved during the commit and "
+                                                    f"answered its retry PRODUCER_FENCED: {err.message}")
             if err is not None and err.code in ENDED_BY_COORDINATOR:
                 # The coordinator aborted the transaction itself (it outlived
                 # transaction_timeout_ms) and moved the epoch on; a newer producer would have
@@ -444,6 +462,7 @@ class TransactionManager:
                     txn.bump_required = True
                     self._after_abort(cb)
                     return
+                txn.bump_required = True  # v1: the abort then takes the next epoch (v2's EndTxn gives it)
                 err = KafkaError(err.code, f"{what}: the coordinator already aborted the transaction (open longer "
                                            f"than transaction_timeout_ms?): {err.message or err.description}",
                                  txn_requires_abort=True)
@@ -471,7 +490,8 @@ class TransactionManager:
             else:
                 self._after_abort(cb)
 
-        self._coordinator(self._link, f"EndTxn({'commit' if commit else 'abort'})", send, _top_level_code, answered)
+        self._coordinator(self._link, f"EndTxn({'commit' if commit else 'abort'})", send, _top_level_code, answered,
+                          answer_lost)
 
     def _after_abort(self, cb: Done) -> None:
         """v1: a sequence of the aborted transaction was lost, so the epoch moves on first."""
@@ -493,10 +513,12 @@ class TransactionManager:
 
     def _coordinator(self, link: CoordinatorLink, what: str,
                      send: Callable[[Connection, Callable[[R | None, KafkaError | None], None]], None],
-                     code_of: Callable[[R], int], done: Callable[[R | None, KafkaError | None], object]) -> None:
+                     code_of: Callable[[R], int], done: Callable[[R | None, KafkaError | None], object],
+                     on_lost_answer: Callable[[], object] | None = None) -> None:
         """Send one request to ``link``'s coordinator; ``done(resp, None)`` on success, else
         ``done(None, err)`` once. Coordinator moves, lost connections and
-        CONCURRENT_TRANSACTIONS are retried with backoff until delivery_timeout_ms."""
+        CONCURRENT_TRANSACTIONS are retried with backoff until delivery_timeout_ms;
+        ``on_lost_answer()`` when a retry follows an attempt whose outcome is unknown."""
         backoff = Backoff(self._config.retry_backoff)
         deadline = self._loop.time() + self._config.delivery_timeout_ms / 1000.0
 
@@ -529,6 +551,8 @@ class TransactionManager:
                 link.forget()
             retriable = coordinator_moved or err.retriable or err.code in RETRIABLE_CODES or err.code in CONNECTION_LOST
             if retriable and not self._closed and self._loop.time() < deadline:
+                if err.code in CONNECTION_LOST and on_lost_answer is not None:
+                    on_lost_answer()
                 self._loop.call_later(backoff.next_delay_s(), attempt)
                 return
             done(None, err)
@@ -562,7 +586,7 @@ class TransactionManager:
     def _go_fatal(self, err: KafkaError) -> None:
         self.txn.fatal(err)
         self._producer.close_open_batches()
-        self._finish_commit(KafkaError(err.code, f"commit_transaction: {err}", fatal=True))
+        self._finish_commit(KafkaError(err.code, err.message, fatal=True))
 
     def _when_idle(self, fn: Callable[[], object]) -> None:
         """``fn()`` once no add or offsets request is in flight."""
