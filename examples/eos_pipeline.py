@@ -15,8 +15,9 @@ output exactly once, whatever happens to this process:
   which a read_committed client does) start after the last committed transaction;
 - partitions revoked by a rebalance: an open transaction holding their records is aborted, as
   the Java client's recipe does; their new owner starts from the committed offsets;
-- an error the transaction can recover from: abort, rewind the partitions to the start of the
-  transaction, go on; a fatal one (another process took the transactional id): exit 1.
+- an error the transaction can recover from: abort, go back to the group's committed offsets
+  (where the transaction began, unless its commit landed after all), go on; a fatal one
+  (another process took the transactional id): exit 1.
 
 Each output goes to the input's partition number (OUTPUT needs as many partitions), so every
 input partition's order is its output partition's order. The transactional id is also the
@@ -114,7 +115,6 @@ class EosPipeline:
         self.backlog: deque[list[Message]] = deque()  # delivered, not yet in a transaction
         self.in_transaction = 0  # input records in the open transaction
         self.next_offsets: dict[TopicPartition, int] = {}  # what the open transaction commits
-        self.first_offsets: dict[TopicPartition, int] = {}  # where it began, per partition (an abort rewinds there)
         self.committed_records = 0
         self.stopping = False  # stop() was called: commit what is open, begin nothing more
         self.stopped = False
@@ -230,7 +230,6 @@ class EosPipeline:
         for msg in batch:
             # Errors reach commit_transaction(): a record that failed fails the commit.
             produce(output, msg.key, transform(msg.value), partition=msg.partition)
-        self.first_offsets.setdefault(tp, first.offset)
         self.next_offsets[tp] = batch[-1].offset + 1
         self.in_transaction += len(batch)
 
@@ -281,16 +280,24 @@ class EosPipeline:
             # The next init_transactions with this id completes the abort: start again.
             self._finish(err)
             return
-        client = self.client
-        # Read again what the transaction held, and what waited behind it.
-        rewind = dict(self.first_offsets)
-        for batch in self.backlog:
-            rewind.setdefault(TopicPartition(batch[0].topic, batch[0].partition), batch[0].offset)
+        # Read again from the group's committed offsets, as the Java recipe does, not from where
+        # this transaction began: a commit whose answer was lost may have landed after all.
         self.backlog.clear()
+        held = self.client.assignment()
+        if held:
+            self.client.committed(held, self._rewound)
+        else:
+            self._rewound({}, None)
+
+    def _rewound(self, committed: dict[TopicPartition, int] | None, err: KafkaError | None) -> None:
+        client = self.client
+        if err is not None or committed is None:
+            self._finish(err)
+            return
         held = set(client.assignment())
-        for tp, offset in rewind.items():
-            if tp in held:
-                client.seek(tp.topic, tp.partition, offset)
+        for tp, offset in committed.items():
+            if tp in held:  # nothing committed yet: from the start (auto_offset_reset)
+                client.seek(tp.topic, tp.partition, offset if offset >= 0 else kafkaev.OFFSET_BEGINNING)
         if self._ended(Event.ABORTED):
             if client.paused():
                 client.resume(client.assignment())
@@ -306,7 +313,6 @@ class EosPipeline:
         records, self.in_transaction = self.in_transaction, 0
         self.phase = Phase.IDLE
         self.next_offsets.clear()
-        self.first_offsets.clear()
         self._event(event, records)
         if self.stopping:
             self._finish(None)
