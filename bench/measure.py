@@ -52,11 +52,18 @@ class Section:
         self.cpu = 0.0
 
     def __enter__(self) -> Section:
-        self.cpu_started = cpu_seconds()
-        self.started = time.perf_counter()
+        self.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # For a section that starts and ends in callbacks (an event loop's), not around a block.
+    def start(self) -> None:
+        self.cpu_started = cpu_seconds()
+        self.started = time.perf_counter()
+
+    def stop(self) -> None:
         self.elapsed = time.perf_counter() - self.started
         self.cpu = cpu_seconds() - self.cpu_started
 

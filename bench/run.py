@@ -31,9 +31,11 @@ from bench.spec import (
     KIND_E2E,
     KIND_ENCODE,
     KIND_HANDLE,
+    KIND_EOS,
     KIND_PRODUCE,
     KIND_REBALANCE,
     KIND_ROUNDTRIP,
+    KIND_TXN_PRODUCE,
     RESULT_PREFIX,
     RunResult,
     RunSpec,
@@ -48,6 +50,9 @@ RUN_OVERHEAD_S = 60.0
 PRODUCE_PARTITIONS = 3
 # rebalance: settling (up to 60 s), then the two phases of bench/rebalance.py, with room to spare.
 REBALANCE_TIME_CAP_S = 90.0
+
+# The kinds reported as msg/s, MB/s and CPU per record.
+THROUGHPUT_KINDS = (KIND_PRODUCE, KIND_CONSUME, KIND_HANDLE, KIND_TXN_PRODUCE, KIND_EOS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +87,7 @@ class EntryOutcome:
 def derive(kind: str, result: RunResult, landed: int | None) -> dict[str, float]:
     """The reported figures of one run, from its raw counters."""
     figures: dict[str, float] = {}
-    if kind in (KIND_PRODUCE, KIND_CONSUME, KIND_HANDLE) and result.elapsed_s > 0 and result.records > 0:
+    if kind in THROUGHPUT_KINDS and result.elapsed_s > 0 and result.records > 0:
         figures["msgs_per_s"] = result.records / result.elapsed_s
         figures["mb_per_s"] = result.bytes / result.elapsed_s / 1e6
         figures["cpu_us_per_record"] = result.cpu_s * 1e6 / result.records
@@ -122,16 +127,16 @@ class Runner:
         plan = self.plan
         spec = RunSpec(client=entry.client, kind=scenario.kind, bootstrap=self.bootstrap, topic="",
                        duration_s=plan.duration_s, warmup_s=plan.warmup_s, **scenario.params)
-        if scenario.kind == KIND_PRODUCE:
+        if scenario.kind in (KIND_PRODUCE, KIND_TXN_PRODUCE):
             spec.partitions = PRODUCE_PARTITIONS
         elif scenario.kind == KIND_ROUNDTRIP:
             spec.count = plan.roundtrips
         elif scenario.kind == KIND_E2E:
             spec.duration_s = plan.e2e_seconds
             spec.warmup_s = max(0.5, plan.warmup_s)
-        elif scenario.kind in (KIND_CONSUME, KIND_HANDLE):
+        elif scenario.kind in (KIND_CONSUME, KIND_HANDLE, KIND_EOS):  # the pre-filled topic (eos: its input, in a fresh group)
             spec.count = plan.consume_records
-            spec.partitions = PRODUCE_PARTITIONS
+            spec.partitions = PRODUCE_PARTITIONS  # eos: the output has the input's partitions
             spec.duration_s = plan.duration_s * 3  # time cap for slow clients
         elif scenario.kind in (KIND_ENCODE, KIND_DECODE):
             spec.count = plan.codec_records
@@ -145,6 +150,8 @@ class Runner:
         elif scenario.kind in (KIND_CONSUME, KIND_HANDLE):
             spec.topic = self.prefilled_topic()
         else:
+            if scenario.kind == KIND_EOS:
+                spec.source_topic = self.prefilled_topic()
             safe_label = entry.label.replace("[", "-").replace("]", "")
             spec.topic = self.cluster.create_topic(
                 f"bench-{self.run_id}-{scenario.name}-{safe_label}-{rep}", partitions=spec.partitions,

@@ -16,9 +16,11 @@ from bench.spec import (
     KIND_E2E,
     KIND_ENCODE,
     KIND_HANDLE,
+    KIND_EOS,
     KIND_PRODUCE,
     KIND_REBALANCE,
     KIND_ROUNDTRIP,
+    KIND_TXN_PRODUCE,
 )
 
 PEERS = ("confluent", "aiokafka", "kafka-python")
@@ -27,6 +29,11 @@ VALUE_SIZES = (10, 100, 1000, 10000)
 CODECS = ("gzip", "snappy", "lz4", "zstd")
 STATS_INTERVAL_MS = 100  # the statistics scenarios' stats_interval_ms
 E2E_RATE = 10_000
+TXN_SIZES = (1000, 10_000)  # records per transaction of the transactional produce scenarios
+# Input records per transaction of the EOS pipeline, at most: the crash-tested pipeline's size
+# (examples/eos_pipeline.py's default).
+EOS_TXN_RECORDS = 500
+TXN_CLIENTS = (SUBJECT, "confluent", "aiokafka")  # the clients with transactions
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +143,15 @@ def all_scenarios(*, quick: bool) -> list[Scenario]:
                  tuple(Entry(e.label, e.client, {**e.overrides, "mode": CONSUME_PER_MESSAGE}) for e in stats_entries),
                  produce_metrics, {"value_size": 100}, baseline="kafkaev[stats-off]"),
     ]
+    for size in TXN_SIZES:
+        scenarios.append(Scenario(
+            f"txn_produce_{size}", f"Transactional produce, 100-byte values, {size:,} records per transaction",
+            KIND_TXN_PRODUCE, _entries(*TXN_CLIENTS), produce_metrics, {"value_size": 100, "txn_records": size},
+            group="txn"))
+    scenarios.append(Scenario(
+        "eos_pipeline", f"Exactly-once consume-transform-produce, 100-byte records, transactions of at most "
+        f"{EOS_TXN_RECORDS} input records with their offsets", KIND_EOS, _entries(*TXN_CLIENTS), produce_metrics,
+        {"value_size": 100, "txn_records": EOS_TXN_RECORDS}, group="txn"))
     micro_codecs = ("none", "lz4") if quick else ("none", *CODECS)
     for codec in micro_codecs:
         for kind, verb in ((KIND_ENCODE, "Encode"), (KIND_DECODE, "Decode")):

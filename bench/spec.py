@@ -30,6 +30,9 @@ KIND_E2E = "e2e"  # produce at a fixed rate, consume in the same process
 KIND_CONSUME = "consume"  # read `count` records from a pre-filled topic
 KIND_HANDLE = "handle"  # as a group member, run a no-op handler on `count` records, committing each batch
 KIND_REBALANCE = "rebalance"  # a group while a member joins and leaves: the longest pause (bench/rebalance.py)
+KIND_TXN_PRODUCE = "txn_produce"  # as fast as possible for duration_s in transactions of `txn_records`, then commit
+KIND_EOS = "eos"  # consume `source_topic` in a group, transform, produce to `topic` in transactions of
+#                   at most `txn_records` input records with their offsets, until `count` are committed
 # Micro-benchmarks (bench/micro_runs.py), one side per process like the rest:
 KIND_ENCODE = "encode"  # build RecordBatches of `count` records with codec `compression`
 KIND_DECODE = "decode"  # read `count` records back from fetch-sized record sets
@@ -61,6 +64,8 @@ class RunSpec:
     group_protocol: str = "classic"  # rebalance: "classic" or "consumer" (KIP-848)
     assignor: str = ""  # rebalance under "classic": the one assignor the members offer
     stats_interval_ms: int = 0  # kafkaev: statistics collected (stats_cb this often) or, at 0, not
+    txn_records: int = 0  # txn_produce: records per transaction; eos: input records per transaction, at most
+    source_topic: str = ""  # eos: the pre-filled input topic (`topic` is the output)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))

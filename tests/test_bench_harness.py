@@ -244,3 +244,29 @@ def test_produce_floor_needs_acknowledgements():
     spec = RunSpec(client="raw-socket", kind="produce", bootstrap="127.0.0.1:1", topic="t", acks=0)
     with pytest.raises(ValueError, match="'acks'"):
         produce(spec)
+
+
+def test_transactional_scenarios_run_for_every_client(kafka, tmp_path):
+    """The transactional produce and EOS pipeline scenarios, each for kafkaev and both peers in
+    one short run: every run reports msg/s and CPU per record, none fails."""
+    from bench.scenarios import TXN_CLIENTS, TXN_SIZES
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", "--quick", "--brokers", kafka.bootstrap, "--scenarios",
+         "txn_produce,eos_pipeline", "--clients", ",".join(TXN_CLIENTS), "--duration", "0.3", "--no-chart",
+         "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    [json_path] = tmp_path.glob("*.json")
+    scenarios = json.loads(json_path.read_text())["scenarios"]
+    assert set(scenarios) == {f"txn_produce_{size}" for size in TXN_SIZES} | {"eos_pipeline"}
+    for name, scenario in scenarios.items():
+        assert set(scenario["clients"]) == set(TXN_CLIENTS), name
+        for label, client in scenario["clients"].items():
+            assert client["errors"] == [], (name, label, proc.stdout[-3000:])
+            [run] = client["runs"]
+            assert run["raw"]["records"] > 0 and run["raw"]["failed"] == 0, (name, label, run["raw"])
+            assert client["median"]["msgs_per_s"] > 0 and client["median"]["cpu_us_per_record"] > 0, (name, label)
+            if name.startswith("txn_produce"):  # whole transactions only
+                assert run["raw"]["records"] % scenario["params"]["txn_records"] == 0, (name, label)
+        assert set(scenario["ratios"]["msgs_per_s"]) == {"kafkaev/confluent", "kafkaev/aiokafka"}, name

@@ -27,6 +27,8 @@ CALLS_PER_CLOCK_CHECK = 100
 CONSUME_BATCH = 10000
 # aiokafka's max_batch_size is per partition and must fit in max_request_size (1 MiB default).
 MAX_BATCH_SIZE = 512 * 1024
+EOS_JOIN_TIMEOUT_S = 30.0  # eos: how long joining the group and the first fetch may take
+EOS_END_TIMEOUT_S = 5.0  # eos: no record for this long is the input's end
 
 
 class Deliveries:
@@ -255,8 +257,106 @@ async def _consume(spec: RunSpec) -> RunResult:
     )
 
 
+def _transactional_settings(spec: RunSpec) -> dict[str, Any]:
+    """The throughput settings, transactional (aiokafka needs idempotence and acks=all for that)."""
+    return {**_throughput_settings(spec), "acks": "all", "enable_idempotence": True,
+            "transactional_id": f"bench-{spec.topic}"}
+
+
+async def _transactions_for(producer: AIOKafkaProducer, topic: str, value: bytes, seconds: float,
+                            per_transaction: int, deliveries: Deliveries) -> int:
+    """Whole transactions of ``per_transaction`` records until ``seconds`` have passed; records committed."""
+    send = producer.send
+    committed = 0
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline:
+        async with producer.transaction():  # commits on exit, once every record is acknowledged
+            for _ in range(per_transaction):
+                future = await send(topic, value)
+                future.add_done_callback(deliveries)
+        committed += per_transaction
+    return committed
+
+
+async def _txn_produce(spec: RunSpec) -> RunResult:
+    settings = _transactional_settings(spec)
+    producer = AIOKafkaProducer(**settings)
+    await producer.start()
+    deliveries = Deliveries()
+    value = make_value(spec.value_size)
+    try:
+        warm = await _transactions_for(producer, spec.topic, value, spec.warmup_s, spec.txn_records, deliveries)
+        failed_before = deliveries.failed
+        with Section() as section:
+            committed = await _transactions_for(producer, spec.topic, value, spec.duration_s, spec.txn_records,
+                                                deliveries)
+    finally:
+        await producer.stop()
+    return RunResult(records=committed, failed=deliveries.failed - failed_before, elapsed_s=section.elapsed,
+                     cpu_s=section.cpu, warmup_records=warm, bytes=committed * spec.value_size,
+                     settings={**settings, "api": "async with transaction(): await send()", **_versions()})
+
+
+async def _eos(spec: RunSpec) -> RunResult:
+    """aiokafka's recipe: getmany up to txn_records, send their transforms inside a transaction,
+    send_offsets_to_transaction with the group id, commit."""
+    group = f"bench-eos-{spec.topic}"
+    consumer_settings = {**_consumer_settings(spec, low_latency=False), "group_id": group,
+                         "isolation_level": "read_committed"}
+    producer_settings = _transactional_settings(spec)
+    consumer = AIOKafkaConsumer(spec.source_topic, **consumer_settings)
+    producer = AIOKafkaProducer(**producer_settings)
+    await consumer.start()
+    await producer.start()
+    output = spec.topic
+    committed = 0
+    nbytes = 0
+
+    async def batch(timeout_s: float) -> dict[TopicPartition, list[Any]]:
+        return await consumer.getmany(timeout_ms=int(timeout_s * 1000), max_records=spec.txn_records)
+
+    try:
+        first: dict[TopicPartition, list[Any]] = {}
+        deadline = time.perf_counter() + EOS_JOIN_TIMEOUT_S
+        while not first and time.perf_counter() < deadline:  # joining the group
+            first = await batch(1.0)
+        if not first:
+            raise RuntimeError(f"no record of {spec.source_topic} within {EOS_JOIN_TIMEOUT_S:.0f}s")
+        with Section() as section:  # the clock starts at the first records, as the consume runs do
+            batches = first
+            while batches:
+                async with producer.transaction():
+                    offsets = {}
+                    for tp, records in batches.items():
+                        for record in records:
+                            value = record.value.upper()  # examples/eos_pipeline.py's transform
+                            await producer.send(output, value, record.key, partition=record.partition)
+                            nbytes += len(value)
+                        offsets[tp] = records[-1].offset + 1
+                        committed += len(records)
+                    await producer.send_offsets_to_transaction(offsets, group)
+                if committed >= spec.count or time.perf_counter() - section.started >= spec.duration_s:
+                    break
+                batches = await batch(EOS_END_TIMEOUT_S)
+    finally:
+        await consumer.stop()
+        await producer.stop()
+    return RunResult(records=committed, elapsed_s=section.elapsed, cpu_s=section.cpu, bytes=nbytes,
+                     settings={"producer": producer_settings, "consumer": consumer_settings,
+                               "api": f"getmany(max_records={spec.txn_records}) + transaction()", **_versions()},
+                     note="" if committed >= spec.count else f"stopped at {committed}/{spec.count} (time cap)")
+
+
 def produce(spec: RunSpec) -> RunResult:
     return uvloop.run(_produce(spec))
+
+
+def txn_produce(spec: RunSpec) -> RunResult:
+    return uvloop.run(_txn_produce(spec))
+
+
+def eos(spec: RunSpec) -> RunResult:
+    return uvloop.run(_eos(spec))
 
 
 def roundtrip(spec: RunSpec) -> RunResult:

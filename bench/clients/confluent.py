@@ -30,6 +30,8 @@ CONSUME_BATCH = 10000
 # the one every client gets: 2 GiB queued of 10 kB records outlasts any flush deadline.
 QUEUE_MAX_MESSAGES = 2_000_000
 QUEUE_MAX_KBYTES = PRODUCE_BUFFER_BYTES // 1024
+EOS_JOIN_TIMEOUT_S = 30.0  # eos: how long joining the group and the first fetch may take
+EOS_END_TIMEOUT_S = 5.0  # eos: no record for this long is the input's end
 
 
 class Deliveries:
@@ -320,3 +322,96 @@ def rebalance(spec: RunSpec) -> RunResult:
         for m in members:
             m.close()
     return tracker.result({**settings, **_version()})
+
+
+def _transactional_settings(spec: RunSpec) -> dict[str, Any]:
+    """The throughput settings, transactional: librdkafka makes that idempotent with acks=all."""
+    return {**_throughput_settings(spec), "acks": "all", "enable.idempotence": True,
+            "transactional.id": f"bench-{spec.topic}"}
+
+
+def _transactions_for(producer: Producer, topic: str, value: bytes, seconds: float, per_transaction: int) -> int:
+    """Whole transactions of ``per_transaction`` records until ``seconds`` have passed; records committed."""
+    produce = producer.produce
+    committed = 0
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline:
+        producer.begin_transaction()
+        for i in range(per_transaction):
+            while True:
+                try:
+                    produce(topic, value)
+                    break
+                except BufferError:
+                    producer.poll(BUFFER_FULL_WAIT_S)
+            if i % CALLS_PER_CLOCK_CHECK == 0:
+                producer.poll(0)
+        producer.commit_transaction()  # flushes, then EndTxn; raises if a record failed
+        committed += per_transaction
+    return committed
+
+
+def txn_produce(spec: RunSpec) -> RunResult:
+    settings = _transactional_settings(spec)
+    deliveries = Deliveries()
+    producer = Producer({**settings, "on_delivery": deliveries})
+    producer.init_transactions()
+    value = make_value(spec.value_size)
+    warm = _transactions_for(producer, spec.topic, value, spec.warmup_s, spec.txn_records)
+    with Section() as section:
+        committed = _transactions_for(producer, spec.topic, value, spec.duration_s, spec.txn_records)
+    return RunResult(records=committed, failed=deliveries.failed, elapsed_s=section.elapsed, cpu_s=section.cpu,
+                     warmup_records=warm, bytes=committed * spec.value_size,
+                     settings={**settings, "api": "begin/produce/commit_transaction", **_version()})
+
+
+def eos(spec: RunSpec) -> RunResult:
+    """The Java client's recipe: consume up to txn_records, produce their transforms, send the
+    offsets with the consumer's group metadata, commit."""
+    consumer_settings = {**_consumer_settings(spec, low_latency=False), "group.id": f"bench-eos-{spec.topic}",
+                         "isolation.level": "read_committed"}
+    producer_settings = _transactional_settings(spec)
+    consumer = Consumer(consumer_settings)
+    consumer.subscribe([spec.source_topic])
+    producer = Producer(producer_settings)
+    producer.init_transactions()
+    output = spec.topic
+    state = {"committed": 0, "bytes": 0}
+
+    def transact(messages: list[Any]) -> None:
+        producer.begin_transaction()
+        offsets: dict[tuple[str, int], int] = {}
+        for msg in messages:
+            value = msg.value().upper()  # examples/eos_pipeline.py's transform
+            producer.produce(output, value, msg.key(), partition=msg.partition())
+            offsets[(msg.topic(), msg.partition())] = msg.offset() + 1
+            state["bytes"] += len(value)
+        producer.send_offsets_to_transaction([TopicPartition(t, p, o) for (t, p), o in offsets.items()],
+                                             consumer.consumer_group_metadata())
+        producer.commit_transaction()
+        state["committed"] += len(messages)
+
+    def batch(timeout: float) -> list[Any]:
+        return [m for m in consumer.consume(num_messages=spec.txn_records, timeout=timeout) if m.error() is None]
+
+    try:
+        first: list[Any] = []
+        deadline = time.perf_counter() + EOS_JOIN_TIMEOUT_S
+        while not first and time.perf_counter() < deadline:  # joining the group
+            first = batch(1.0)
+        if not first:
+            raise RuntimeError(f"no record of {spec.source_topic} within {EOS_JOIN_TIMEOUT_S:.0f}s")
+        with Section() as section:  # the clock starts at the first records, as the consume runs do
+            messages = first
+            while messages:
+                transact(messages)
+                if state["committed"] >= spec.count or time.perf_counter() - section.started >= spec.duration_s:
+                    break
+                messages = batch(EOS_END_TIMEOUT_S)
+    finally:
+        consumer.close()
+    committed = state["committed"]
+    return RunResult(records=committed, elapsed_s=section.elapsed, cpu_s=section.cpu, bytes=state["bytes"],
+                     settings={"producer": producer_settings, "consumer": consumer_settings,
+                               "api": f"consume(num_messages={spec.txn_records}) + transaction", **_version()},
+                     note="" if committed >= spec.count else f"stopped at {committed}/{spec.count} (time cap)")

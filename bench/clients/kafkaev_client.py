@@ -43,6 +43,7 @@ PRODUCE_CONNECTIONS = 3
 FLUSH_TIMEOUT_S = 20.0
 PROBE_TIMEOUT_S = 15.0  # e2e: how long the first probe record may take to come back
 STALL_MARGIN_S = 10.0  # consume: seconds past the time cap before a silent run counts as stalled
+EOS_JOIN_TIMEOUT_S = 30.0  # eos: how long joining the group and the first fetch may take
 
 
 class Deliveries:
@@ -423,3 +424,128 @@ def rebalance(spec: RunSpec) -> RunResult:
         for client in members:
             _close(client)
     return tracker.result({**options, **_version()})
+
+
+def _transactional_settings(spec: RunSpec) -> dict[str, Any]:
+    """The throughput settings, transactional (which implies idempotence and acks=-1)."""
+    settings = {key: value for key, value in _throughput_settings(spec).items() if key != "acks"}
+    return {**settings, "transactional_id": f"bench-{spec.topic}"}
+
+
+def _await(client: Client, start: Any, what: str) -> None:
+    """``start(cb)``, then turn the loop until ``cb(err)``; raise ``err``."""
+    future = client.loop.create_future()
+    start(lambda err: future.done() or future.set_result(err))
+    err = client.loop.run_until_complete(asyncio.wait_for(future, FLUSH_TIMEOUT_S))
+    if err is not None:
+        raise RuntimeError(f"{what}: {err}")
+
+
+def _transactions_for(client: Client, topic: str, value: bytes, seconds: float, per_transaction: int,
+                      cb: Deliveries) -> int:
+    """Whole transactions of ``per_transaction`` records until ``seconds`` have passed, produced from
+    inside the loop in chunks (as ``_produce_for``); records committed."""
+    loop = client.loop
+    produce = client.produce
+    state = {"left": 0, "committed": 0}
+    failure: list[BaseException] = []
+    deadline = time.perf_counter() + seconds
+
+    def begin() -> None:
+        client.begin_transaction()
+        state["left"] = per_transaction
+        pump()
+
+    def pump() -> None:
+        left = state["left"]
+        full = False
+        try:
+            for _ in range(min(CALLS_PER_TICK, left)):
+                produce(topic, None, value, cb)
+                left -= 1
+        except BufferFullError:
+            full = True
+        state["left"] = left
+        if not left:
+            client.commit_transaction(committed)
+        elif full:
+            loop.call_later(BUFFER_FULL_WAIT_S, pump)
+        else:
+            loop.call_soon(pump)
+
+    def committed(err: Any) -> None:
+        if err is not None:
+            failure.append(err)
+            loop.stop()
+            return
+        state["committed"] += per_transaction
+        if time.perf_counter() >= deadline:
+            loop.stop()
+        else:
+            begin()
+
+    loop.call_soon(begin)
+    loop.run_forever()
+    if failure:
+        raise RuntimeError(f"commit_transaction failed after {state['committed']} records: {failure[0]}")
+    return state["committed"]
+
+
+def txn_produce(spec: RunSpec) -> RunResult:
+    settings = _transactional_settings(spec)
+    client = Client(spec.bootstrap, **settings)
+    _await(client, client.init_transactions, "init_transactions")
+    deliveries = Deliveries()
+    value = make_value(spec.value_size)
+    warm = _transactions_for(client, spec.topic, value, spec.warmup_s, spec.txn_records, deliveries)
+    failed_before = deliveries.failed
+    with Section() as section:
+        committed = _transactions_for(client, spec.topic, value, spec.duration_s, spec.txn_records, deliveries)
+    _close(client)
+    return RunResult(records=committed, failed=deliveries.failed - failed_before, elapsed_s=section.elapsed,
+                     cpu_s=section.cpu, warmup_records=warm, bytes=committed * spec.value_size,
+                     settings={**settings, "api": "begin/produce/commit_transaction", **_version()})
+
+
+def eos(spec: RunSpec) -> RunResult:
+    """examples/eos_pipeline.py's pipeline (the README's recipe), stopped once ``count`` input
+    records are committed or at the time cap; the clock runs from its first transaction to its last
+    commit."""
+    from examples.eos_pipeline import EosPipeline, Event, PipelineSettings
+
+    loop = default_loop()
+    settings = PipelineSettings(spec.source_topic, spec.topic, group_id=f"bench-eos-{spec.topic}",
+                                transactional_id=f"bench-{spec.topic}", max_records=spec.txn_records)
+    client_settings = {key: value for key, value in _transactional_settings(spec).items() if key != "transactional_id"}
+    client_settings.update(fetch_max_bytes=52_428_800, max_partition_fetch_bytes=1_048_576)
+    section = Section()
+    outcome: list[Any] = []
+    stall = loop.call_later(EOS_JOIN_TIMEOUT_S + spec.duration_s, lambda: pipeline.stop())
+
+    def on_event(event: Event, _records: int) -> None:
+        if event is Event.BEGIN and not section.started:
+            section.start()
+            stall.cancel()
+            loop.call_later(spec.duration_s, pipeline.stop)  # the time cap
+        elif (event is Event.COMMITTED and (pipeline.stopping or pipeline.committed_records >= spec.count)
+              or event is Event.DONE) and not section.elapsed and section.started:
+            section.stop()
+            pipeline.stop()
+
+    def on_done(err: Any) -> None:
+        outcome.append(err)
+        loop.stop()
+
+    pipeline = EosPipeline(settings, brokers=spec.bootstrap, on_event=on_event, on_done=on_done, loop=loop,
+                           **client_settings)
+    pipeline.start()
+    loop.run_forever()
+    if outcome and outcome[0] is not None:
+        raise RuntimeError(f"the pipeline stopped: {outcome[0]}")
+    if not section.started:
+        raise RuntimeError(f"no record of {spec.source_topic} within {EOS_JOIN_TIMEOUT_S:.0f}s")
+    committed = pipeline.committed_records
+    return RunResult(records=committed, elapsed_s=section.elapsed, cpu_s=section.cpu,
+                     bytes=committed * spec.value_size,
+                     settings={**client_settings, "api": "examples/eos_pipeline.py (on_batch)", **_version()},
+                     note="" if committed >= spec.count else f"stopped at {committed}/{spec.count} (time cap)")
