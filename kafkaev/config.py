@@ -265,7 +265,6 @@ class ClientConfig:
     retry_backoff_max_ms: int = 1000
     allow_auto_topic_creation: bool = True
     metadata_wait_ms: int = 60000  # how long records for an unknown topic wait for it
-    metadata_wait_max_records: int = 100000  # records waiting for unknown topics, at most
 
     # --- consumer ---
     on_message: Callable[[Any], Any] | None = None
@@ -276,6 +275,8 @@ class ClientConfig:
     max_partition_fetch_bytes: int = 1048576
     isolation_level: str = "read_uncommitted"
     check_crcs: bool = True
+    # kafkaev.aio: fetched records not yet handed out, at most (then fetching waits)
+    max_buffered_bytes: int = 32 * 1024 * 1024
 
     # --- consumer group: defaults for subscribe() ---
     group_id: str | None = None
@@ -383,7 +384,6 @@ class ClientConfig:
         put(self, "retry_backoff", BackoffPolicy(self.retry_backoff_ms, self.retry_backoff_max_ms))
         _check_bool("allow_auto_topic_creation", self.allow_auto_topic_creation)
         _check_int("metadata_wait_ms", self.metadata_wait_ms, 0)
-        _check_int("metadata_wait_max_records", self.metadata_wait_max_records, 1)
 
         _check_callable("on_message", self.on_message)
         _check_callable("on_batch", self.on_batch)
@@ -395,6 +395,7 @@ class ClientConfig:
             raise _fail("isolation_level", "'read_uncommitted' or 'read_committed'", self.isolation_level)
         put(self, "isolation", ISOLATION_LEVELS[self.isolation_level])
         _check_bool("check_crcs", self.check_crcs)
+        _check_int("max_buffered_bytes", self.max_buffered_bytes, 1)
 
         for name in ("group_id", "group_instance_id"):
             value = getattr(self, name)

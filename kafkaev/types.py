@@ -144,7 +144,6 @@ class ClientOptions(TypedDict, total=False):
     retry_backoff_max_ms: int
     allow_auto_topic_creation: bool
     metadata_wait_ms: int
-    metadata_wait_max_records: int
     # --- consumer ---
     on_message: MessageCallback | None
     on_batch: BatchCallback | None
@@ -154,6 +153,7 @@ class ClientOptions(TypedDict, total=False):
     max_partition_fetch_bytes: int
     isolation_level: IsolationLevel
     check_crcs: bool
+    max_buffered_bytes: int
     # --- consumer group: defaults for subscribe() ---
     group_id: str | None
     group_instance_id: str | None

@@ -6,7 +6,7 @@ start/stop for continuous fetching), offset queries (offsets_for, lag) and the
 classic consumer group (subscribe/commit/committed/unsubscribe).
 
 Files: ``subscription`` (assigned partitions and positions), ``fetcher`` and
-``fetch_session`` (pipelined Fetch, KIP-227), ``positions`` (ListOffsets,
+``fetch_session`` (pipelined Fetch, KIP-227), ``buffer`` (records waiting to be pulled), ``positions`` (ListOffsets,
 OffsetForLeaderEpoch), ``group``/``coordinator``/``offsets``/``protocol``/
 ``assignors`` (group membership and commits).
 """
@@ -40,6 +40,7 @@ from .assignors import (
     RoundRobinAssignor,
     make_assignors,
 )
+from .buffer import RecordBuffer
 from .context import ConsumerContext
 from .fetcher import Fetcher
 from .group import GroupMember, GroupOptions, GroupState
@@ -199,10 +200,15 @@ class Consumer:
         state.waiters.append(settled)
 
     def pause(self, partitions: Iterable[Any]) -> None:
+        buffer = self.fetcher.buffer
         for tp in [_partition_of(p, "pause") for p in partitions]:
             state = self._state("pause", tp.topic, tp.partition)
             state.paused = True
             state.interrupt()
+            if buffer is not None:
+                # What was fetched and not taken is dropped, then fetched again on resume.
+                buffer.drop(state)
+                state.rewind_fetch()
 
     def resume(self, partitions: Iterable[Any]) -> None:
         for tp in [_partition_of(p, "resume") for p in partitions]:
@@ -470,8 +476,13 @@ class Consumer:
         if self.closed:
             raise KafkaError(STATE, f"{what}: the client is closed")
 
+    def use_buffer(self) -> RecordBuffer:
+        """Records are pulled from the returned buffer (``kafkaev.aio``) instead of being handed
+        to on_message/on_batch; it holds at most ``max_buffered_bytes``."""
+        return self.fetcher.use_buffer(self.config.max_buffered_bytes)
+
     def _require_handler(self, what: str) -> None:
-        if self.config.on_message is None and self.config.on_batch is None:
+        if self.fetcher.buffer is None and self.config.on_message is None and self.config.on_batch is None:
             raise ValueError(f"{what}: the client needs 'on_message' or 'on_batch' to deliver records")
 
 

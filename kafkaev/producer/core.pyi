@@ -170,6 +170,11 @@ class Deliveries:
 
 # --- produce (core_produce.pxi) ---
 
+def settle(cb: object, meta: Any, err: BaseException | None,
+           report: Callable[[BaseException], object]) -> None:
+    """Hand one record's outcome to its callback ``cb(meta, err)``, or set it on an
+    ``asyncio.Future`` not done yet; what a callback raises goes to ``report``."""
+
 def coerce_bytes(value: object, name: str) -> bytes | None: ...
 def coerce_headers(headers: object) -> list[tuple[str, bytes | None]]: ...
 
