@@ -5,7 +5,7 @@ answer's callback and never holds them. A puller takes records when it likes ins
 fetcher puts each partition's decoded record set here (``put``), in arrival order, and goes on
 fetching until the buffer holds ``max_buffered_bytes``; then no Fetch is sent (``full``) until
 taking records brings it below again (``on_room``). So a slow consumer holds at most the limit
-plus the answers already in flight, one per leader.
+plus two answers per leader: the one being put, and the next one, sent before it was decoded.
 
 A record counts as delivered when it is taken: the partition's ``position`` (what ``commit()``
 and auto-commit send) moves past it then, never when it is merely buffered, so a crash loses
