@@ -84,3 +84,12 @@ def test_every_public_client_method_is_documented(site):
     public = [n for n in vars(kafkaev.Client) if not n.startswith("_")]
     missing = [n for n in public if f"{n}(" not in text and f"property{n}" not in text.replace(" ", "")]
     assert not missing, missing
+
+
+def test_every_public_aio_client_method_is_documented(site):
+    import kafkaev.aio
+
+    text = _text_of((site / "api.html").read_text())
+    public = [n for n in vars(kafkaev.aio.Client) if not n.startswith("_")]
+    missing = [n for n in public if f"{n}(" not in text and f"property{n}" not in text.replace(" ", "")]
+    assert not missing, missing

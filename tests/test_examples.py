@@ -36,3 +36,10 @@ def test_admin(kafka):
     proc = _run(kafka, "admin.py", name)
     assert f"{name} ->" in proc.stdout
     assert "deleted: True" in proc.stdout
+
+
+def test_aio_produce_then_consume(kafka, topic):
+    proc = _run(kafka, "aio_produce_consume.py", topic, f"{topic}-aio", "5")
+    assert f"acknowledged at {topic}[0] @ 0" in proc.stdout
+    lines = [line for line in proc.stdout.splitlines() if line.startswith(f"{topic}[0] @ ")]
+    assert [line.split(":")[0] for line in lines] == [f"{topic}[0] @ {i}" for i in range(5)]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Callable, Coroutine
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 from kafkaev.admin import Admin as CallbackAdmin
@@ -19,7 +19,7 @@ from kafkaev.admin import Admin as CallbackAdmin
 from .bridge import call
 
 
-@lru_cache(maxsize=None)
+@cache
 def _takes_callback(method: Callable[..., object]) -> bool:
     try:
         return "cb" in inspect.signature(method).parameters

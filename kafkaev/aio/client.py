@@ -61,14 +61,15 @@ class Client:
             if options.get(name) is not None:
                 raise ValueError(f"kafkaev.aio.Client: records are read with 'async for' or getmany(); "
                                  f"'{name}' is not taken (kafkaev.Client takes it)")
-        loop = options.pop("loop", None)
+        loop = options.get("loop")
         if loop is None:
             try:
                 loop = asyncio.get_running_loop()
             except RuntimeError:
                 raise RuntimeError("kafkaev.aio.Client: no running event loop; create it inside a coroutine "
                                    "or pass loop=") from None
-        self._client = CallbackClient(brokers, loop=loop, **options)
+        options["loop"] = loop
+        self._client = CallbackClient(brokers, **options)
         self.loop: asyncio.AbstractEventLoop = loop
         self._buffer = self._client._consumer.use_buffer()
         self._produce = self._client._producer.produce  # the per-record C call
@@ -158,7 +159,12 @@ class Client:
         """Queue several records (as ``kafkaev.Client.produce_many``) and wait for all: None
         when every one was acknowledged, else ``[(index, KafkaError), ...]`` of the failed ones."""
         fut: asyncio.Future[list[tuple[int, KafkaError]] | None] = self.loop.create_future()
-        self._client.produce_many(messages, lambda errors: fut.done() or fut.set_result(errors))
+
+        def done(errors: list[tuple[int, KafkaError]] | None) -> None:
+            if not fut.done():
+                fut.set_result(errors)
+
+        self._client.produce_many(messages, done)
         return await fut
 
     async def flush(self) -> None:

@@ -1,4 +1,5 @@
 # Typing stubs for kafkaev.producer.core (the producer's per-record work in Cython).
+import asyncio
 from collections.abc import Callable, Iterator, Sequence
 from enum import IntEnum
 from typing import Any
@@ -204,7 +205,7 @@ class ProducerCore:
         topic: str,
         key: Any,
         value: Any,
-        cb: DeliveryCallback | None = None,
+        cb: DeliveryCallback | asyncio.Future[Any] | None = None,  # a Future gets the outcome set
         *,
         partition: int | None = None,
         headers: Any = None,
