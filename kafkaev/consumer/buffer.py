@@ -188,10 +188,11 @@ class RecordBuffer:
         """Forget every record set of ``state`` (paused or given up): not handed out, not counted."""
         if not self._per_partition.get(state):
             return
-        kept = deque(r for r in self._sets if r.state is not state)
+        kept = [r for r in self._sets if r.state is not state]
         dropped = sum(r.size for r in self._sets if r.state is state)
         was_full = self.full
-        self._sets = kept
+        self._sets.clear()  # in place: _head() walks this deque
+        self._sets.extend(kept)
         del self._per_partition[state]
         self.size -= dropped
         if was_full and not self.full:
