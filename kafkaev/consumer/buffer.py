@@ -52,7 +52,7 @@ class RecordBuffer:
     """The record sets fetched and not yet handed out, oldest first, and their size."""
 
     __slots__ = ("limit", "size", "_sets", "_per_partition", "_subscription", "_on_settled", "_on_room",
-                 "_waiters", "_at_boundary", "closed")
+                 "_waiters", "_at_boundary", "closed", "_current")
 
     def __init__(self, subscription: SubscriptionState, limit: int,
                  on_settled: Callable[[BufferedRecords], None], on_room: Callable[[], None]) -> None:
@@ -66,6 +66,7 @@ class RecordBuffer:
         self._waiters: list[Callable[[], object]] = []  # called once at the next put()
         self._at_boundary = False  # the last take_one() ended a record set
         self.closed = False  # close(): the consumer is gone
+        self._current: BufferedRecords | None = None  # the head set take_one() is handing out
 
     @property
     def full(self) -> bool:
@@ -123,6 +124,7 @@ class RecordBuffer:
         return None
 
     def _pop(self) -> None:
+        self._current = None
         head = self._sets.popleft()
         state = head.state
         left = self._per_partition[state] - 1
@@ -139,29 +141,34 @@ class RecordBuffer:
         """The next record, counted as delivered; None when nothing valid is buffered, and
         once at the end of each record set, so that a puller that never waits still lets the
         loop run (the next Fetch, heartbeats) between record sets."""
+        head = self._current
+        if head is not None:
+            state = head.state
+            if head.generation == state.generation and not state.paused:  # a revoke moves it too
+                i = head.index
+                msg = head.messages[i]
+                head.index = i = i + 1
+                state.position = msg.offset + 1
+                state.position_epoch = msg.leader_epoch
+                if i == len(head.messages):
+                    self._current = None
+                    self._at_boundary = True
+                    self._pop()
+                    self._on_settled(head)
+                return msg
+            self._current = None
         if self._at_boundary:
             self._at_boundary = False
             return None
-        head = self._head()
-        if head is None:
-            return None
-        i = head.index
-        msg = head.messages[i]
-        head.index = i + 1
-        state = head.state
-        state.position = msg.offset + 1
-        state.position_epoch = msg.leader_epoch
-        if i + 1 == len(head.messages):
-            self._at_boundary = True
-            self._pop()
-            self._on_settled(head)
-        return msg
+        self._current = self._head()  # the set records are taken from, record by record, until it ends
+        return None if self._current is None else self.take_one()
 
     def take(self, max_records: int) -> dict[TopicPartition, list[Message]]:
         """Up to ``max_records`` records, oldest record sets first, counted as delivered."""
         out: dict[TopicPartition, list[Message]] = {}
         remaining = max_records
         self._at_boundary = False
+        self._current = None
         while remaining > 0:
             head = self._head()
             if head is None:
@@ -188,6 +195,7 @@ class RecordBuffer:
         """Forget every record set of ``state`` (paused or given up): not handed out, not counted."""
         if not self._per_partition.get(state):
             return
+        self._current = None
         kept = [r for r in self._sets if r.state is not state]
         dropped = sum(r.size for r in self._sets if r.state is state)
         was_full = self.full
@@ -202,6 +210,7 @@ class RecordBuffer:
         """The consumer closed: nothing more will come. Everything is dropped and the waiters
         are called, to find it closed."""
         self.closed = True
+        self._current = None
         self._sets.clear()
         self._per_partition.clear()
         self.size = 0
