@@ -10,6 +10,7 @@ import aiokafka
 import uvloop
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
+from bench import aio_drive
 from bench.measure import (
     Section,
     e2e_result,
@@ -19,7 +20,6 @@ from bench.measure import (
     stamp,
     summarize_latencies,
 )
-from bench import aio_drive
 from bench.spec import (
     CONSUME_ASYNC_FOR,
     CONSUME_GETMANY,
