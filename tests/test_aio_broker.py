@@ -22,6 +22,7 @@ from consumer_helpers import fill, parse
 import kafkaev
 import kafkaev.aio
 from kafkaev.consumer.buffer import MESSAGE_OBJECT_ALLOWANCE
+from kafkaev.consumer.group import GroupState
 from kafkaev.producer import BufferFullError
 from kafkaev.types import TopicPartition
 
@@ -116,35 +117,51 @@ def assert_in_order_by_key(by_partition: dict[int, list[Any]], expected: int) ->
 
 
 def test_await_produce_waits_for_buffer_room(loop, kafka, topic):
-    """One tight loop of awaited produce() with a small buffer_memory: no BufferFullError
-    escapes, and the budget never passes buffer_memory."""
-    limit = 256 * 1024
+    """Tight loops against a small buffer_memory: produce_nowait() raising BufferFullError and
+    waiting for room, then 1,000 tasks each awaiting produce() in a loop (produce() waits for
+    room itself). No BufferFullError escapes, every record is acknowledged, and the budget
+    never passes buffer_memory."""
+    limit = 64 * 1024
     seen_max = 0
+    waits = 0
 
     async def body() -> None:
-        nonlocal seen_max
-        async with kafkaev.aio.Client(kafka.bootstrap, linger_ms=2, buffer_memory=limit, batch_size=16384) as client:
+        nonlocal seen_max, waits
+        async with kafkaev.aio.Client(kafka.bootstrap, linger_ms=2, buffer_memory=limit, batch_size=4096) as client:
             budget = client._budget
             futs = []
-            for seq in range(RECORDS):
+            for seq in range(RECORDS // 10):
                 try:
                     futs.append(client.produce_nowait(topic, None, b"%d" % seq))
                 except BufferFullError:
                     await client.wait_for_buffer_room()
                     futs.append(client.produce_nowait(topic, None, b"%d" % seq))  # room: this one fits
                 seen_max = max(seen_max, budget.reserved + budget.held)
-                if len(futs) >= 50000:
-                    await asyncio.gather(*futs)
-                    futs.clear()
-            # and awaited one by one past a full buffer: produce() waits rather than raise
-            last = None
-            for seq in range(RECORDS, RECORDS + 5000):
-                last = await client.produce(topic, None, b"%d" % seq)
-                seen_max = max(seen_max, budget.reserved + budget.held)
-            await asyncio.gather(*futs)
-            assert last is not None and last.offset == RECORDS + 5000 - 1
+            assert len({m.offset for m in await asyncio.gather(*futs)}) == RECORDS // 10
+
+            wait_for_room = client.wait_for_buffer_room
+
+            async def counted_wait() -> None:
+                nonlocal waits
+                waits += 1
+                await wait_for_room()
+
+            client.wait_for_buffer_room = counted_wait  # type: ignore[method-assign]
+            next_seq = iter(range(RECORDS))
+            acked = 0
+
+            async def worker() -> None:
+                nonlocal seen_max, acked
+                for seq in next_seq:
+                    await client.produce(topic, None, b"%d" % seq)
+                    acked += 1
+                    seen_max = max(seen_max, budget.reserved + budget.held)
+
+            await asyncio.gather(*(worker() for _ in range(PIPELINE_WINDOW)))
+            assert acked == RECORDS
 
     run(loop, body())
+    assert waits > 0, "the buffer never filled: the test proves nothing"
     assert 0 < seen_max <= limit
 
 
@@ -474,8 +491,8 @@ def test_slow_async_for_over_a_large_topic_keeps_memory_bounded(loop, kafka, top
                     assert buffer.size <= config.max_buffered_bytes + ANSWERS_PAST_LIMIT * answer
                 if loop.time() - started > SLOW_RUN_S:
                     break
-            await client.commit()
-            assert client._client._consumer.group_state() is not None
+            await client.commit()  # still a member: heartbeats went on under the slow body
+            assert client._client._consumer.group_state() is GroupState.STABLE
             assert (await client.committed([TopicPartition(topic, 0)]))[TopicPartition(topic, 0)] == handed
 
     run(loop, body(), timeout=SLOW_RUN_S + 120)
