@@ -29,6 +29,7 @@ from kafkaev.types import TopicPartition
 # The counts; KAFKAEV_AIO_RECORDS lowers them while iterating on the code.
 RECORDS = int(os.environ.get("KAFKAEV_AIO_RECORDS", "1000000"))
 PIPELINE_WINDOW = 1000
+AWAITED_VALUE_SIZE = 200
 TEST_TIMEOUT_S = 300.0
 
 
@@ -153,7 +154,8 @@ def test_await_produce_waits_for_buffer_room(loop, kafka, topic):
             async def worker() -> None:
                 nonlocal seen_max, acked
                 for seq in next_seq:
-                    await client.produce(topic, None, b"%d" % seq)
+                    # 1,000 records of this size outstanding are more than buffer_memory holds
+                    await client.produce(topic, None, (b"%d:" % seq).ljust(AWAITED_VALUE_SIZE, b"x"))
                     acked += 1
                     seen_max = max(seen_max, budget.reserved + budget.held)
 
