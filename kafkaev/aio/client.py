@@ -23,6 +23,7 @@ from kafkaev.types import OffsetAndMetadata, RecordMetadata, TopicPartition
 
 from .bridge import call, resolve
 from .iteration import MessageIterator, getmany, wait_for_records
+from .room import RoomQueue
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -74,6 +75,7 @@ class Client:
         self._buffer = self._client._consumer.use_buffer()
         self._produce = self._client._producer.produce  # the per-record C call
         self._budget = self._client._producer._acc.budget
+        self._room = RoomQueue(loop, self._client.on_buffer_room, self._client._producer._acc.has_room)
 
     @property
     def config(self) -> ClientConfig:
@@ -108,10 +110,14 @@ class Client:
     async def produce(self, topic: str, key: RecordBytes, value: RecordBytes, *, partition: int | None = None,
                       headers: Headers | None = None, timestamp_ms: int | None = None) -> RecordMetadata:
         """Send one record and wait for its acknowledgement: its RecordMetadata, or the
-        KafkaError it failed with. Waits for room while ``buffer_memory`` is full. Cancelling
-        the await does not take the record back: once this was called it is sent (and
-        acknowledged or failed) all the same; only its outcome is no longer reported."""
+        KafkaError it failed with. Waits for room while ``buffer_memory`` is full (in turn
+        with the other waiting calls). Cancelling the await does not take the record back: once
+        it was queued it is sent (and acknowledged or failed) all the same, only its outcome is
+        no longer reported; cancelled while it still waited for room, it was never queued."""
         fut: asyncio.Future[RecordMetadata] = _Future(loop=self.loop)
+        if self._room:  # others wait for room: queue behind them
+            await self._produce_when_room(topic, key, value, fut, partition, headers, timestamp_ms)
+            return await fut
         try:
             if partition is None and headers is None and timestamp_ms is None:
                 self._produce(topic, key, value, fut)
@@ -137,17 +143,26 @@ class Client:
     async def _produce_when_room(self, topic: str, key: RecordBytes, value: RecordBytes,
                                  fut: asyncio.Future[RecordMetadata], partition: int | None,
                                  headers: Headers | None, timestamp_ms: int | None) -> None:
+        """Wait for this record's turn in the RoomQueue, produce it, pass the turn on."""
         budget = self._budget
+        again = False
         while True:
-            if budget.reserved == 0 and budget.held == 0:
-                # Nothing buffered, and still no room: the record alone is larger than buffer_memory.
-                raise BufferFullError(f"a record larger than buffer_memory ({budget.limit} bytes) can never be sent")
-            await self.wait_for_buffer_room()
+            await self._room.wait_turn(again=again)
             try:
                 self._produce(topic, key, value, fut, partition=partition, headers=headers, timestamp_ms=timestamp_ms)
-                return
             except BufferFullError:
-                continue  # taken by another producer meanwhile
+                if budget.reserved == 0 and budget.held == 0:
+                    self._room.pass_turn()
+                    # Nothing buffered, and still no room: the record alone is larger than buffer_memory.
+                    raise BufferFullError(
+                        f"a record larger than buffer_memory ({budget.limit} bytes) can never be sent") from None
+                again = True
+                continue
+            except BaseException:
+                self._room.pass_turn()  # a bad argument: the record is refused, the next one goes
+                raise
+            self._room.pass_turn()
+            return
 
     async def wait_for_buffer_room(self) -> None:
         """Return once ``buffer_memory`` has room for a batch (at once if it has)."""
