@@ -31,6 +31,8 @@ RECORDS = int(os.environ.get("KAFKAEV_AIO_RECORDS", "1000000"))
 PIPELINE_WINDOW = 1000
 AWAITED_VALUE_SIZE = 200
 TEST_TIMEOUT_S = 300.0
+# A million records through a buffer_memory this small go at the pace of its few batches.
+BUFFER_BOUND_TIMEOUT_S = 900.0
 
 
 def run(loop: asyncio.AbstractEventLoop, coro: Any, timeout: float = TEST_TIMEOUT_S) -> Any:
@@ -122,13 +124,13 @@ def test_await_produce_waits_for_buffer_room(loop, kafka, topic):
     waiting for room, then 1,000 tasks each awaiting produce() in a loop (produce() waits for
     room itself). No BufferFullError escapes, every record is acknowledged, and the budget
     never passes buffer_memory."""
-    limit = 64 * 1024
+    limit = 128 * 1024  # less than 1,000 awaited records of AWAITED_VALUE_SIZE take
     seen_max = 0
     waits = 0
 
     async def body() -> None:
         nonlocal seen_max, waits
-        async with kafkaev.aio.Client(kafka.bootstrap, linger_ms=2, buffer_memory=limit, batch_size=4096) as client:
+        async with kafkaev.aio.Client(kafka.bootstrap, linger_ms=2, buffer_memory=limit, batch_size=8192) as client:
             budget = client._budget
             futs = []
             for seq in range(RECORDS // 10):
@@ -156,7 +158,7 @@ def test_await_produce_waits_for_buffer_room(loop, kafka, topic):
             await asyncio.gather(*(worker() for _ in range(PIPELINE_WINDOW)))
             assert acked == RECORDS
 
-    run(loop, body())
+    run(loop, body(), timeout=BUFFER_BOUND_TIMEOUT_S)
     assert waits > 0, "the buffer never filled: the test proves nothing"
     assert 0 < seen_max <= limit
 
