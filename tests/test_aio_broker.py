@@ -315,7 +315,8 @@ def test_cancelled_iteration_counts_only_what_was_handed_out(loop, kafka, topic)
                     await asyncio.sleep(0.001)
 
             task = asyncio.ensure_future(consume())
-            await asyncio.sleep(0.3)
+            while len(handed) < 10:  # cancelled mid-stream, however loaded the machine
+                await asyncio.sleep(0.01)
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task
