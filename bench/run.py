@@ -248,7 +248,7 @@ def summarize(scenario: Scenario, outcomes: dict[str, EntryOutcome]) -> dict[str
             medians[name] = statistics.median(values)
         clients[entry.label] = {
             "client": entry.client,
-            "role": "subject" if entry.is_subject else "floor" if entry.is_floor else "peer",
+            "role": "subject" if scenario.is_subject(entry) else "floor" if entry.is_floor else "peer",
             "median": medians,
             "runs": outcome.runs,
             "errors": outcome.errors,
@@ -256,9 +256,9 @@ def summarize(scenario: Scenario, outcomes: dict[str, EntryOutcome]) -> dict[str
         }
     ratios: dict[str, dict[str, float]] = {}
     for metric in scenario.metrics:
-        for subject in (e for e in scenario.entries if e.is_subject):
+        for subject in (e for e in scenario.entries if scenario.is_subject(e)):
             mine = clients[subject.label]["median"].get(metric.name)
-            for other in (e for e in scenario.entries if not e.is_subject):
+            for other in (e for e in scenario.entries if not scenario.is_subject(e)):
                 theirs = clients[other.label]["median"].get(metric.name)
                 if mine is not None and theirs:
                     ratios.setdefault(metric.name, {})[f"{subject.label}/{other.label}"] = mine / theirs

@@ -6,7 +6,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.spec import (
+    CONSUME_ASYNC_FOR,
     CONSUME_BATCH,
+    CONSUME_GETMANY,
     CONSUME_PER_MESSAGE,
     HANDLE_ASYNC,
     HANDLE_SYNC,
@@ -21,10 +23,16 @@ from bench.spec import (
     KIND_REBALANCE,
     KIND_ROUNDTRIP,
     KIND_TXN_PRODUCE,
+    PRODUCE_AWAIT,
+    PRODUCE_WINDOW,
 )
 
 PEERS = ("confluent", "aiokafka", "kafka-python")
 SUBJECT = "kafkaev"
+# The asyncio scenarios' subject, against aiokafka and confluent_kafka.aio on the same loop, with
+# kafkaev's callback API in the same run for the CPU-per-record ratio.
+AIO_SUBJECT = "kafkaev-aio"
+AIO_PEERS = ("aiokafka", "confluent-aio")
 VALUE_SIZES = (10, 100, 1000, 10000)
 CODECS = ("gzip", "snappy", "lz4", "zstd")
 STATS_INTERVAL_MS = 100  # the statistics scenarios' stats_interval_ms
@@ -66,10 +74,6 @@ class Entry:
     overrides: dict[str, Any] = field(default_factory=dict)
 
     @property
-    def is_subject(self) -> bool:
-        return self.client == SUBJECT
-
-    @property
     def is_floor(self) -> bool:
         return self.client in ("java", "raw-socket")
 
@@ -84,6 +88,10 @@ class Scenario:
     params: dict[str, Any] = field(default_factory=dict)  # RunSpec fields shared by every entry
     group: str = ""  # "size" / "codec" scenarios are plotted together
     baseline: str = ""  # an entry label: every other entry's ratio to it, from the same run, is reported too
+    subject: str = SUBJECT  # the client the ratios are taken for
+
+    def is_subject(self, entry: Entry) -> bool:
+        return entry.client == self.subject
 
     def entry(self, label: str) -> Entry:
         return next(e for e in self.entries if e.label == label)
@@ -173,4 +181,29 @@ def all_scenarios(*, quick: bool) -> list[Scenario]:
             f"produce_{codec}", f"Pipelined produce, acks=1, 100-byte values, {codec}", KIND_PRODUCE,
             _entries(*sweep_clients), produce_metrics, {"acks": 1, "value_size": 100, "compression": codec},
             group="codec"))
+    scenarios += _aio_scenarios(produce_metrics)
     return scenarios
+
+
+def _aio_scenarios(metrics: tuple[Metric, ...]) -> list[Scenario]:
+    """kafkaev.aio against the asyncio peers, each in the scenario's mode, and kafkaev's callback API."""
+
+    def entries(mode: str, callback_entry: Entry) -> tuple[Entry, ...]:
+        return (*(Entry(f"{client}[{mode}]", client, {"mode": mode}) for client in (AIO_SUBJECT, *AIO_PEERS)),
+                callback_entry)
+
+    callback_produce = Entry("kafkaev[callback]", SUBJECT)
+    return [
+        Scenario("aio_produce_await", "asyncio: produce awaiting each record's ack (1000 tasks), acks=1, 100-byte values",
+                 KIND_PRODUCE, entries(PRODUCE_AWAIT, callback_produce), metrics, {"acks": 1, "value_size": 100},
+                 group="aio", subject=AIO_SUBJECT),
+        Scenario("aio_produce_window", "asyncio: produce in windows of 1000 futures, acks=1, 100-byte values",
+                 KIND_PRODUCE, entries(PRODUCE_WINDOW, callback_produce), metrics, {"acks": 1, "value_size": 100},
+                 group="aio", subject=AIO_SUBJECT),
+        Scenario("aio_consume_async_for", "asyncio: consume with async for, 100-byte records", KIND_CONSUME,
+                 entries(CONSUME_ASYNC_FOR, Entry("kafkaev[on_message]", SUBJECT, {"mode": CONSUME_PER_MESSAGE})),
+                 metrics, {"value_size": 100}, group="aio", subject=AIO_SUBJECT),
+        Scenario("aio_consume_getmany", "asyncio: consume with a batch call (getmany, consume), 100-byte records",
+                 KIND_CONSUME, entries(CONSUME_GETMANY, Entry("kafkaev[on_batch]", SUBJECT, {"mode": CONSUME_BATCH})),
+                 metrics, {"value_size": 100}, group="aio", subject=AIO_SUBJECT),
+    ]

@@ -45,6 +45,13 @@ CONSUME_BATCH = "batch"
 HANDLE_SYNC = "sync"
 HANDLE_ASYNC = "async"
 
+# The asyncio scenarios' modes (bench/aio_drive.py): produce awaited per record or in windows,
+# consume with `async for` or a batch call.
+PRODUCE_AWAIT = "await"
+PRODUCE_WINDOW = "window"
+CONSUME_ASYNC_FOR = "async_for"
+CONSUME_GETMANY = "getmany"
+
 
 @dataclass(slots=True)
 class RunSpec:
@@ -59,7 +66,7 @@ class RunSpec:
     warmup_s: float = 0.5  # produce/e2e: untimed traffic first (connections, JIT, allocators)
     count: int = 0  # roundtrip: round trips; consume: records to read
     rate: int = 0  # e2e: offered messages per second
-    mode: str = CONSUME_BATCH  # consume: per-message or batch delivery
+    mode: str = CONSUME_BATCH  # consume: per-message or batch delivery; the asyncio scenarios' modes
     partitions: int = 1
     group_protocol: str = "classic"  # rebalance: "classic" or "consumer" (KIP-848)
     assignor: str = ""  # rebalance under "classic": the one assignor the members offer

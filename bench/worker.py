@@ -16,6 +16,8 @@ from bench.spec import MICRO_KINDS, RESULT_PREFIX, RunSpec
 # client name -> module in bench/clients implementing produce/roundtrip/e2e/consume(spec) -> RunResult
 CLIENT_MODULES = {
     "kafkaev": "bench.clients.kafkaev_client",
+    "kafkaev-aio": "bench.clients.kafkaev_aio",
+    "confluent-aio": "bench.clients.confluent_aio",
     "confluent": "bench.clients.confluent",
     "aiokafka": "bench.clients.aiokafka_client",
     "kafka-python": "bench.clients.kafka_python",

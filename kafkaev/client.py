@@ -184,6 +184,13 @@ class Client:
             raise TypeError(f"flush: 'cb' must be callable or None, got {type(cb).__name__}")
         self._producer.flush(cb)
 
+    def on_buffer_room(self, cb: Callable[[], object]) -> None:
+        """``cb()`` once, from the loop, when ``buffer_memory`` has room for a batch again (at
+        the next turn of the loop if it has now). A tight loop of ``produce()`` calls that met
+        ``BufferFullError`` returns and registers itself here to go on where it stopped; the
+        loop meanwhile sends and acknowledges what is buffered."""
+        self._producer.on_buffer_room(cb)
+
     @property
     def pending(self) -> int:
         """Producer batches not yet answered plus records waiting for topic metadata."""

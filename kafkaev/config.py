@@ -280,7 +280,6 @@ class ClientConfig:
     retry_backoff_max_ms: int = 1000
     allow_auto_topic_creation: bool = True
     metadata_wait_ms: int = 60000  # how long records for an unknown topic wait for it
-    metadata_wait_max_records: int = 100000  # records waiting for unknown topics, at most
     transactional_id: str | None = None  # makes the client a transactional producer
     transaction_timeout_ms: int = 60000  # the coordinator aborts a transaction open longer than this
 
@@ -295,6 +294,8 @@ class ClientConfig:
     check_crcs: bool = True
     # KIP-392 (Fetch) and KIP-848/KIP-881 (group assignment): the rack this client runs in.
     client_rack: str | None = None
+    # kafkaev.aio: fetched records not yet handed out, at most (then fetching waits)
+    max_buffered_bytes: int = 32 * 1024 * 1024
 
     # --- consumer group: defaults for subscribe() ---
     group_id: str | None = None
@@ -422,7 +423,6 @@ class ClientConfig:
         put(self, "retry_backoff", BackoffPolicy(self.retry_backoff_ms, self.retry_backoff_max_ms))
         _check_bool("allow_auto_topic_creation", self.allow_auto_topic_creation)
         _check_int("metadata_wait_ms", self.metadata_wait_ms, 0)
-        _check_int("metadata_wait_max_records", self.metadata_wait_max_records, 1)
 
         _check_callable("on_message", self.on_message)
         _check_callable("on_batch", self.on_batch)
@@ -434,6 +434,7 @@ class ClientConfig:
             raise _fail("isolation_level", "'read_uncommitted' or 'read_committed'", self.isolation_level)
         put(self, "isolation", ISOLATION_LEVELS[self.isolation_level])
         _check_bool("check_crcs", self.check_crcs)
+        _check_int("max_buffered_bytes", self.max_buffered_bytes, 1)
 
         for name in ("group_id", "group_instance_id", "client_rack", "remote_assignor"):
             value = getattr(self, name)

@@ -163,7 +163,6 @@ class ClientOptions(TypedDict, total=False):
     retry_backoff_max_ms: int
     allow_auto_topic_creation: bool
     metadata_wait_ms: int
-    metadata_wait_max_records: int
     transactional_id: str | None
     transaction_timeout_ms: int
     # --- consumer ---
@@ -176,6 +175,7 @@ class ClientOptions(TypedDict, total=False):
     isolation_level: IsolationLevel
     check_crcs: bool
     client_rack: str | None
+    max_buffered_bytes: int
     # --- consumer group: defaults for subscribe() ---
     group_id: str | None
     group_protocol: GroupProtocol

@@ -235,3 +235,40 @@ def test_lingered_batch_waits_while_its_partition_has_enough_requests_out(loop, 
         answer_all(part)
         drop_queued(part)
         assert not acc.ready
+
+
+def test_room_waiters_are_called_once_when_a_batch_fits_again(loop):
+    acc, tstate, _ = make(loop, buffer_memory=40000, batch_size=16384, linger_ms=1000)
+    a = acc.new_batch(tstate.parts[0], 10)
+    b = acc.new_batch(tstate.parts[1], 10)
+    calls: list[str] = []
+    acc.when_room(lambda: calls.append("first"))
+    acc.when_room(lambda: calls.append("second"))
+    loop.run_until_complete(asyncio.sleep(0))
+    assert calls == []  # still full
+    assert acc.budget.hold(5000)  # a waiting record's bytes count: 2 x 16384 + 5000 of 40000
+    acc.release(a)
+    assert calls == []  # woken at the next turn of the loop, not inside the release
+    loop.run_until_complete(asyncio.sleep(0))
+    assert calls == ["first", "second"]
+    acc.release(b)
+    loop.run_until_complete(asyncio.sleep(0))
+    assert calls == ["first", "second"]  # once each
+
+
+def test_room_waiter_called_at_the_next_turn_when_there_is_room(loop):
+    acc, _tstate, _ = make(loop, buffer_memory=40000, batch_size=16384)
+    calls: list[int] = []
+    acc.when_room(lambda: calls.append(1))
+    assert calls == []
+    loop.run_until_complete(asyncio.sleep(0))
+    assert calls == [1]
+
+
+def test_records_waiting_for_metadata_take_room_from_batches(loop):
+    acc, tstate, _ = make(loop, buffer_memory=40000, batch_size=16384, linger_ms=1000)
+    assert acc.budget.hold(30000)
+    with pytest.raises(BufferFullError, match="buffer_memory"):
+        acc.new_batch(tstate.parts[0], 10)
+    acc.budget.unhold(30000)
+    acc.new_batch(tstate.parts[0], 10)

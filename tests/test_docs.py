@@ -102,3 +102,12 @@ def test_every_public_member_of_the_connection_stub_is_documented_on_the_api_pag
 
     compiled = {n for n in dir(Connection) if not n.startswith("_")}
     assert compiled == public
+
+
+def test_every_public_aio_client_method_is_documented(site):
+    import kafkaev.aio
+
+    text = _text_of((site / "api.html").read_text())
+    public = [n for n in vars(kafkaev.aio.Client) if not n.startswith("_")]
+    missing = [n for n in public if f"{n}(" not in text and f"property{n}" not in text.replace(" ", "")]
+    assert not missing, missing

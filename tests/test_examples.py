@@ -87,3 +87,10 @@ def test_eos_pipeline_stops_on_sigterm_then_resumes_exactly_once(kafka, make_top
     assert_exactly_once(inputs, read_partitions(kafka.bootstrap, output_topic, EOS_PARTITIONS), transform)
     assert committed_offsets(kafka.bootstrap, args.group, input_topic, EOS_PARTITIONS) == \
         end_offsets(kafka.bootstrap, input_topic, EOS_PARTITIONS)
+
+
+def test_aio_produce_then_consume(kafka, topic):
+    proc = _run(kafka, "aio_produce_consume.py", topic, f"{topic}-aio", "5")
+    assert f"acknowledged at {topic}[0] @ 0" in proc.stdout
+    lines = [line for line in proc.stdout.splitlines() if line.startswith(f"{topic}[0] @ ")]
+    assert [line.split(":")[0] for line in lines] == [f"{topic}[0] @ {i}" for i in range(5)]

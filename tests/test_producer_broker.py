@@ -275,7 +275,7 @@ def test_topic_that_cannot_exist_fails_clearly(kafka, loop):
 def test_unreachable_cluster_fails_every_record_in_time_with_bounded_memory(loop):
     timeout_ms = 1500
     client = Client("127.0.0.1:1", loop=loop, delivery_timeout_ms=timeout_ms, buffer_memory=256 * 1024,
-                    batch_size=16384, metadata_wait_max_records=5000, reconnect_backoff_ms=50)
+                    batch_size=16384, reconnect_backoff_ms=50)
     delivery = Delivery(0)
     connected = []
     client.connect(lambda md, err: connected.append(err))

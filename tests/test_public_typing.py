@@ -176,3 +176,68 @@ def test_a_users_script_under_mypy_strict(tmp_path):
         in errors[arity]
     assert 'Unexpected keyword argument "lingr_ms" for "Client"; did you mean "linger_ms"?' in errors[misspelt]
 
+
+
+AIO_USER_SCRIPT = '''\
+import asyncio
+
+import kafkaev
+import kafkaev.aio
+from kafkaev import Message, RecordMetadata, TopicPartition
+
+
+async def main() -> None:
+    async with kafkaev.aio.Client("127.0.0.1:9092", acks=-1, linger_ms=5) as client:
+        meta: RecordMetadata = await client.produce("events", b"key", b"value", headers=[("h", b"1")])
+        print(meta.offset)
+        fut: asyncio.Future[RecordMetadata] = client.produce_nowait("events", None, b"value", partition=0)
+        print((await fut).partition)
+        await client.flush()
+        client.assign([("events", 0, kafkaev.OFFSET_BEGINNING)])
+        async for msg in client:
+            handled: Message = msg
+            print(handled.value)
+            break
+        batch: dict[TopicPartition, list[Message]] = await client.getmany(timeout_ms=1000, max_records=100)
+        print(batch)
+        offset: int = await client.seek("events", 0, 5)
+        lag = await client.lag()
+        print(offset, lag[("events", 0)][2])
+        await client.subscribe(["events"], group_id="g", auto_offset_reset="latest")
+        await client.commit({("events", 0): 5})
+        committed = await client.committed([("events", 0)], metadata=True)
+        print(committed[TopicPartition("events", 0)].metadata)
+    async with kafkaev.aio.Admin("127.0.0.1:9092") as admin:
+        print(await admin.list_topics())
+
+    # The planted mistakes, one per line.
+    async with kafkaev.aio.Client() as client:
+        await client.produce("events", None, 42)  # MISTAKE: int value
+        wrong: int = await client.produce("events", None, b"v")  # MISTAKE: not an int
+        kafkaev.aio.Client(lingr_ms=5)  # MISTAKE: misspelt option
+        print(wrong)
+
+
+asyncio.run(main())
+'''
+
+
+def test_an_asyncio_users_script_under_mypy_strict(tmp_path):
+    script = tmp_path / "aio_user_script.py"
+    script.write_text(AIO_USER_SCRIPT)
+    python = _environment_with_this_tree(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k != "MYPYPATH"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--config-file", os.devnull,
+         "--python-executable", str(python), "--show-error-codes", "--no-color-output", script.name],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=MYPY_TIMEOUT_S,
+    )
+    print(proc.stdout + proc.stderr)
+    diagnostics = [m for m in map(DIAGNOSTIC.match, proc.stdout.splitlines()) if m]
+    assert all(m["file"] == script.name for m in diagnostics), proc.stdout  # nothing from inside kafkaev
+    errors = {int(m["line"]): m["text"] for m in diagnostics if m["kind"] == "error"}
+    int_value, not_int, misspelt = _lines_marked(AIO_USER_SCRIPT, "MISTAKE")
+    assert set(errors) == {int_value, not_int, misspelt}, proc.stdout
+    assert 'Argument 3 to "produce" of "Client" has incompatible type "int"' in errors[int_value]
+    assert 'Incompatible types in assignment (expression has type "RecordMetadata"' in errors[not_int]
+    assert 'Unexpected keyword argument "lingr_ms" for "Client"; did you mean "linger_ms"?' in errors[misspelt]

@@ -11,6 +11,7 @@ import aiokafka
 import uvloop
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
+from bench import aio_drive
 from bench.measure import (
     HandledClock,
     Section,
@@ -21,7 +22,16 @@ from bench.measure import (
     stamp,
     summarize_latencies,
 )
-from bench.spec import E2E_TICK_S, HANDLE_ASYNC, RunResult, RunSpec
+from bench.spec import (
+    CONSUME_ASYNC_FOR,
+    CONSUME_GETMANY,
+    E2E_TICK_S,
+    HANDLE_ASYNC,
+    PRODUCE_AWAIT,
+    PRODUCE_WINDOW,
+    RunResult,
+    RunSpec,
+)
 
 CALLS_PER_CLOCK_CHECK = 100
 CONSUME_BATCH = 10000
@@ -111,7 +121,29 @@ async def _wait_delivered(deliveries: Deliveries, total: int, timeout: float = 6
         await asyncio.sleep(0.001)
 
 
+async def _produce_async_modes(spec: RunSpec) -> RunResult:
+    """The asyncio scenarios (bench/aio_drive.py): send_and_wait() per record, or send() windows."""
+    settings = _throughput_settings(spec)
+    producer = AIOKafkaProducer(**settings)
+    await producer.start()
+    topic = spec.topic
+    value = make_value(spec.value_size)
+    calls = aio_drive.AsyncProducerCalls(
+        awaited=lambda: producer.send_and_wait(topic, value),
+        enqueue=lambda: producer.send(topic, value),
+        enqueue_is_async=True,
+        flush=producer.flush,
+    )
+    api = "send_and_wait()" if spec.mode == PRODUCE_AWAIT else "await send() windows"
+    try:
+        return await aio_drive.produce(spec, calls, {**settings, "api": api, **_versions()})
+    finally:
+        await producer.stop()
+
+
 async def _produce(spec: RunSpec) -> RunResult:
+    if spec.mode in (PRODUCE_AWAIT, PRODUCE_WINDOW):
+        return await _produce_async_modes(spec)
     settings = _throughput_settings(spec)
     producer = AIOKafkaProducer(**settings)
     await producer.start()
@@ -228,6 +260,16 @@ async def _consume(spec: RunSpec) -> RunResult:
     await consumer.start()
     consumer.assign(_partitions(spec))
     await consumer.seek_to_beginning()
+    if spec.mode in (CONSUME_ASYNC_FOR, CONSUME_GETMANY):  # the asyncio scenarios (bench/aio_drive.py)
+        try:
+            if spec.mode == CONSUME_ASYNC_FOR:
+                return await aio_drive.consume_each(spec, consumer, _record_value,
+                                                    {**settings, "api": "async for", **_versions()})
+            return await aio_drive.consume_batches(
+                spec, lambda: consumer.getmany(timeout_ms=5000, max_records=CONSUME_BATCH), _record_value,
+                {**settings, "api": f"getmany(max_records={CONSUME_BATCH})", **_versions()})
+        finally:
+            await consumer.stop()
     records = 0
     counted = 0
     nbytes = 0
@@ -345,6 +387,10 @@ async def _eos(spec: RunSpec) -> RunResult:
                      settings={"producer": producer_settings, "consumer": consumer_settings,
                                "api": f"getmany(max_records={spec.txn_records}) + transaction()", **_versions()},
                      note="" if committed >= spec.count else f"stopped at {committed}/{spec.count} (time cap)")
+
+
+def _record_value(record: Any) -> bytes:
+    return record.value  # type: ignore[no-any-return]
 
 
 def produce(spec: RunSpec) -> RunResult:

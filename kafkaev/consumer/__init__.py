@@ -6,10 +6,11 @@ start/stop for continuous fetching), offset queries (offsets_for, lag) and the
 consumer group, classic or KIP-848 (subscribe/commit/committed/unsubscribe/group_metadata).
 
 Files: ``subscription`` (assigned partitions and positions), ``fetcher`` and
-``fetch_session`` (pipelined Fetch, KIP-227), ``read_replica`` (KIP-392), ``positions``
-(ListOffsets, OffsetForLeaderEpoch), ``membership`` (what either protocol's member offers),
-``group``/``group_consumer`` (classic and KIP-848 membership), ``coordinator``/``offsets``/
-``protocol``/``assignors`` (the coordinator, commits, the classic payloads and assignors).
+``fetch_session`` (pipelined Fetch, KIP-227), ``read_replica`` (KIP-392), ``buffer`` (records
+waiting to be pulled), ``positions`` (ListOffsets, OffsetForLeaderEpoch), ``membership`` (what
+either protocol's member offers), ``group``/``group_consumer`` (classic and KIP-848 membership),
+``coordinator``/``offsets``/``protocol``/``assignors`` (the coordinator, commits, the classic
+payloads and assignors).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from .assignors import (
     RoundRobinAssignor,
     make_assignors,
 )
+from .buffer import RecordBuffer
 from .context import ConsumerContext
 from .fetcher import Fetcher
 from .group import GroupMember
@@ -224,10 +226,15 @@ class Consumer:
         state.waiters.append(settled)
 
     def pause(self, partitions: Iterable[Any]) -> None:
+        buffer = self.fetcher.buffer
         for tp in [partition_of(p, "pause") for p in partitions]:
             state = self._state("pause", tp.topic, tp.partition)
             state.paused = True
             state.interrupt()
+            if buffer is not None:
+                # What was fetched and not taken is dropped, then fetched again on resume.
+                buffer.drop(state)
+                state.rewind_fetch()
 
     def resume(self, partitions: Iterable[Any]) -> None:
         for tp in [partition_of(p, "resume") for p in partitions]:
@@ -518,8 +525,13 @@ class Consumer:
         if self.closed:
             raise KafkaError(STATE, f"{what}: the client is closed")
 
+    def use_buffer(self) -> RecordBuffer:
+        """Records are pulled from the returned buffer (``kafkaev.aio``) instead of being handed
+        to on_message/on_batch; it holds at most ``max_buffered_bytes``."""
+        return self.fetcher.use_buffer(self.config.max_buffered_bytes)
+
     def _require_handler(self, what: str) -> None:
-        if self.config.on_message is None and self.config.on_batch is None:
+        if self.fetcher.buffer is None and self.config.on_message is None and self.config.on_batch is None:
             raise ValueError(f"{what}: the client needs 'on_message' or 'on_batch' to deliver records")
 
 

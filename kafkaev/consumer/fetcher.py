@@ -17,7 +17,8 @@ free memory.
 ``position`` (what commit() sends) only moves past records once they were handed
 over; ``fetch_offset`` runs ahead while they are. Back-pressure: records are delivered
 inside the response callback, so at most one response per leader is held (and one
-partition's decoded records); a paused partition leaves the fetch session and whatever the broker had already sent for
+partition's decoded records); with a ``RecordBuffer`` (``use_buffer``, for ``kafkaev.aio``)
+they wait there instead, and no Fetch goes out while it holds ``max_buffered_bytes``; a paused partition leaves the fetch session and whatever the broker had already sent for
 it is dropped (and fetched again on resume).
 """
 
@@ -46,6 +47,7 @@ from kafkaev.protocol import codec
 from kafkaev.protocol.connection import Connection
 from kafkaev.types import ISOLATION_READ_COMMITTED, NO_LEADER_EPOCH, TopicPartition
 
+from .buffer import BufferedRecords, RecordBuffer
 from .context import STALE_METADATA_ERRORS, ConsumerContext
 from .fetch_session import FetchParams, FetchPlan, FetchSession
 from .positions import PositionResolver
@@ -112,6 +114,8 @@ class Fetcher:
         # poll() calls waiting for positions or leaders, released by kick() or the timer
         self.pending_polls: list[Callable[[KafkaError | None], object] | None] = []
         self.poll_timer: asyncio.TimerHandle | None = None
+        # Set by use_buffer() (kafkaev.aio): fetched records wait there to be pulled.
+        self.buffer: RecordBuffer | None = None
 
     # --- control -------------------------------------------------------------------------------
     def start(self) -> None:
@@ -125,6 +129,8 @@ class Fetcher:
         self.running = False
         self.closed = True
         self.positions.close()
+        if self.buffer is not None:
+            self.buffer.close()
         if self.poll_timer is not None:
             self.poll_timer.cancel()
             self.poll_timer = None
@@ -219,6 +225,8 @@ class Fetcher:
 
     def _fetchable_by_leader(self) -> dict[int, list[PartitionState]]:
         by_leader: dict[int, list[PartitionState]] = {}
+        if self.buffer is not None and self.buffer.full:
+            return by_leader  # max_buffered_bytes fetched and not taken: fetching waits for the puller
         need_metadata = False
         ctx = self.ctx
         for state in ctx.subscription:
@@ -438,6 +446,12 @@ class Fetcher:
             return
         fetched = self._decode(delivery)
         epoch = fetched.last_leader_epoch if fetched.batch_count else NO_LEADER_EPOCH
+        if self.buffer is not None:  # pulled later (kafkaev.aio): the position moves as records are taken
+            self.buffer.put(BufferedRecords(
+                state, delivery.generation, fetched.messages,
+                delivery.next_offset if fetched.error is None else fetched.next_offset, epoch, fetched.error,
+                fetched.bytes_read))
+            return
         last_handed_over = None
         if fetched.messages:
             state.interrupted = False
@@ -460,6 +474,23 @@ class Fetcher:
             state.position = last_handed_over.offset + 1
             state.position_epoch = last_handed_over.leader_epoch
             state.rewind_fetch()
+
+    def _settle_buffered(self, records: BufferedRecords) -> None:
+        """Every record of a buffered set was taken: the position moves to where its fetch
+        ended, as after a delivery (a corrupt entry stops the partition there)."""
+        state = records.state
+        state.position = records.next_offset
+        if records.next_epoch != NO_LEADER_EPOCH:
+            state.position_epoch = records.next_epoch
+        if records.error is not None:
+            self._stop_at_corrupt(state, records.error)
+
+    def use_buffer(self, limit: int) -> RecordBuffer:
+        """From now on records are put in a ``RecordBuffer`` of ``limit`` bytes for a puller to
+        take, instead of being handed to on_message/on_batch; fetching waits while it is full."""
+        if self.buffer is None:
+            self.buffer = RecordBuffer(self.ctx.subscription, limit, self._settle_buffered, self.kick)
+        return self.buffer
 
     def _deliver(self, state: PartitionState, messages: list[codec.Message]) -> codec.Message | None:
         """Hand the records over; returns the last one handed over when the callback

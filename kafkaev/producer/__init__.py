@@ -24,7 +24,7 @@ from ..config import ClientConfig
 from ..errors import DESTROY, MESSAGE_TOO_LARGE, UNKNOWN_TOPIC_OR_PARTITION, KafkaError
 from ..protocol.codec import RECORD_OVERHEAD_MAX
 from .accumulator import Accumulator, BufferFullError, TopicState
-from .core import ProducerCore, ProducerLifecycle, coerce_bytes
+from .core import ProducerCore, ProducerLifecycle, coerce_bytes, settle
 from .partitioner import custom_partition
 from .sender import Sender
 from .transaction_manager import TransactionManager
@@ -68,7 +68,7 @@ class Producer(ProducerCore):
         *,
         builder_factory: Callable[[int, int], Any] | None = None,
     ) -> None:
-        acc = Accumulator(config, loop, self._on_ready, builder_factory)
+        acc = Accumulator(config, loop, self._on_ready, builder_factory, report=report)
         self._sender = Sender(config, loop, acc, metadata, pool, report, self._on_batch_done)
         partitioner = config.partitioner
         super().__init__(acc, self._sender.wake,
@@ -88,6 +88,13 @@ class Producer(ProducerCore):
             self._sender.txn = self.txn
             self.set_admission(self.txn.admit)  # records only inside a transaction
         metadata.add_listener(self._on_metadata)
+
+    def on_buffer_room(self, cb: Callable[[], object]) -> None:
+        """``cb()`` once, from the loop, when buffer_memory has room for a batch again (at the
+        next turn if it has now): how a loop of produce() calls that met BufferFullError goes on."""
+        if not callable(cb):
+            raise TypeError(f"on_buffer_room: 'cb' must be callable, got {type(cb).__name__}")
+        self._acc.when_room(cb)
 
     # --- topics not known yet ------------------------------------------------------------------
     @property
@@ -114,18 +121,16 @@ class Producer(ProducerCore):
             self.produce(topic, key, value, cb, partition=partition, headers=headers, timestamp_ms=timestamp_ms)
             return
         config = self._config
-        if self._waiting_count >= config.metadata_wait_max_records:
-            raise BufferFullError(
-                f"{self._waiting_count} records already wait for the metadata of unknown topics "
-                f"(metadata_wait_max_records={config.metadata_wait_max_records})"
-            )
         size = RECORD_OVERHEAD_MAX + (len(key) if key else 0) + (len(value) if value else 0)
         if size > self._max_request_size:
             raise KafkaError(MESSAGE_TOO_LARGE, f"produce: record of {size} bytes is larger than max_request_size "
                              f"({self._max_request_size})")
         budget = self._acc.budget
         if not budget.hold(size):
-            raise BufferFullError(f"buffer_memory ({budget.limit} bytes) is full")
+            raise BufferFullError(
+                f"buffer_memory ({budget.limit} bytes) is full: {budget.held} bytes of records wait for "
+                f"topic metadata, {budget.reserved} are in batches; let the event loop run, then produce again"
+            )
         waiting = self._waiting.get(topic)
         if waiting is None:
             waiting = self._waiting[topic] = _Waiting()
@@ -141,6 +146,7 @@ class Producer(ProducerCore):
             return
         self._waiting_count -= len(waiting.records)
         self._acc.budget.unhold(waiting.size)
+        self._acc.room_freed()
         if info is not None and not self.closed:
             self._add_topic(info)
         else:
@@ -162,10 +168,7 @@ class Producer(ProducerCore):
             else:
                 record_err = err
             if record.cb is not None:
-                try:
-                    record.cb(None, record_err)
-                except Exception as exc:  # noqa: BLE001
-                    self._report(exc)
+                settle(record.cb, None, record_err, self._report)
         if self._flush_waiters:
             self._acc.close_all()  # these records were produced before the pending flush()
         self._sender.wake()

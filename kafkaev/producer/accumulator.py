@@ -9,7 +9,8 @@ the partition becomes *ready* for the sender.
   timer only ever looks at the oldest.
 * ``buffer_memory`` is a ``MemoryBudget``: each batch reserves its capacity when it opens
   (its encoded size once built) and gives it back when it completes; a full buffer raises
-  ``BufferFullError`` from ``produce``.
+  ``BufferFullError`` from ``produce``. ``when_room(cb)`` calls ``cb()`` once a batch of the
+  default size fits again (``Client.on_buffer_room``, the awaited produce of ``kafkaev.aio``).
 * Each partition's ``PartitionQueue`` holds its closed batches and those in flight, and keeps
   the partition in the ``ReadySet`` exactly while it has a batch to send.
 * A batch's builder stays with it until the batch completes, then is emptied and kept for
@@ -59,10 +60,11 @@ def default_builder_factory(compression_type: int, capacity: int) -> Any:
 
 
 class BufferFullError(KafkaError):
-    """``buffer_memory`` is exhausted (or too many records wait for unknown topics).
+    """``buffer_memory`` is exhausted (records waiting for their topic's metadata count too).
 
     Raised by ``produce`` like confluent-kafka's ``BufferError``: let the loop run so that
-    batches are sent and acknowledged, then produce again.
+    batches are sent and acknowledged, then produce again (``Client.on_buffer_room(cb)`` says
+    when).
     """
 
     def __init__(self, message: str) -> None:
@@ -77,7 +79,8 @@ class Accumulator:
     they share."""
 
     def __init__(self, config: ClientConfig, loop: asyncio.AbstractEventLoop, on_ready: Callable[[], None],
-                 builder_factory: Callable[[int, int], Any] | None = None) -> None:
+                 builder_factory: Callable[[int, int], Any] | None = None, *,
+                 report: Callable[[BaseException], object] | None = None) -> None:
         self._config = config
         self._new_builder = builder_factory if builder_factory is not None else default_builder_factory
         # only RecordBatchBuilders are recycled (reset() empties one, keeping its memory)
@@ -103,6 +106,10 @@ class Accumulator:
         self._linger_timer: asyncio.TimerHandle | None = None
         self.budget = MemoryBudget(config.buffer_memory)
         self.incomplete = 0  # batches not yet completed (open, queued or in flight)
+        # Called once when the budget has room for a batch again (when_room), then forgotten.
+        self._room_waiters: list[Callable[[], object]] = []
+        self._room_check: asyncio.Handle | None = None  # the scheduled _wake_room_waiters
+        self._report = report  # where a room waiter's exception goes (None: raised)
 
     # --- topics --------------------------------------------------------------------------------
     def add_topic(self, name: str) -> TopicState:
@@ -164,11 +171,44 @@ class Accumulator:
         for a later batch."""
         self.budget.release(batch)
         self.incomplete -= 1
+        if self._room_waiters:
+            self.room_freed()
         builder = batch.builder
         if builder is not None:
             batch.builder = None
             batch.data = None  # may be a view of the builder's buffer, which it then takes back
             self.recycle(builder)
+
+    # --- waiting for room ------------------------------------------------------------------------
+    def has_room(self) -> bool:
+        """Would a batch of the default size fit in buffer_memory now?"""
+        return self.budget.can_reserve(self._config.batch_size)
+
+    def when_room(self, cb: Callable[[], object]) -> None:
+        """``cb()`` once, from the loop, as soon as a batch of the default size fits (at the
+        next turn if one fits now)."""
+        self._room_waiters.append(cb)
+        if self.has_room():
+            self.room_freed()
+
+    def room_freed(self) -> None:
+        """Bytes went back to the budget: wake the room waiters at the next turn of the loop,
+        outside the delivery loop that freed them."""
+        if self._room_waiters and self._room_check is None:
+            self._room_check = self._loop.call_soon(self._wake_room_waiters)
+
+    def _wake_room_waiters(self) -> None:
+        self._room_check = None
+        if not self.has_room():
+            return  # taken again meanwhile; the next release wakes them
+        waiters, self._room_waiters = self._room_waiters, []
+        for cb in waiters:
+            try:
+                cb()
+            except Exception as exc:  # noqa: BLE001 - a user's bug is reported, the others still run
+                if self._report is None:
+                    raise
+                self._report(exc)
 
     def _linger_expired(self) -> None:
         self._linger_timer = None

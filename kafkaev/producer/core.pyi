@@ -1,4 +1,5 @@
 # Typing stubs for kafkaev.producer.core (the producer's per-record work in Cython).
+import asyncio
 from collections.abc import Callable, Iterator, Sequence
 from enum import IntEnum
 from typing import Any
@@ -177,6 +178,11 @@ class Deliveries:
 
 # --- produce (core_produce.pxi) ---
 
+def settle(cb: object, meta: Any, err: BaseException | None,
+           report: Callable[[BaseException], object]) -> None:
+    """Hand one record's outcome to its callback ``cb(meta, err)``, or set it on an
+    ``asyncio.Future`` not done yet; what a callback raises goes to ``report``."""
+
 def coerce_bytes(value: object, name: str) -> bytes | None: ...
 def coerce_headers(headers: object) -> list[tuple[str, bytes | None]]: ...
 
@@ -207,7 +213,7 @@ class ProducerCore:
         topic: str,
         key: Any,
         value: Any,
-        cb: DeliveryCallback | None = None,
+        cb: DeliveryCallback | asyncio.Future[Any] | None = None,  # a Future gets the outcome set
         *,
         partition: int | None = None,
         headers: Any = None,

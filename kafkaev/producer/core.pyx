@@ -24,6 +24,7 @@ from libc.stdint cimport int32_t, int64_t
 # bound of the oversize check and the memory reserved for a batch.
 from kafkaev.protocol.codec cimport RECORD_OVERHEAD_MAX, RecordBatchBuilder, murmur2_positive
 
+import asyncio
 import random
 from collections import deque
 from collections.abc import Mapping

@@ -3,7 +3,7 @@
 # A record with a callback adds the callback to a list and its offset delta and CreateTime
 # to a C array: no tuple per record, nothing more for the garbage collector to track. When
 # the batch completes, complete() or fail() calls every callback once, in record order, in
-# a C loop; a callback that raises is passed to ``report`` and the others still run.
+# a C loop (a Future's result is set instead); a callback that raises is passed to ``report`` and the others still run.
 
 cdef struct DeliverySlot:
     int64_t timestamp       # the record's CreateTime (ms), reported unless the topic uses LogAppendTime
@@ -38,6 +38,32 @@ cdef extern from *:
 
 
 cdef object _RECORD_METADATA = RecordMetadata
+# A record's callback may be an asyncio.Future instead (kafkaev.aio's awaitable produce): it is
+# settled here, in the same loop, so an awaited record costs no Python frame of its own. Only
+# exact Futures (the C-accelerated type every loop's create_future() gives) take this path.
+cdef object _FUTURE = asyncio.Future
+
+
+cdef inline void _settle(object cb, object meta, object err, object report):
+    """Hand one record's outcome to its callback or Future; what a callback raises goes to
+    ``report`` (a user callback must not starve the others). A Future cancelled by its
+    awaiter is left alone: the record was sent all the same."""
+    try:
+        if type(cb) is _FUTURE:
+            if not cb.done():
+                if err is None:
+                    cb.set_result(meta)
+                else:
+                    cb.set_exception(err)
+        else:
+            cb(meta, err)
+    except Exception as exc:
+        report(exc)
+
+
+def settle(cb, meta, err, report):
+    """``_settle`` for the Python paths (records that waited for their topic)."""
+    _settle(cb, meta, err, report)
 
 
 @cython.final
@@ -122,11 +148,7 @@ cdef class Deliveries:
                         timestamp_obj = timestamp  # records of one millisecond share one int
                         last_timestamp = timestamp
                 meta = kev_record_metadata(_RECORD_METADATA, topic, partition, offset, timestamp_obj)
-                cb = <object>PyList_GET_ITEM(callbacks, i)
-                try:
-                    cb(meta, None)
-                except Exception as exc:  # a user callback must not starve the others
-                    report(exc)
+                _settle(<object>PyList_GET_ITEM(callbacks, i), meta, None, report)
         finally:
             PyMem_Free(slots)
 
@@ -136,7 +158,4 @@ cdef class Deliveries:
         cdef list callbacks = self._take(&slots)
         PyMem_Free(slots)
         for cb in callbacks:
-            try:
-                cb(None, err)
-            except Exception as exc:  # a user callback must not starve the others
-                report(exc)
+            _settle(cb, None, err, report)

@@ -165,7 +165,8 @@ cdef class ProducerCore:
         self._lifecycle = CLOSED
 
     def produce(self, topic, key, value, cb=None, *, partition=None, headers=None, timestamp_ms=None):
-        """Queue one record; ``cb(RecordMetadata, None)`` or ``cb(None, KafkaError)`` exactly once.
+        """Queue one record; ``cb(RecordMetadata, None)`` or ``cb(None, KafkaError)`` exactly once
+        (``cb`` may be an ``asyncio.Future``: its result or exception is set instead).
 
         Raises at once, queueing nothing: TypeError/ValueError naming a bad argument, KafkaError
         MESSAGE_TOO_LARGE, BufferFullError when ``buffer_memory`` is full, STATE once closed.
@@ -181,8 +182,8 @@ cdef class ProducerCore:
             raise TypeError(f"produce: 'timestamp_ms' must be an int >= 0 or None, got {timestamp_ms!r}")
         else:
             timestamp = timestamp_ms
-        if cb is not None and not callable(cb):
-            raise TypeError(f"produce: 'cb' must be callable or None, got {type(cb).__name__}")
+        if cb is not None and not callable(cb) and type(cb) is not _FUTURE:
+            raise TypeError(f"produce: 'cb' must be callable, an asyncio.Future or None, got {type(cb).__name__}")
         found = self._topics.get(topic)
         if found is None:  # not known yet
             if self._lifecycle != OPEN:

@@ -309,8 +309,8 @@ cdef class MemoryBudget:
     Two accounts share the limit. ``reserved``: what batches hold, from the capacity they
     open with (then their encoded size, once built) until they complete. ``held``: records
     waiting for their topic's metadata, at their own size until they are appended or failed.
-    Neither ever goes below 0. A new batch or a held record is refused when it would take its
-    account above the limit; the one excess allowed is a re-admitted batch (its records were
+    Neither ever goes below 0. A new batch or a held record is refused when it would take the
+    two together above the limit (records waiting for metadata count, as in librdkafka); the one excess allowed is a re-admitted batch (its records were
     admitted when produced) and a built batch's encoded size above its capacity."""
 
     # int64_t, not Py_ssize_t: each Py_ssize_t argument adds a call site of the helper that
@@ -328,8 +328,8 @@ cdef class MemoryBudget:
         self.held = 0
 
     cpdef bint can_reserve(self, int64_t size):
-        """Would a batch of ``size`` bytes fit?"""
-        return self.reserved + size <= self.limit
+        """Would a batch of ``size`` bytes fit beside what batches reserve and waiting records hold?"""
+        return self.reserved + self.held + size <= self.limit
 
     cpdef void reserve(self, ProducerBatch batch, int64_t size, bint readmitted=False) except *:
         """``batch``, just opened with a capacity of ``size`` bytes, holds them until it completes.
@@ -339,8 +339,9 @@ cdef class MemoryBudget:
             raise ValueError(f"a batch cannot hold {size} bytes")
         if batch.reserved:
             raise RuntimeError(f"{batch!r} already holds {batch.reserved} bytes")
-        if not readmitted and self.reserved + size > self.limit:
-            raise OverflowError(f"{size} bytes do not fit: {self.reserved} of {self.limit} reserved")
+        if not readmitted and self.reserved + self.held + size > self.limit:
+            raise OverflowError(f"{size} bytes do not fit: {self.reserved} reserved and {self.held} held "
+                                f"of {self.limit}")
         self.reserved += size
         batch.reserved = size
 
