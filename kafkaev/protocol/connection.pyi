@@ -61,6 +61,8 @@ class Connection:
     def writes(self) -> int: ...  # socket writes: requests of one loop iteration share one
     @property
     def bytes_sent(self) -> int: ...
+    @property
+    def reauthentications(self) -> int: ...  # KIP-368 re-authentications completed on this object
     # Handlers (None to clear).
     on_connect: Callable[[], object] | None  # ready: socket open, ApiVersions negotiated, SASL done
     on_error: Callable[[BaseException], object] | None  # KafkaError, or an exception a user callback raised

@@ -44,6 +44,7 @@ from .admin import (
 )
 from .cds import ClassDataArchive
 from .config import (
+    OAUTH_ALLOWED_URLS_PROPERTY,
     NodePorts,
     SaslCredentials,
     SecuritySetup,
@@ -56,6 +57,7 @@ from .probe import NodeMetadata, ProbeError, node_metadata, quorum_leader
 if TYPE_CHECKING:
     # certs imports cryptography (a test extra): imported at run time only where TLS is set up.
     from .certs import TlsFiles
+    from .oidc import OAuthValidation
 
 START_TIMEOUT_S = 120.0
 STOP_GRACE_S = 15.0
@@ -241,6 +243,7 @@ class LocalCluster(KafkaCluster):
         temp_parent: Path | str | None = None,
         plaintext_port: int | None = None,
         security: bool = True,
+        oauth: OAuthValidation | None = None,
     ) -> None:
         super().__init__()
         if nodes < 1:
@@ -264,6 +267,9 @@ class LocalCluster(KafkaCluster):
         self.jvm_options = tuple(jvm_options)
         self.start_timeout = start_timeout
         self.broker_config = dict(broker_config or {})
+        if oauth is not None and not security:
+            raise ValueError("oauth: OAUTHBEARER listeners need security=True")
+        self.oauth = oauth
         self._owns_directory = directory is None
         self.directory = (
             Path(directory) if directory is not None else Path(tempfile.mkdtemp(prefix="kafkaev-", dir=temp_parent))
@@ -392,7 +398,9 @@ class LocalCluster(KafkaCluster):
             node_dir.mkdir(parents=True)
             self.nodes[node_id] = BrokerNode(node_id, node_ports, node_dir)
         all_ports = {node_id: node.ports for node_id, node in self.nodes.items()}
-        security = SecuritySetup(self._tls(), (self.sasl_plain,), self.scram_users) if self.security else None
+        security = (
+            SecuritySetup(self._tls(), (self.sasl_plain,), self.scram_users, self.oauth) if self.security else None
+        )
         for node in self.nodes.values():
             node.config_path.write_text(
                 render_server_properties(
@@ -412,12 +420,19 @@ class LocalCluster(KafkaCluster):
             *self.jvm_options,
             *sharing,
             *COMMON_JVM_OPTIONS,
+            *self._system_properties(),
             f"-Dlog4j2.configurationFile={self._log4j_config}",
             "-cp",
             classpath,
             main_class,
             *arguments,
         ]
+
+    def _system_properties(self) -> list[str]:
+        # Outside jvm_options, which key the class-data archive: an issuer's port changes per run.
+        if self.oauth is None:
+            return []
+        return [f"-D{OAUTH_ALLOWED_URLS_PROPERTY}={self.oauth.jwks_url}"]
 
     def _format_storage(self, classpath: str) -> None:
         def format_node(node: BrokerNode) -> subprocess.CompletedProcess[str]:
