@@ -26,6 +26,7 @@ import asyncio
 import enum
 import random
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 
 from ..backoff import Backoff, RandomSource
@@ -61,6 +62,16 @@ class _Slot:
         self.retry_at = 0.0  # loop time before which no new connect is attempted
         self.retry_handle: asyncio.TimerHandle | None = None
         self.last_error: KafkaError | None = None  # why the last connect failed; None once one succeeds
+
+
+@dataclass(frozen=True, slots=True)
+class PooledConnection:
+    """One of the pool's connections and the (node, role, lane) it serves."""
+
+    node_id: int
+    role: Role
+    lane: int
+    conn: Connection
 
 
 def default_connection_factory(config: ClientConfig, loop: asyncio.AbstractEventLoop) -> Connection:
@@ -125,6 +136,12 @@ class ConnectionPool:
         return list(self._brokers)
 
     # --- connections ---------------------------------------------------------------------------
+    def connections(self) -> list[PooledConnection]:
+        """Every connection the pool holds now, with its key: for counters (requests,
+        re-authentications) and diagnostics."""
+        return [PooledConnection(node_id, role, lane, slot.conn)
+                for (node_id, role, lane), slot in self._slots.items() if slot.conn is not None]
+
     def ready(self, node_id: int, role: Role, lane: int = 0) -> Connection | None:
         """The ready connection for (node_id, role, lane), or None; never starts a connect."""
         slot = self._slots.get((node_id, role, lane))
