@@ -1109,6 +1109,8 @@ cdef class BaseConnection:
             return
         if response.error_code != errors.NONE:
             refusal = getattr(self._sasl_auth, "refusal", None)
+            if refusal and refusal in (response.error_message or ""):
+                refusal = None  # the broker's message says it already
             self._fail(KafkaError(errors.AUTHENTICATION, (
                 f"SASL {self._sasl.mechanism} {'re-' if self._reauth_phase else ''}authentication of "
                 f"{self._sasl.identity} at {self._host}:{self._port} failed: "
