@@ -12,7 +12,7 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from kafkaev.oauth import TokenCache
@@ -143,7 +143,7 @@ class OAuthBearerToken:
         return self.expires_at - time.time()
 
 
-TokenProvider = Callable[[], Union[OAuthBearerToken, Awaitable[OAuthBearerToken]]]
+TokenProvider = Callable[[], OAuthBearerToken | Awaitable[OAuthBearerToken]]
 
 
 @dataclass(frozen=True, slots=True)

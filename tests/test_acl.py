@@ -11,6 +11,7 @@ import pytest
 from confluent_kafka.admin import AclOperation, ResourceType
 from consumer_helpers import Received
 from producer_helpers import Delivery, produce_all, wait_for
+from secret_guard import no_secret_in_output  # noqa: F401  (autouse: no secret in any output)
 
 from kafkaev import errors
 from kafkaev.admin import Admin

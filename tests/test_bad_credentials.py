@@ -10,12 +10,15 @@ import socket
 import time
 
 import pytest
+from secret_guard import no_secret_in_output  # noqa: F401  (autouse: no secret in any output)
 
 from kafkaev import errors
 from kafkaev.client import Client
 from kafkaev.security import OAuthBearerToken, SASLConfig, TLSConfig
 from kafkaev.testing.certs import make_tls_files
 
+WRONG_PASSWORD = "not-the-password"
+SECRETS = (WRONG_PASSWORD,)  # searched for by secret_guard, with the clusters' own
 FAIL_WITHIN_S = 10.0
 CONNECT_TIMEOUT_MS = 5000
 
@@ -44,9 +47,9 @@ def _connect_error(loop, bootstrap: str, caplog, **options):
 def test_wrong_password(secure_kafka, loop, caplog):
     user = secure_kafka.sasl_scram_sha_512
     err = _connect_error(loop, secure_kafka.sasl_ssl_bootstrap, caplog, tls=TLSConfig(cafile=str(secure_kafka.ca_cert)),
-                         sasl=SASLConfig(user.mechanism, user.username, "not-the-password"))
+                         sasl=SASLConfig(user.mechanism, user.username, WRONG_PASSWORD))
     assert err.code == errors.AUTHENTICATION and "Authentication failed" in str(err)
-    assert "not-the-password" not in str(err)
+    assert WRONG_PASSWORD not in str(err)
 
 
 def test_expired_token(secured_kafka, loop, caplog):

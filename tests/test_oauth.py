@@ -10,6 +10,7 @@ import ssl
 import time
 
 import pytest
+from secret_guard import leaks, no_secret_in_output  # noqa: F401  (autouse: no secret in any output)
 
 from kafkaev import errors
 from kafkaev.errors import KafkaError
@@ -22,6 +23,7 @@ from kafkaev.testing.oidc import LocalIssuer
 
 CLIENT_ID = "app"
 SECRET = "app-secret-do-not-print"
+SECRETS = (SECRET, SECRET + "-wrong")  # searched for by secret_guard
 
 
 def test_first_message_carries_token_and_sorted_extensions():
@@ -192,3 +194,12 @@ def test_tls_from_pem_text_in_memory(tmp_path):
     assert "not-a-key-secret" not in str(caught.value)
     with pytest.raises(ValueError, match="key_pem given without cert_pem"):
         TLSConfig(key_pem=files.client_key.read_text())
+
+
+def test_the_secret_guard_finds_each_kind_of_leak(issuer):
+    jwt = issuer.token_for("someone", 60)
+    header, claims, _signature = jwt.split(".")
+    assert leaks([f"refused {jwt}"], []) and leaks([f"x {header}.{claims[:20]}"], [])  # any JWT, even cut short
+    assert leaks(["password scram512-secret-1 rejected"], ["scram512-secret-1"])
+    assert leaks(["-----BEGIN PRIVATE KEY-----"], [])
+    assert not leaks(["SASL SCRAM-SHA-512 authentication of 'kafkaev-scram512' failed"], ["scram512-secret-1"])

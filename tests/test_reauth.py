@@ -9,7 +9,8 @@ import asyncio
 import time
 
 import pytest
-from conn_support import connect, split_bootstrap
+from conn_support import connect
+from secret_guard import no_secret_in_output  # noqa: F401  (autouse: no secret in any output)
 
 from kafkaev import errors
 from kafkaev.protocol.connection import Connection

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from consumer_helpers import Received
 from producer_helpers import Delivery, produce_all, wait_for
+from secret_guard import no_secret_in_output  # noqa: F401  (autouse: no secret in any output)
 
 from kafkaev.admin import Admin
 from kafkaev.client import Client

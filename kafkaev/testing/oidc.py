@@ -90,6 +90,7 @@ class LocalIssuer:
         self.tls: TlsFiles = make_tls_files(directory / "issuer-tls")
         self.token_requests = 0
         self.refused_requests = 0
+        self.issued: list[str] = []  # every token made: tests check that none is ever printed
         self._lock = threading.Lock()
         self._jwks_server = ThreadingHTTPServer((LOOPBACK, 0), self._handler())
         self._token_server = ThreadingHTTPServer((LOOPBACK, 0), self._handler())
@@ -132,7 +133,10 @@ class LocalIssuer:
         now = time.time() if issued_at is None else issued_at
         claims = {"iss": self.issuer, "aud": AUDIENCE, "sub": subject, "iat": int(now), "nbf": int(now),
                   "exp": int(now + lifetime_s), "jti": secrets.token_hex(8), "scope": "kafka"}
-        return (key or self.key).sign(claims)
+        token = (key or self.key).sign(claims)
+        with self._lock:
+            self.issued.append(token)
+        return token
 
     # -- HTTP ---------------------------------------------------------------------------------
 
