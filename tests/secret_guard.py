@@ -47,25 +47,33 @@ def _key_lines(path: Path) -> list[str]:
     return [line for line in path.read_text().splitlines() if line and not line.startswith("-----")][:3]
 
 
-def _cluster_secrets(request: pytest.FixtureRequest) -> list[str]:
-    secrets: list[str] = []
-    clusters = []
-    if "secure_kafka" in request.fixturenames:
-        clusters.append(request.getfixturevalue("secure_kafka"))
-    if "secured_kafka" in request.fixturenames:
-        secured = request.getfixturevalue("secured_kafka")
-        clusters.append(secured.local)
-        secrets += [client.secret for client in secured.issuer.clients.values()]
-        secrets += secured.issuer.issued
-    for cluster in clusters:
-        secrets += [cluster.sasl_plain.password, *(u.password for u in cluster.scram_users)]
-        if cluster.tls is not None:
-            secrets += _key_lines(cluster.tls.client_key) + _key_lines(cluster.tls.broker_key)
-    return secrets
+class _Secrets:
+    """The secrets of the clusters a test uses: looked up before it runs (fixtures are gone by
+    the time the guard checks), the issuer's tokens read after (it issues them during the test)."""
+
+    def __init__(self, request: pytest.FixtureRequest) -> None:
+        self.fixed: list[str] = list(getattr(request.module, "SECRETS", ()))
+        self.issuers: list[object] = []
+        clusters = []
+        if "secure_kafka" in request.fixturenames:
+            clusters.append(request.getfixturevalue("secure_kafka"))
+        if "secured_kafka" in request.fixturenames:
+            secured = request.getfixturevalue("secured_kafka")
+            clusters.append(secured.local)
+            self.issuers.append(secured.issuer)
+            self.fixed += [client.secret for client in secured.issuer.clients.values()]
+        for cluster in clusters:
+            self.fixed += [cluster.sasl_plain.password, *(u.password for u in cluster.scram_users)]
+            if cluster.tls is not None:
+                self.fixed += _key_lines(cluster.tls.client_key) + _key_lines(cluster.tls.broker_key)
+
+    def all(self) -> list[str]:
+        return self.fixed + [token for issuer in self.issuers for token in issuer.issued]  # type: ignore[attr-defined]
 
 
 @pytest.fixture(autouse=True)
 def no_secret_in_output(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    secrets = _Secrets(request)
     texts: list[str] = []
     handler = _Capture(texts)
     root = logging.getLogger()
@@ -90,6 +98,5 @@ def no_secret_in_output(request: pytest.FixtureRequest, monkeypatch: pytest.Monk
     finally:
         root.removeHandler(handler)
         root.setLevel(old_level)
-    secrets = _cluster_secrets(request) + list(getattr(request.module, "SECRETS", ()))
-    found = leaks(texts, secrets)
+    found = leaks(texts, secrets.all())
     assert not found, f"a secret appeared in output: {found}"
