@@ -55,10 +55,10 @@ if TYPE_CHECKING:
         RangeAssignor,
         RoundRobinAssignor,
     )
+    from kafkaev.oidc import OIDCClientCredentials
     from kafkaev.producer import BufferFullError
     from kafkaev.protocol.codec import Message, crc32c, murmur2
     from kafkaev.protocol.connection import Connection
-    from kafkaev.oidc import OIDCClientCredentials
     from kafkaev.runner import run, stop
 else:
     # Not seen by type checkers, so a misspelt kafkaev.Clinet is an error there, not Any.

@@ -136,10 +136,11 @@ class OIDCClientCredentials:
             raise TokenEndpointError(f"{where}: access_token is not a string")
         claims = _jwt_claims(token)
         expires_in = document.get("expires_in")
+        exp = claims.get("exp")
         if isinstance(expires_in, (int, float)) and not isinstance(expires_in, bool):
             expires_at = time.time() + expires_in
-        elif isinstance(claims.get("exp"), (int, float)):
-            expires_at = float(claims["exp"])
+        elif isinstance(exp, (int, float)) and not isinstance(exp, bool):
+            expires_at = float(exp)
         else:
             raise TokenEndpointError(f"{where}: the token response says neither expires_in nor exp")
         subject = claims.get(SUBJECT_CLAIM)

@@ -66,13 +66,18 @@ def _assert_consumed_exactly(received: Received, delivery: Delivery, topic: str)
         assert got == sorted(offsets), f"{key}: consumed offsets differ from the delivered ones"
 
 
+def _setup(secured: Any, kind: str, name: str) -> tuple[str, dict[str, Any], str]:
+    """bootstrap, the other options, and a new topic, for one run of ``kind``."""
+    options = secured_options(secured, kind)
+    bootstrap = options.pop("bootstrap")
+    topic = secured.local.create_topic(secured.local.unique_topic_name(f"{name}-{kind}"), partitions=PARTITIONS)
+    return bootstrap, options, topic
+
+
 @pytest.mark.parametrize("kind", ["mutual-tls", "SCRAM-SHA-512", "OAUTHBEARER"])
 def test_whole_client_on_a_secured_cluster(secured_kafka, uv, kind):
     loop = uv
-    options = secured_options(secured_kafka, kind)
-    bootstrap = options.pop("bootstrap")
-    topic = secured_kafka.local.create_topic(secured_kafka.local.unique_topic_name(f"whole-{kind}"),
-                                             partitions=PARTITIONS)
+    bootstrap, options, topic = _setup(secured_kafka, kind, "whole")
     group = f"whole-{kind}-{uuid.uuid4().hex[:8]}"
     errors: list[BaseException] = []
     received = Received()
@@ -116,10 +121,7 @@ def test_whole_client_on_a_secured_cluster(secured_kafka, uv, kind):
 @pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-512", "OAUTHBEARER"])
 def test_a_minute_of_traffic_reauthenticates_every_connection(secured_kafka, uv, mechanism):
     loop = uv
-    options = secured_options(secured_kafka, mechanism)
-    bootstrap = options.pop("bootstrap")
-    topic = secured_kafka.local.create_topic(secured_kafka.local.unique_topic_name(f"soak-{mechanism}"),
-                                             partitions=PARTITIONS)
+    bootstrap, options, topic = _setup(secured_kafka, mechanism, "soak")
     errors: list[BaseException] = []
     received = Received()
     producer = Client(bootstrap, loop=loop, acks=-1, idempotent=True, linger_ms=5, on_error=errors.append,

@@ -137,6 +137,17 @@ cdef class _InFlight:
         double deadline
 
 
+cdef inline _InFlight _new_inflight(int32_t correlation_id, int16_t api_key, int16_t version, object cb,
+                                    double deadline):
+    cdef _InFlight entry = _InFlight.__new__(_InFlight)
+    entry.correlation_id = correlation_id
+    entry.api_key = api_key
+    entry.version = version
+    entry.cb = cb
+    entry.deadline = deadline
+    return entry
+
+
 cdef str _request_name(int16_t api_key, int16_t version):
     return f"{api_name(api_key)} v{version}"
 
@@ -899,14 +910,8 @@ cdef class BaseConnection:
         self._next_correlation_id = 0 if correlation_id == MAX_CORRELATION_ID else correlation_id + 1
         self.requests_sent += 1
         if expect_response:
-            entry = _InFlight.__new__(_InFlight)
-            entry.correlation_id = correlation_id
-            entry.api_key = api_key
-            entry.version = version
-            entry.cb = cb
             deadline = self._loop.time() + timeout_s
-            entry.deadline = deadline
-            self._inflight.append(entry)
+            self._inflight.append(_new_inflight(correlation_id, api_key, version, cb, deadline))
             if self._timer is None or deadline < self._timer_at:
                 self._arm_timer(deadline)
         else:
@@ -922,18 +927,12 @@ cdef class BaseConnection:
                         double timeout_s, bint expect_response) except -1:
         """_send while re-authenticating: encoded now, in order, written once it is done."""
         cdef int32_t correlation_id = self._next_correlation_id
-        cdef _InFlight entry
         encode_request(self._held_wbuf, api_key, version, correlation_id, self._client_id, body)
         self._next_correlation_id = 0 if correlation_id == MAX_CORRELATION_ID else correlation_id + 1
         self.requests_sent += 1
         if expect_response:
-            entry = _InFlight.__new__(_InFlight)
-            entry.correlation_id = correlation_id
-            entry.api_key = api_key
-            entry.version = version
-            entry.cb = cb
-            entry.deadline = self._loop.time() + timeout_s
-            self._held_inflight.append(entry)
+            self._held_inflight.append(_new_inflight(correlation_id, api_key, version, cb,
+                                                     self._loop.time() + timeout_s))
         else:
             self._held_after_flush.append(cb)
         return 0
