@@ -1,6 +1,9 @@
 """ACL denials on the secured cluster (StandardAuthorizer), as ``kafkaev-limited`` (an OAuth client
 allowed the ``allowed-`` topics and groups only): each denial reaches the place that asked, once,
-with its error code and a clear message, and is not retried (a bounded number of requests)."""
+with its error code and a clear message, and is not retried (a bounded number of requests).
+
+Follow-up (issue 21, needs transactions): a denied transactional id failing ``init_transactions``
+with TRANSACTIONAL_ID_AUTHORIZATION_FAILED, once ``init_transactions`` exists."""
 
 from __future__ import annotations
 

@@ -225,7 +225,9 @@ class LocalCluster(KafkaCluster):
 
     ``plaintext_port`` is the first node's PLAINTEXT port (default: a free one, as for every other
     listener); ``kafkaev broker start`` asks for 9092. ``security=False`` starts PLAINTEXT (and
-    CONTROLLER) listeners only: no SSL or SASL, no certificates.
+    CONTROLLER) listeners only: no SSL or SASL, no certificates. ``oauth`` (an issuer's
+    ``OAuthValidation``, see ``oidc.py``) adds OAUTHBEARER to the SASL listeners, and lets the
+    brokers fetch that issuer's JWKS (``secured.py`` builds such a cluster with ACLs).
     """
 
     capabilities = frozenset({Capability.SECURITY, Capability.FAULTS})
