@@ -6,8 +6,10 @@ refuses (in-flight and held requests each fail once, in the order they were made
 from __future__ import annotations
 
 import asyncio
+import uuid
 import warnings
 
+import pytest
 from conn_support import connect
 from fake_broker import Delay, FakeBroker, FakeRequest, RawBytes, Reply, normal_reply, reply_frame
 from secret_guard import no_secret_in_output  # noqa: F401  (autouse: no secret in any output)
@@ -21,6 +23,10 @@ SESSION_MS = 300
 ANSWER_DELAY_S = 0.03
 DEPTH = 4
 RUN_S = 0.6
+SETTLE_S = 10.0  # for the answers still pending when the run stops
+# Past the connection's shared receive buffer (256 KiB): such an answer is framed in its own buffer.
+BIG_ANSWER_TOPICS = 1500
+BIG_TOPIC_NAME_LENGTH = 200
 PASSWORD = "fake-broker-password"
 SECRETS = (PASSWORD,)
 
@@ -49,11 +55,20 @@ class Script:
         return normal_reply(req)
 
 
-async def _run(loop, refuse_reauth: bool):
+def _big_metadata(req: FakeRequest) -> bytes:
+    topics = [codec.MetadataResponseTopic(error_code=0, name=f"{i:05d}".ljust(BIG_TOPIC_NAME_LENGTH, "t"),
+                                          topic_id=uuid.uuid4(), is_internal=False, partitions=[],
+                                          topic_authorized_operations=0)
+              for i in range(BIG_ANSWER_TOPICS)]
+    body = codec.MetadataResponse(throttle_time_ms=0, brokers=[], cluster_id="fake", controller_id=-1, topics=topics)
+    return reply_frame(req, body)
+
+
+async def _run(loop, refuse_reauth: bool, big_answers: bool = False):
     script = Script(refuse_reauth)
     broker = await FakeBroker(script.respond).start()
-    broker.cluster.script(codec.ApiKey.METADATA,
-                          lambda req: Delay(ANSWER_DELAY_S, RawBytes(normal_reply(req).data)))
+    answer = _big_metadata if big_answers else (lambda req: normal_reply(req).data)
+    broker.cluster.script(codec.ApiKey.METADATA, lambda req: Delay(ANSWER_DELAY_S, RawBytes(answer(req))))
     conn = Connection(loop, sasl=SASLConfig("PLAIN", "alice", PASSWORD))
     reported: list[BaseException] = []
     conn.on_error = reported.append
@@ -80,15 +95,19 @@ async def _run(loop, refuse_reauth: bool):
             send()
         await asyncio.sleep(RUN_S)
         running = False
-        await asyncio.sleep(ANSWER_DELAY_S * DEPTH * 2)
+        deadline = loop.time() + SETTLE_S
+        while conn.pending and loop.time() < deadline:
+            await asyncio.sleep(ANSWER_DELAY_S)
         return conn.state, conn.reauthentications, broker.requests, answers, sent, reported
     finally:
         conn.disconnect()
         await broker.stop()
 
 
-def test_requests_made_while_reauthenticating_go_out_after_it_in_order(loop):
-    state, reauths, requests, answers, sent, reported = loop.run_until_complete(_run(loop, refuse_reauth=False))
+@pytest.mark.parametrize("big_answers", [False, True], ids=["small-answers", "answers-framed-apart"])
+def test_requests_made_while_reauthenticating_go_out_after_it_in_order(loop, big_answers):
+    state, reauths, requests, answers, sent, reported = loop.run_until_complete(
+        _run(loop, refuse_reauth=False, big_answers=big_answers))
     assert not reported and reauths == 1 and state == "ready"
     assert answers == [(i, None) for i in range(sent)]
     keys = [r.api_key for r in requests]

@@ -806,14 +806,16 @@ cdef class BaseConnection:
             return
         if self._big is not None:
             self._big_filled += nbytes
-            if self._big_filled == self._big_size:
-                frame = self._big
-                self._big = None
-                self._big_view = None
-                self._on_frame(frame, PyByteArray_AS_STRING(frame), len(frame))
-            return
-        self._rend += nbytes
-        self._parse_frames()
+            if self._big_filled != self._big_size:
+                return
+            frame = self._big
+            self._big = None
+            self._big_view = None
+            self._on_frame(frame, PyByteArray_AS_STRING(frame), len(frame))
+        else:
+            self._rend += nbytes
+            self._parse_frames()
+        # Whichever path the last answer came by (a large Fetch response is framed apart).
         if self._reauth_phase == REAUTH_DRAINING and not self._inflight and self._transport is not None:
             self._begin_reauth_exchange()
 
