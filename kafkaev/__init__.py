@@ -4,7 +4,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafkaev import errors
 from kafkaev.errors import KafkaError, ProtocolError, error_name
-from kafkaev.security import SASLConfig, TLSConfig
+from kafkaev.security import OAuthBearerToken, SASLConfig, TLSConfig
 from kafkaev.types import (
     OFFSET_BEGINNING,
     OFFSET_END,
@@ -19,7 +19,7 @@ __version__ = "0.1.0"
 __all__ = [
     "OFFSET_BEGINNING", "OFFSET_END", "BufferFullError", "Client", "KafkaError", "ProtocolError", "RecordMetadata",
     "Message", "OffsetAndMetadata", "TopicPartition", "crc32c", "error_name", "errors", "murmur2", "run", "stop",
-    "Connection", "SASLConfig", "TLSConfig", "Admin", "NewTopic",
+    "Connection", "SASLConfig", "TLSConfig", "OAuthBearerToken", "OIDCClientCredentials", "Admin", "NewTopic",
     "Assignor", "RangeAssignor", "RoundRobinAssignor", "CooperativeStickyAssignor", "MemberSubscription",
     "GroupAssignment", "ConsumerGroupMetadata", "Runner", "RunnerConfigError", "ConsumerStats", "Health",
 ]
@@ -33,6 +33,7 @@ _CLIENT_NAMES = {
     "Connection": "kafkaev.protocol.connection",
     "Admin": "kafkaev.admin",
     "NewTopic": "kafkaev.admin",
+    "OIDCClientCredentials": "kafkaev.oidc",
     # Partition assignors, for subscribe(assignors=...) and custom assignors.
     "Assignor": "kafkaev.consumer.assignors",
     "RangeAssignor": "kafkaev.consumer.assignors",
@@ -67,6 +68,7 @@ if TYPE_CHECKING:
         RoundRobinAssignor,
     )
     from kafkaev.handlers import ConsumerStats, Health, Runner, RunnerConfigError
+    from kafkaev.oidc import OIDCClientCredentials
     from kafkaev.producer import BufferFullError
     from kafkaev.protocol.codec import Message, crc32c, murmur2
     from kafkaev.protocol.connection import Connection

@@ -28,6 +28,11 @@ subset meant for every version of the matrix):
     the start of a later test is restarted by the fixture. Skips when an external cluster is configured.
 ``secure_kafka``
     ``kafka`` when it has the SSL/SASL listeners, else a skip naming the reason (external clusters).
+``secured_kafka`` (session, started on first use)
+    A ``kafkaev.testing.secured.SecuredCluster``: one node whose SASL listeners also take OAUTHBEARER
+    (tokens of a local OIDC issuer, ``.issuer``), with ``connections.max.reauth.ms=10000`` and ACLs
+    enforced; ``.local`` is its ``LocalCluster``, ``oidc_provider(...)`` a token provider, ``allow(...)``
+    creates ACLs. Skips when an external cluster is configured.
 ``topic`` / ``make_topic``
     ``topic``: a fresh 1-partition topic on ``kafka`` named after the test. ``make_topic(partitions=1,
     replication_factor=None, config=None, cluster=None)`` creates more (``cluster=kafka3`` for the
@@ -81,7 +86,7 @@ import asyncio
 import contextlib
 import re
 from collections.abc import Callable, Generator, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import uvloop
@@ -94,6 +99,9 @@ from kafkaev.testing.admin import Capability, KafkaCluster
 from kafkaev.testing.cluster import LocalCluster, NodeState
 from kafkaev.testing.external import external_from_environment
 from kafkaev.testing.versions import KafkaVersion, KafkaVersionError, broker_version
+
+if TYPE_CHECKING:
+    from kafkaev.testing.secured import SecuredCluster
 
 pytest_plugins = ["pytester"]  # test_exactly_once.py runs a test session of its own
 
@@ -183,6 +191,16 @@ def kafka3(_kafka3_session: LocalCluster) -> LocalCluster:
         if not node.is_alive():
             cluster.restart(node_id)
     return cluster
+
+
+@pytest.fixture(scope="session")
+def secured_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecuredCluster]:
+    if external_from_environment() is not None:
+        pytest.skip("the secured cluster is a local one; KAFKAEV_BROKERS/KAFKAEV_TESTCONTAINERS is set")
+    from kafkaev.testing.secured import SecuredCluster  # cryptography and confluent's admin: only when used
+
+    with SecuredCluster(tmp_path_factory.mktemp("kafka-secured")) as secured:
+        yield secured
 
 
 @pytest.fixture

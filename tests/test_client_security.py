@@ -13,6 +13,7 @@ from consumer_helpers import Received, connect, run_until
 from consumer_helpers import close as close_consumer
 from producer_helpers import Delivery, produce_all, read_back, wait_for
 from producer_helpers import close as close_producer
+from secret_guard import no_secret_in_output  # noqa: F401  (autouse: no secret in any output)
 
 from kafkaev.client import Client
 from kafkaev.security import InsecureCredentialsWarning, SASLConfig, TLSConfig

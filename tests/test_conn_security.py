@@ -10,6 +10,7 @@ import pytest
 from conn_support import call, connect, split_bootstrap
 from exactly_once import Calls
 from fake_broker import FakeBroker, FakeRequest, Reply, normal_reply, reply_frame
+from secret_guard import no_secret_in_output  # noqa: F401  (autouse: no secret in any output)
 
 from kafkaev import errors
 from kafkaev.protocol import codec

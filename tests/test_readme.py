@@ -55,8 +55,8 @@ class Snippet:
         return f"README.md:{self.line} ({self.section}, {self.language})"
 
 
-def readme_snippets(text: str) -> list[Snippet]:
-    """The sh and python blocks of SECTIONS (their ### subsections included), in README order."""
+def readme_snippets(text: str, sections: tuple[str, ...] = SECTIONS) -> list[Snippet]:
+    """The sh and python blocks of ``sections`` (their ### subsections included), in README order."""
     snippets: list[Snippet] = []
     section: str | None = None
     lines = text.splitlines()
@@ -66,7 +66,7 @@ def readme_snippets(text: str) -> list[Snippet]:
         if line.startswith("## "):
             section = line[3:].strip()
         fence = FENCE.match(line)
-        if fence and section in SECTIONS:
+        if fence and section in sections:
             start = index
             index += 1
             body: list[str] = []
@@ -77,7 +77,7 @@ def readme_snippets(text: str) -> list[Snippet]:
             if fence.group(1) in LANGUAGES:
                 snippets.append(Snippet(fence.group(1), "\n".join(body) + "\n", start + 1, section,
                                         before == SKIP_MARKER))
-        elif fence:  # a block outside SECTIONS: skip its body so a "## " inside it is not a heading
+        elif fence:  # a block outside the sections: skip its body so a "## " inside it is not a heading
             index += 1
             while index < len(lines) and not lines[index].startswith("```"):
                 index += 1

@@ -25,7 +25,8 @@ from __future__ import annotations
 import asyncio
 import enum
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 
 from ..backoff import Backoff, RandomSource
@@ -65,6 +66,16 @@ class _Slot:
         self.retry_handle: asyncio.TimerHandle | None = None
         self.last_error: KafkaError | None = None  # why the last connect failed; None once one succeeds
         self.attempts = 0  # connects started (statistics: all but the first are reconnects)
+
+
+@dataclass(frozen=True, slots=True)
+class PooledConnection:
+    """One of the pool's connections and the (node, role, lane) it serves."""
+
+    node_id: int
+    role: Role
+    lane: int
+    conn: Connection
 
 
 def default_connection_factory(config: ClientConfig, loop: asyncio.AbstractEventLoop) -> Connection:
@@ -129,13 +140,13 @@ class ConnectionPool:
     def node_ids(self) -> list[int]:
         return list(self._brokers)
 
-    def connections(self) -> Iterator[tuple[int, Connection]]:
-        """(node id, connection) of every connection the pool holds now (statistics)."""
-        for slot in self._slots.values():
-            if slot.conn is not None:
-                yield slot.node_id, slot.conn
-
     # --- connections ---------------------------------------------------------------------------
+    def connections(self) -> list[PooledConnection]:
+        """Every connection the pool holds now, with its key: for statistics (kafkaev/stats),
+        counters (requests, re-authentications) and diagnostics."""
+        return [PooledConnection(node_id, role, lane, slot.conn)
+                for (node_id, role, lane), slot in self._slots.items() if slot.conn is not None]
+
     def ready(self, node_id: int, role: Role, lane: int = 0) -> Connection | None:
         """The ready connection for (node_id, role, lane), or None; never starts a connect."""
         slot = self._slots.get((node_id, role, lane))

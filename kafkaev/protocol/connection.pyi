@@ -81,6 +81,9 @@ class Connection:
     def rtt_histogram(self) -> list[int]:
         """Round trips since the object was made, in ``RTT_BUCKET_COUNT`` fixed buckets: bucket i
         counts those under 2**i microseconds, the last one everything longer."""
+    @property
+    def reauthentications(self) -> int:
+        """KIP-368 re-authentications completed on this object."""
     # Handlers (None to clear).
     on_connect: Callable[[], object] | None  # ready: socket open, ApiVersions negotiated, SASL done
     """Called with no arguments each time the connection becomes ready (socket open, ApiVersions

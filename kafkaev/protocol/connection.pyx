@@ -7,7 +7,9 @@ FIFO against the in-flight queue by correlation id. The public API is documented
 """
 
 import asyncio
+import functools
 import logging
+import random
 import socket
 import ssl
 import warnings
@@ -116,6 +118,19 @@ cdef enum ConnState:
 
 STATE_NAMES = ("disconnected", "connecting", "handshaking", "ready", "closed")
 
+# KIP-368 re-authentication of a READY connection: new requests are held back (encoded, in order)
+# while the ones already sent are answered, then the SASL exchange runs again, then the held
+# requests go out. A broker answers one socket's requests in order, so nothing is reordered.
+cdef enum ReauthPhase:
+    REAUTH_NONE = 0
+    REAUTH_DRAINING = 1     # waiting for the requests sent before it began
+    REAUTH_EXCHANGING = 2   # SaslHandshake / SaslAuthenticate on the wire
+
+# Re-authenticate between 85% and 95% of the session's lifetime, as the Java client does: late
+# enough not to waste exchanges, early enough to drain a long-poll Fetch before the broker's deadline.
+REAUTH_WINDOW_START = 0.85
+REAUTH_WINDOW_WIDTH = 0.10
+
 cdef dict CODEC_VERSIONS = dict(codec.SUPPORTED_VERSIONS)
 # What negotiation may pick: the codec's range, capped where the client stops short of it.
 cdef dict CLIENT_VERSIONS = {
@@ -146,6 +161,18 @@ cdef inline int _rtt_bucket(uint64_t micros) noexcept nogil:
         micros >>= 1
         bucket += 1
     return bucket
+
+
+cdef inline _InFlight _new_inflight(int32_t correlation_id, int16_t api_key, int16_t version, object cb,
+                                    double deadline):
+    cdef _InFlight entry = _InFlight.__new__(_InFlight)
+    entry.correlation_id = correlation_id
+    entry.api_key = api_key
+    entry.version = version
+    entry.cb = cb
+    entry.deadline = deadline
+    entry.sent_us = _now_us()
+    return entry
 
 
 cdef str _request_name(int16_t api_key, int16_t version):
@@ -309,6 +336,13 @@ cdef class BaseConnection:
         object _ssl_ctx
         object _sasl
         object _sasl_auth           # the running SASL exchange
+        int _auth_generation        # bumped by every exchange and teardown: a late token is dropped
+        int _reauth_phase           # ReauthPhase
+        bint _auth_bypass           # the SASL request being sent goes out even while others are held
+        object _reauth_timer        # when re-authentication is due, then its deadline
+        WriteBuffer _held_wbuf      # requests made while re-authenticating, encoded in order
+        object _held_inflight       # their _InFlight entries
+        list _held_after_flush      # acks=0 produces among them
         bint _auto_reconnect
         object _reconnect_backoff   # kafkaev.backoff.Backoff over reconnect_backoff_ms/_max_ms
         object _reconnect_handle
@@ -365,6 +399,7 @@ cdef class BaseConnection:
     cdef readonly uint64_t throttle_time_ms   # summed over every response that carried one
     cdef readonly uint64_t throttled_responses
     cdef uint64_t _rtt_counts[RTT_BUCKETS]
+    cdef readonly uint64_t reauthentications
 
     cdef public object on_connect
     cdef public object on_error
@@ -399,6 +434,9 @@ cdef class BaseConnection:
         self._after_flush = []
         self._drain_waiters = []
         self._wbuf = WriteBuffer()
+        self._held_wbuf = WriteBuffer()
+        self._held_inflight = deque()
+        self._held_after_flush = []
         self._api_versions = {}
         self._finalized_features = {}
         self._reset_versions()
@@ -427,7 +465,8 @@ cdef class BaseConnection:
 
     @property
     def pending(self):
-        return len(self._inflight) + len(self._after_flush)
+        return (len(self._inflight) + len(self._after_flush) + len(self._held_inflight)
+                + len(self._held_after_flush))
 
     @property
     def writable(self):
@@ -500,7 +539,7 @@ cdef class BaseConnection:
             return
         if self._sasl is not None and self._ssl_ctx is None:
             warnings.warn(
-                f"SASL {self._sasl.mechanism} credentials for {self._sasl.username!r} go to {host}:{port} "
+                f"SASL {self._sasl.mechanism} credentials for {self._sasl.identity} go to {host}:{port} "
                 f"over a plaintext connection", InsecureCredentialsWarning, stacklevel=2)
         self._host = host
         self._port = port
@@ -620,6 +659,12 @@ cdef class BaseConnection:
             self._timer.cancel()
             self._timer = None
         self._sasl_auth = None
+        self._auth_generation += 1
+        self._reauth_phase = REAUTH_NONE
+        if self._reauth_timer is not None:
+            self._reauth_timer.cancel()
+            self._reauth_timer = None
+        self._held_wbuf.reset()
         self._wbuf.reset()
         self._flush_scheduled = False
         self._rpos = 0
@@ -636,6 +681,12 @@ cdef class BaseConnection:
         after = self._after_flush
         self._inflight = deque()
         self._after_flush = []
+        if self._held_inflight or self._held_after_flush:
+            # Sent after everything in flight: failed after it, in the order they were made.
+            entries.extend(self._held_inflight)
+            after.extend(self._held_after_flush)
+            self._held_inflight = deque()
+            self._held_after_flush = []
         if timeout_err is not None:
             now = self._loop.time() + TIMER_SLACK
         for entry in entries:
@@ -796,14 +847,18 @@ cdef class BaseConnection:
         self.bytes_received += nbytes
         if self._big is not None:
             self._big_filled += nbytes
-            if self._big_filled == self._big_size:
-                frame = self._big
-                self._big = None
-                self._big_view = None
-                self._on_frame(frame, PyByteArray_AS_STRING(frame), len(frame))
-            return
-        self._rend += nbytes
-        self._parse_frames()
+            if self._big_filled != self._big_size:
+                return
+            frame = self._big
+            self._big = None
+            self._big_view = None
+            self._on_frame(frame, PyByteArray_AS_STRING(frame), len(frame))
+        else:
+            self._rend += nbytes
+            self._parse_frames()
+        # Whichever path the last answer came by (a large Fetch response is framed apart).
+        if self._reauth_phase == REAUTH_DRAINING and not self._inflight and self._transport is not None:
+            self._begin_reauth_exchange()
 
     cdef void _parse_frames(self):
         cdef char *base
@@ -905,21 +960,16 @@ cdef class BaseConnection:
         cdef int32_t correlation_id = self._next_correlation_id
         cdef _InFlight entry
         cdef double deadline
+        if self._reauth_phase != REAUTH_NONE and not self._auth_bypass:
+            return self._send_held(api_key, version, body, cb, timeout_s, expect_response)
         # encode_request rewinds its own half-written frame on failure: the buffer holds
         # other requests too.
         encode_request(buf, api_key, version, correlation_id, self._client_id, body)
         self._next_correlation_id = 0 if correlation_id == MAX_CORRELATION_ID else correlation_id + 1
         self.requests_sent += 1
         if expect_response:
-            entry = _InFlight.__new__(_InFlight)
-            entry.correlation_id = correlation_id
-            entry.api_key = api_key
-            entry.version = version
-            entry.cb = cb
-            entry.sent_us = _now_us()
             deadline = self._loop.time() + timeout_s
-            entry.deadline = deadline
-            self._inflight.append(entry)
+            self._inflight.append(_new_inflight(correlation_id, api_key, version, cb, deadline))
             if self._timer is None or deadline < self._timer_at:
                 self._arm_timer(deadline)
         else:
@@ -929,6 +979,20 @@ cdef class BaseConnection:
         elif not self._flush_scheduled:
             self._flush_scheduled = True
             self._loop.call_soon(self._flush_soon)
+        return 0
+
+    cdef int _send_held(self, int16_t api_key, int16_t version, object body, object cb,
+                        double timeout_s, bint expect_response) except -1:
+        """_send while re-authenticating: encoded now, in order, written once it is done."""
+        cdef int32_t correlation_id = self._next_correlation_id
+        encode_request(self._held_wbuf, api_key, version, correlation_id, self._client_id, body)
+        self._next_correlation_id = 0 if correlation_id == MAX_CORRELATION_ID else correlation_id + 1
+        self.requests_sent += 1
+        if expect_response:
+            self._held_inflight.append(_new_inflight(correlation_id, api_key, version, cb,
+                                                     self._loop.time() + timeout_s))
+        else:
+            self._held_after_flush.append(cb)
         return 0
 
     def _flush_soon(self):
@@ -1002,8 +1066,8 @@ cdef class BaseConnection:
 
     cdef bint _handshake_step_lost(self, object err):
         """True when a handshake answer must not be acted on: the connection left the handshake
-        meanwhile, or the request failed (which fails the connection, once)."""
-        if self._state != ST_HANDSHAKING:
+        (or the re-authentication) meanwhile, or the request failed (which fails the connection, once)."""
+        if self._state != ST_HANDSHAKING and self._reauth_phase != REAUTH_EXCHANGING:
             return True
         if err is not None:
             self._fail(err)
@@ -1052,10 +1116,31 @@ cdef class BaseConnection:
             self._fail(KafkaError(errors.AUTHENTICATION,
                                   f"{self._host}:{self._port} does not offer SaslHandshake v1/SaslAuthenticate"))
             return
+        self._auth_generation += 1
+        if self._sasl.tokens is not None:
+            # OAUTHBEARER: the token first (the shared cache may have to ask its provider).
+            self._sasl.tokens.get(self._loop, functools.partial(self._on_token, self._auth_generation))
+            return
         self._sasl_auth = authenticator_for(self._sasl)
+        self._send_sasl_handshake()
+
+    def _on_token(self, generation, token, err):
+        if generation != self._auth_generation or self._handshake_step_lost(None):
+            return
+        if err is not None:
+            self._fail(KafkaError(errors.AUTHENTICATION, f"{self._host}:{self._port}: {err.message}"))
+            return
+        self._sasl_auth = authenticator_for(self._sasl, token)
+        self._send_sasl_handshake()
+
+    cdef void _send_sasl_handshake(self):
         body = codec.SaslHandshakeRequest(mechanism=self._sasl.mechanism)
-        self._send(API_SASL_HANDSHAKE, self._versions[API_SASL_HANDSHAKE], body, self._on_sasl_handshake,
-                   self._connect_timeout, True)
+        self._auth_bypass = True
+        try:
+            self._send(API_SASL_HANDSHAKE, self._versions[API_SASL_HANDSHAKE], body, self._on_sasl_handshake,
+                       self._connect_timeout, True)
+        finally:
+            self._auth_bypass = False
 
     def _on_sasl_handshake(self, response, err):
         if self._handshake_step_lost(err):
@@ -1070,17 +1155,25 @@ cdef class BaseConnection:
 
     cdef void _send_sasl_bytes(self, bytes payload):
         body = codec.SaslAuthenticateRequest(auth_bytes=payload)
-        self._send(API_SASL_AUTHENTICATE, self._versions[API_SASL_AUTHENTICATE], body,
-                   self._on_sasl_authenticate, self._connect_timeout, True)
+        self._auth_bypass = True
+        try:
+            self._send(API_SASL_AUTHENTICATE, self._versions[API_SASL_AUTHENTICATE], body,
+                       self._on_sasl_authenticate, self._connect_timeout, True)
+        finally:
+            self._auth_bypass = False
 
     def _on_sasl_authenticate(self, response, err):
         if self._handshake_step_lost(err):
             return
         if response.error_code != errors.NONE:
+            refusal = getattr(self._sasl_auth, "refusal", None)
+            if refusal and refusal in (response.error_message or ""):
+                refusal = None  # the broker's message says it already
             self._fail(KafkaError(errors.AUTHENTICATION, (
-                f"SASL {self._sasl.mechanism} authentication of {self._sasl.username!r} at "
-                f"{self._host}:{self._port} failed: {errors.error_name(response.error_code)}: "
-                f"{response.error_message or 'no detail'}")))
+                f"SASL {self._sasl.mechanism} {'re-' if self._reauth_phase else ''}authentication of "
+                f"{self._sasl.identity} at {self._host}:{self._port} failed: "
+                f"{errors.error_name(response.error_code)}: {response.error_message or 'no detail'}"
+                f"{f' (broker: {refusal})' if refusal else ''}")))
             return
         try:
             reply = self._sasl_auth.step(bytes(response.auth_bytes or b""))
@@ -1091,9 +1184,72 @@ cdef class BaseConnection:
             self._send_sasl_bytes(reply)
         elif self._sasl_auth.done:
             self._sasl_auth = None
-            self._ready()
+            self._schedule_reauth(response.session_lifetime_ms)
+            if self._reauth_phase == REAUTH_EXCHANGING:
+                self._reauth_done()
+            else:
+                self._ready()
         else:
             self._fail(KafkaError(errors.AUTHENTICATION, f"{self._host}:{self._port}: SASL exchange incomplete"))
+
+    # --- KIP-368 re-authentication ---------------------------------------------------------
+
+    cdef void _schedule_reauth(self, int64_t session_lifetime_ms):
+        if self._reauth_timer is not None:
+            self._reauth_timer.cancel()
+            self._reauth_timer = None
+        if session_lifetime_ms <= 0 or not self._sasl.reauthenticate:
+            return
+        delay = session_lifetime_ms / 1000.0 * (REAUTH_WINDOW_START + random.random() * REAUTH_WINDOW_WIDTH)
+        self._reauth_timer = self._loop.call_later(delay, _reauth_due, self._weak_self)
+
+    cdef void _on_reauth_due(self):
+        self._reauth_timer = None
+        if self._state != ST_READY or self._reauth_phase != REAUTH_NONE:
+            return
+        self._reauth_phase = REAUTH_DRAINING
+        # What is encoded already is in _inflight: it goes out now, ahead of the exchange.
+        self._flush(True)
+        self._reauth_timer = self._loop.call_later(self._connect_timeout, _reauth_deadline, self._weak_self)
+        if not self._inflight:
+            self._begin_reauth_exchange()
+
+    cdef void _begin_reauth_exchange(self):
+        self._reauth_phase = REAUTH_EXCHANGING
+        self._start_sasl()
+
+    cdef void _on_reauth_deadline(self):
+        self._reauth_timer = None
+        if self._reauth_phase == REAUTH_NONE:
+            return
+        self._fail(KafkaError(errors.TIMED_OUT, (
+            f"re-authentication with {self._host}:{self._port} did not finish within "
+            f"{self._connect_timeout:g}s")))
+
+    cdef void _reauth_done(self):
+        """The new session is set up: the requests held meanwhile go out, in the order made."""
+        cdef _InFlight entry
+        cdef Py_ssize_t size = self._held_wbuf.total_length()
+        self.reauthentications += 1
+        self._reauth_phase = REAUTH_NONE
+        if not size or self._transport is None:
+            return
+        self._flush(True)  # nothing, normally: the exchange's requests are all answered
+        held = self._held_inflight
+        after = self._held_after_flush
+        self._held_inflight = deque()
+        self._held_after_flush = []
+        chunks = self._held_wbuf.chunks()
+        self._held_wbuf.reset()
+        self._inflight.extend(held)
+        self._transport.writelines(chunks)
+        self.writes += 1
+        self.bytes_sent += size
+        for entry in held:
+            if self._timer is None or entry.deadline < self._timer_at:
+                self._arm_timer(entry.deadline)
+        for cb in after:
+            self._invoke(cb, None, None)
 
     cdef void _ready(self):
         self._state = ST_READY
@@ -1163,6 +1319,18 @@ def _timer_fired(weak_conn):
     cdef BaseConnection conn = weak_conn()
     if conn is not None:
         conn._on_timer()
+
+
+def _reauth_due(weak_conn):
+    cdef BaseConnection conn = weak_conn()
+    if conn is not None:
+        conn._on_reauth_due()
+
+
+def _reauth_deadline(weak_conn):
+    cdef BaseConnection conn = weak_conn()
+    if conn is not None:
+        conn._on_reauth_deadline()
 
 
 def _proto_version():

@@ -1,5 +1,5 @@
-"""Client side of the SASL mechanisms a Connection speaks: PLAIN (RFC 4616) and SCRAM-SHA-256/512
-(RFC 5802, RFC 7677).
+"""Client side of the SASL mechanisms a Connection speaks: PLAIN (RFC 4616), SCRAM-SHA-256/512
+(RFC 5802, RFC 7677) and OAUTHBEARER (RFC 7628, with Kafka's extensions of KIP-342).
 
 Each authenticator is a small state machine driven by the connection's SaslAuthenticate
 exchange: ``first()`` gives the first client message, ``step(server_bytes)`` the next one or None
@@ -13,7 +13,7 @@ import hashlib
 import hmac
 import secrets
 
-from kafkaev.security import SASLConfig
+from kafkaev.security import OAUTHBEARER, OAuthBearerToken, SASLConfig
 
 # RFC 7677 recommends at least 4096 iterations; Kafka refuses fewer too. A server asking for
 # less is either broken or trying to make the password cheap to brute-force.
@@ -21,6 +21,8 @@ SCRAM_MIN_ITERATIONS = 4096
 SCRAM_NONCE_BYTES = 24
 # GS2 header: no channel binding, no authorization identity.
 GS2_HEADER = b"n,,"
+# RFC 7628: key=value pairs are separated by ^A; the message ends with two.
+OAUTH_SEPARATOR = b"\x01"
 
 
 class SASLFailure(Exception):
@@ -134,11 +136,42 @@ class ScramAuthenticator:
             raise SASLFailure("SCRAM: server signature does not verify (the server does not know the password)")
 
 
-Authenticator = PlainAuthenticator | ScramAuthenticator
+class OAuthBearerAuthenticator:
+    """OAUTHBEARER: the token (and its extensions) in one message. A broker that refuses the token
+    answers with an error document instead of an empty reply; RFC 7628 has the client answer that
+    with a lone separator, after which the broker reports the failure with its message."""
+
+    __slots__ = ("_token", "refusal", "done")
+
+    def __init__(self, token: OAuthBearerToken) -> None:
+        self._token = token
+        self.refusal: str | None = None  # the broker's error document, when it refused the token
+        self.done = False
+
+    def first(self) -> bytes:
+        pairs = [b"auth=Bearer " + self._token.value.encode()]
+        pairs += [f"{key}={value}".encode() for key, value in sorted(self._token.extensions.items())]
+        return GS2_HEADER + OAUTH_SEPARATOR + OAUTH_SEPARATOR.join(pairs) + OAUTH_SEPARATOR + OAUTH_SEPARATOR
+
+    def step(self, server_bytes: bytes) -> bytes | None:
+        if server_bytes and self.refusal is None:
+            self.refusal = server_bytes[:256].decode(errors="replace")
+            return OAUTH_SEPARATOR
+        if self.refusal is not None:
+            raise SASLFailure(f"OAUTHBEARER: the broker refused the token: {self.refusal}")
+        self.done = True
+        return None
 
 
-def authenticator_for(config: SASLConfig) -> Authenticator:
-    """A fresh authenticator for one SASL exchange."""
+Authenticator = PlainAuthenticator | ScramAuthenticator | OAuthBearerAuthenticator
+
+
+def authenticator_for(config: SASLConfig, token: OAuthBearerToken | None = None) -> Authenticator:
+    """A fresh authenticator for one SASL exchange (OAUTHBEARER: with the token to present)."""
+    if config.mechanism == OAUTHBEARER:
+        if token is None:
+            raise ValueError("OAUTHBEARER needs the token to present")
+        return OAuthBearerAuthenticator(token)
     if config.mechanism == "PLAIN":
         return PlainAuthenticator(config.username, config.password)
     if config.mechanism == "SCRAM-SHA-256":

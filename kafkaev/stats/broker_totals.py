@@ -19,7 +19,7 @@ class ConnectionCounters:
     """The summed counters of some connections to one broker."""
 
     __slots__ = ("requests_sent", "responses_received", "bytes_sent", "bytes_received", "throttle_time_ms",
-                 "throttled_responses", "rtt", "connects", "reconnects")
+                 "throttled_responses", "reauthentications", "rtt", "connects", "reconnects")
 
     def __init__(self) -> None:
         self.requests_sent = 0
@@ -28,6 +28,7 @@ class ConnectionCounters:
         self.bytes_received = 0
         self.throttle_time_ms = 0
         self.throttled_responses = 0
+        self.reauthentications = 0  # KIP-368
         self.rtt = [0] * RTT_BUCKET_COUNT
         self.connects = 0
         self.reconnects = 0
@@ -39,6 +40,7 @@ class ConnectionCounters:
         self.bytes_received += conn.bytes_received
         self.throttle_time_ms += conn.throttle_time_ms
         self.throttled_responses += conn.throttled_responses
+        self.reauthentications += conn.reauthentications
         for i, count in enumerate(conn.rtt_histogram()):
             self.rtt[i] += count
 

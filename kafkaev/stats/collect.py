@@ -110,7 +110,8 @@ class StatsCollector:
     def _brokers(self) -> tuple[BrokerStats, ...]:
         pool = self._client._pool
         live: dict[int, list] = {}
-        for node_id, conn in pool.connections():
+        for pooled in pool.connections():
+            node_id, conn = pooled.node_id, pooled.conn
             live.setdefault(node_id, []).append(conn)
         result = []
         for node_id in sorted(set(live) | set(pool.totals.node_ids)):
@@ -129,6 +130,7 @@ class StatsCollector:
                 responses_received=counters.responses_received, in_flight=in_flight,
                 bytes_sent=counters.bytes_sent, bytes_received=counters.bytes_received,
                 throttle_time_ms=counters.throttle_time_ms, throttled_responses=counters.throttled_responses,
+                reauthentications=counters.reauthentications,
                 rtt_count=sum(counters.rtt), rtt_p50_ms=percentile_ms(counters.rtt, 0.50),
                 rtt_p99_ms=percentile_ms(counters.rtt, 0.99), rtt_buckets=tuple(counters.rtt),
             ))

@@ -51,6 +51,8 @@ BROKER_SERIES = (
            lambda b: b.reconnects),
     Series("broker_throttle_seconds", COUNTER, "Time the broker held answers back for a quota.",
            lambda b: b.throttle_time_ms / MS_PER_S),
+    Series("broker_reauthentications", COUNTER, "KIP-368 re-authentications on live connections.",
+           lambda b: b.reauthentications),
     Series("broker_in_flight_requests", GAUGE, "Requests awaiting their answer.", lambda b: b.in_flight),
     Series("broker_connections", GAUGE, "Open connections to the broker.", lambda b: b.connections),
 )

@@ -27,6 +27,7 @@ class BrokerStats:
     bytes_received: int
     throttle_time_ms: int  # summed over every answer that carried a throttle (a quota)
     throttled_responses: int
+    reauthentications: int  # KIP-368: sessions renewed on a live connection
     rtt_count: int  # round trips measured
     rtt_p50_ms: float  # the upper bound of the histogram bucket holding the percentile; 0 without any
     rtt_p99_ms: float

@@ -44,6 +44,7 @@ from .admin import (
 )
 from .cds import ClassDataArchive
 from .config import (
+    OAUTH_ALLOWED_URLS_PROPERTY,
     NodePorts,
     SaslCredentials,
     SecuritySetup,
@@ -56,6 +57,7 @@ from .probe import NodeMetadata, ProbeError, node_metadata, quorum_leader
 if TYPE_CHECKING:
     # certs imports cryptography (a test extra): imported at run time only where TLS is set up.
     from .certs import TlsFiles
+    from .oidc import OAuthValidation
 
 START_TIMEOUT_S = 120.0
 STOP_GRACE_S = 15.0
@@ -223,7 +225,9 @@ class LocalCluster(KafkaCluster):
 
     ``plaintext_port`` is the first node's PLAINTEXT port (default: a free one, as for every other
     listener); ``kafkaev broker start`` asks for 9092. ``security=False`` starts PLAINTEXT (and
-    CONTROLLER) listeners only: no SSL or SASL, no certificates.
+    CONTROLLER) listeners only: no SSL or SASL, no certificates. ``oauth`` (an issuer's
+    ``OAuthValidation``, see ``oidc.py``) adds OAUTHBEARER to the SASL listeners, and lets the
+    brokers fetch that issuer's JWKS (``secured.py`` builds such a cluster with ACLs).
     """
 
     capabilities = frozenset({Capability.SECURITY, Capability.FAULTS})
@@ -242,6 +246,7 @@ class LocalCluster(KafkaCluster):
         temp_parent: Path | str | None = None,
         plaintext_port: int | None = None,
         security: bool = True,
+        oauth: OAuthValidation | None = None,
     ) -> None:
         super().__init__()
         if nodes < 1:
@@ -267,6 +272,9 @@ class LocalCluster(KafkaCluster):
         self.broker_config = dict(broker_config or {})
         # Per node, on top of broker_config: what differs between nodes (broker.rack).
         self.node_config = {node_id: dict(props) for node_id, props in (node_config or {}).items()}
+        if oauth is not None and not security:
+            raise ValueError("oauth: OAUTHBEARER listeners need security=True")
+        self.oauth = oauth
         self._owns_directory = directory is None
         self.directory = (
             Path(directory) if directory is not None else Path(tempfile.mkdtemp(prefix="kafkaev-", dir=temp_parent))
@@ -395,7 +403,9 @@ class LocalCluster(KafkaCluster):
             node_dir.mkdir(parents=True)
             self.nodes[node_id] = BrokerNode(node_id, node_ports, node_dir)
         all_ports = {node_id: node.ports for node_id, node in self.nodes.items()}
-        security = SecuritySetup(self._tls(), (self.sasl_plain,), self.scram_users) if self.security else None
+        security = (
+            SecuritySetup(self._tls(), (self.sasl_plain,), self.scram_users, self.oauth) if self.security else None
+        )
         for node in self.nodes.values():
             node.config_path.write_text(
                 render_server_properties(
@@ -416,12 +426,19 @@ class LocalCluster(KafkaCluster):
             *self.jvm_options,
             *sharing,
             *COMMON_JVM_OPTIONS,
+            *self._system_properties(),
             f"-Dlog4j2.configurationFile={self._log4j_config}",
             "-cp",
             classpath,
             main_class,
             *arguments,
         ]
+
+    def _system_properties(self) -> list[str]:
+        # Outside jvm_options, which key the class-data archive: an issuer's port changes per run.
+        if self.oauth is None:
+            return []
+        return [f"-D{OAUTH_ALLOWED_URLS_PROPERTY}={self.oauth.jwks_url}"]
 
     def _format_storage(self, classpath: str) -> None:
         def format_node(node: BrokerNode) -> subprocess.CompletedProcess[str]:

@@ -25,6 +25,14 @@ LISTENER_PROTOCOLS = {
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 PLAIN_LOGIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 SCRAM_LOGIN_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
+OAUTHBEARER = "OAUTHBEARER"
+OAUTH_LOGIN_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
+OAUTH_VALIDATOR = "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
+# The brokers may fetch JWKS only from URLs listed in this JVM system property (Kafka 4.0+).
+OAUTH_ALLOWED_URLS_PROPERTY = "org.apache.kafka.sasl.oauthbearer.allowed.urls"
+STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+# PLAINTEXT (the harness, inter-broker) and CONTROLLER traffic: always a super user on an ACL cluster.
+ANONYMOUS_PRINCIPAL = "User:ANONYMOUS"
 
 SEGMENT_BYTES = 64 * 1024 * 1024
 # Index files are preallocated per segment; 1 MiB still indexes a full 64 MiB segment.
@@ -42,6 +50,7 @@ GROUP_MIN_SESSION_TIMEOUT_MS = 1000
 if TYPE_CHECKING:
     # certs imports cryptography, which a cluster without TLS listeners must not need.
     from .certs import TlsFiles
+    from .oidc import OAuthValidation
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +92,8 @@ class SecuritySetup:
     tls: TlsFiles
     plain_users: tuple[SaslCredentials, ...]
     scram_users: tuple[SaslCredentials, ...]
+    # OAUTHBEARER on the SASL listeners too, tokens validated against this issuer's JWKS.
+    oauth: OAuthValidation | None = None
 
 
 def _escape(value: str) -> str:
@@ -191,7 +202,34 @@ def _security_properties(security: SecuritySetup) -> dict[str, str]:
         props[f"listener.name.{listener}.plain.sasl.jaas.config"] = f"{PLAIN_LOGIN_MODULE} required {plain_users};"
         for mechanism in ("scram-sha-256", "scram-sha-512"):
             props[f"listener.name.{listener}.{mechanism}.sasl.jaas.config"] = f"{SCRAM_LOGIN_MODULE} required;"
+    if security.oauth is not None:
+        props.update(_oauth_properties(security.oauth))
     return props
+
+
+def _oauth_properties(oauth: OAuthValidation) -> dict[str, str]:
+    """OAUTHBEARER on both SASL listeners, JWTs checked against the issuer's JWKS, audience and issuer."""
+    props = {
+        "sasl.enabled.mechanisms": ",".join((*SASL_MECHANISMS, OAUTHBEARER)),
+        "sasl.oauthbearer.jwks.endpoint.url": oauth.jwks_url,
+        "sasl.oauthbearer.expected.audience": oauth.audience,
+        "sasl.oauthbearer.expected.issuer": oauth.issuer,
+    }
+    for listener in ("sasl_plaintext", "sasl_ssl"):
+        prefix = f"listener.name.{listener}.oauthbearer"
+        props[f"{prefix}.sasl.jaas.config"] = f"{OAUTH_LOGIN_MODULE} required;"
+        props[f"{prefix}.sasl.server.callback.handler.class"] = OAUTH_VALIDATOR
+    return props
+
+
+def acl_properties(super_users: tuple[str, ...]) -> dict[str, str]:
+    """Broker settings that enforce ACLs (StandardAuthorizer) with ``super_users`` ("User:name")
+    allowed everything; anyone else needs an ACL for each resource."""
+    return {
+        "authorizer.class.name": STANDARD_AUTHORIZER,
+        "super.users": ";".join((ANONYMOUS_PRINCIPAL, *super_users)),
+        "allow.everyone.if.no.acl.found": "false",
+    }
 
 
 def _group_timing(kind: str) -> dict[str, str]:
