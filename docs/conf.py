@@ -38,3 +38,4 @@ autodoc_default_options = {"undoc-members": False}
 html_theme = "alabaster"
 html_static_path: list[str] = []
 html_title = f"kafkaev {release}"
+autodoc_type_aliases = {"Client": "kafkaev.Client"}  # unqualified in signatures: the callback client, not kafkaev.aio.Client
