@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from fake_broker import FakeCluster, ReceivedRequest, in_turn
+from fake_broker import Delay, ErrorAnswer, FakeCluster, ReceivedRequest, in_turn
 
 from kafkaev.cluster.metadata import Metadata
 from kafkaev.cluster.pool import ConnectionPool
@@ -183,6 +183,28 @@ def test_an_assigned_topic_missing_from_the_metadata_is_waited_for(harness):
     assert set(h.member.owned) == {TP(TOPIC, 0), TP("late", 0), TP("late", 1)}
     last = [hb for hb in h.heartbeats() if hb.topic_partitions is not None][-1]
     assert {(t.topic_id, tuple(t.partitions)) for t in last.topic_partitions} == {(h.topic_id, (0,)), (later_id, (0, 1))}
+
+
+def test_a_heartbeat_cut_off_when_a_commit_finds_the_coordinator_moved_is_retried(harness):
+    """A commit answered NOT_COORDINATOR makes the link forget the coordinator, which closes the
+    shared connection under the heartbeat queued behind it (DESTROY): that heartbeat is sent
+    again to the coordinator found anew, and neither the member nor on_error hears of it."""
+    h = harness()
+    h.cluster.script(ApiKey.CONSUMER_GROUP_HEARTBEAT, in_turn(answer(1, {h.topic_id: [0, 1]}), answer(1, None)))
+    h.member.start()
+    h.run_until(lambda: h.owned() == {0, 1})
+    h.ctx.subscription.get(TP(TOPIC, 0)).seek(10, 1)
+    # Heartbeats every INTERVAL_MS queue behind this commit on the coordinator's connection.
+    h.cluster.script(ApiKey.OFFSET_COMMIT, Delay(6 * INTERVAL_MS / 1000, ErrorAnswer(NOT_COORDINATOR)), times=1)
+    committed: list[Any] = []
+    h.member.commit_positions(None, committed.append, only_advanced=False)
+    h.run_until(lambda: committed)
+    beats = len(h.heartbeats())
+    h.run_until(lambda: len(h.heartbeats()) >= beats + 3)
+    assert committed == [None], "the commit went to the coordinator found again"
+    assert len(h.cluster.requests_of(ApiKey.FIND_COORDINATOR)) >= 2
+    assert h.member.state is GroupState.STABLE and not h.errors, h.errors
+    assert h.owned() == {0, 1} and not [e for e in h.events if e[0] in ("lost", "revoke")]
 
 
 def test_the_heartbeat_after_an_error_is_complete_again(harness):

@@ -78,6 +78,11 @@ class CoordinatorLink:
             self.pool.disconnect(self.node_id, self.role)
         self.node_id = NO_NODE
 
+    @property
+    def usable(self) -> bool:
+        """Neither this link nor the pool under it is closed: a request may be tried again."""
+        return not self.closed and not self.pool.closed
+
     def close(self) -> None:
         """The owner is done: forget the coordinator, and every later request fails at once."""
         self.forget()

@@ -137,6 +137,11 @@ class ConnectionPool:
         return self._brokers.get(node_id)
 
     @property
+    def closed(self) -> bool:
+        """close() was called: every later request fails with DESTROY."""
+        return self._closed
+
+    @property
     def node_ids(self) -> list[int]:
         return list(self._brokers)
 

@@ -266,7 +266,7 @@ class GroupMember:
         self._join_in_flight = False
         if self.state in (GroupState.CLOSED, GroupState.FAILED):
             return
-        if retriable_group_error(err):
+        if retriable_group_error(err, self.link):
             self._join_later()
         else:
             self._fatal(err)

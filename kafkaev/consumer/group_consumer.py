@@ -341,7 +341,7 @@ class ConsumerGroupMember:
         if code in FENCING_ERRORS:
             self._fenced()
             return
-        if self.link.on_error_code(code) or retriable_group_error(err):
+        if self.link.on_error_code(code) or retriable_group_error(err, self.link):
             self._full_request = True
             self._arm_heartbeat(self._heartbeat_backoff.next_delay_s())
             return

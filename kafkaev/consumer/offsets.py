@@ -49,10 +49,10 @@ MEMBERSHIP_ERRORS = frozenset({ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INS
                                FENCED_MEMBER_EPOCH})
 
 
-def _retriable(err: KafkaError) -> bool:
+def _retriable(err: KafkaError, link: CoordinatorLink) -> bool:
     """A commit or fetch worth trying again: the coordinator's errors, or (KIP-848) an epoch the
     next heartbeat will have moved on."""
-    return retriable_group_error(err) or err.code == STALE_MEMBER_EPOCH
+    return retriable_group_error(err, link) or err.code == STALE_MEMBER_EPOCH
 
 
 class CommitOffset(NamedTuple):
@@ -177,7 +177,7 @@ class OffsetManager:
                 self.ctx.call(cb, err)
 
         def retry_or_fail(err: KafkaError) -> None:
-            if _retriable(err) and self.ctx.loop.time() < deadline:
+            if _retriable(err, self.link) and self.ctx.loop.time() < deadline:
                 self._retry_later(offsets, cb, deadline, serial, err)
             else:
                 finish(err)
@@ -257,7 +257,7 @@ class OffsetManager:
         group_id = self.member.group_id
 
         def retry_or_fail(err: KafkaError) -> None:
-            if (_retriable(err) or err.code == UNSTABLE_OFFSET_COMMIT) and self.ctx.loop.time() < deadline:
+            if (_retriable(err, self.link) or err.code == UNSTABLE_OFFSET_COMMIT) and self.ctx.loop.time() < deadline:
                 self.ctx.loop.call_later(self._fetch_backoff.next_delay_s(), self._fetch_attempt, wanted, cb, deadline)
             else:
                 self.ctx.call(cb, None, err)
