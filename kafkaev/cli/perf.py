@@ -34,6 +34,7 @@ E2E_DRAIN_TIMEOUT_S = 30.0  # how long e2e waits for the last records after prod
 E2E_DEFAULT_RATE = 10000
 PROGRESS_INTERVAL_S = 1.0
 YIELD_EVERY = 1000  # records produced between turns of the loop (sends, acks, progress)
+PACE_TICKS_PER_S = 100  # a paced run (--rate) sends in this many steps a second, not in bursts
 CLEAR_LINE = "\r\x1b[K"  # back to the line's start, erase it: the live line is redrawn in place
 MB = 1e6
 US_PER_S = 1e6
@@ -265,9 +266,12 @@ def _produce(args: argparse.Namespace) -> int:
     cpu = _cpu()
     meter.restart()
     progress.start()
+    # Unpaced, the loop turns every YIELD_EVERY records; paced, every step of the rate, so the
+    # records go out evenly rather than YIELD_EVERY at a time.
+    step = YIELD_EVERY if args.rate <= 0 else max(1, min(YIELD_EVERY, args.rate // PACE_TICKS_PER_S))
     for i in range(args.count):
         client.produce(args.topic, None, value, make_cb(time.perf_counter_ns()))
-        if i % YIELD_EVERY == YIELD_EVERY - 1:
+        if i % step == step - 1:
             loop.run_until_complete(asyncio.sleep(0))  # let the loop send
             _pace(loop, args.rate, meter.started, i + 1)
     _flush(client)
