@@ -14,9 +14,11 @@ lane is idle and a slot free, its records run inline in C (``inline.InlineRun``:
 handler, or a coroutine's first step) and the partition's offsets and counters move once per
 batch; the first record that does not finish at once (it raised, or it waits) and the rest
 of the batch take the per-record way: lanes, jobs, tasks. Past the loop turn's budget the
-rest of a batch is held, whole, for the next turn, its partition paused meanwhile. The scheduler owns its counters (``stats.Counters``) and tells
-its membership when there is something new to commit (``on_progress``) and when it stopped on
-its own (``on_down``).
+rest of a batch is held, unadmitted, for the next turn (``HeldBatch``), and so is it past
+``max_unprocessed`` until half of the unfinished records are done.
+
+The scheduler owns its counters (``stats.Counters``) and tells its membership when there is
+something new to commit (``on_progress``) and when it stopped on its own (``on_down``).
 """
 
 from __future__ import annotations
@@ -46,10 +48,19 @@ if TYPE_CHECKING:
 log = logging.getLogger("kafkaev.handlers")
 
 # Handler calls run inline (sync ones, and async ones until they first wait) for at most this
-# long per loop turn; later records wait for the next turn (and past max_unprocessed their
-# partition pauses). Without it one fetch response (up to fetch_max_bytes) would be handled in
-# a single turn: no commit, no heartbeat until it ends.
-INLINE_TURN_BUDGET_S = 0.5
+# long per loop turn; the rest of a batch is held, not admitted, for the next turn. Commits go
+# out only between turns (a connection flushes its requests when the turn ends), so a SIGKILL
+# re-handles about one turn's records plus what ran during the commit's round trip: the
+# budget trades crash duplicates for throughput. Measured (DESIGN.md, "Handlers run inline"):
+# 20 ms re-handled 4-6K records a crash where 0.5 s re-handled all of a killed run's (~24K),
+# and kept the no-op handler at 2.8-4.3x confluent-kafka's msg/s (0.5 s: 4.1x; 10 ms: 2.8-3x).
+INLINE_TURN_BUDGET_S = 0.02
+# A partition holding this many delivered batches not yet admitted (reading outruns handling)
+# is paused, and resumed once it holds at most HELD_BATCHES_RESUME: its next Fetch is then
+# answered while the batch left is handled, and at most this many batches (each up to
+# max_partition_fetch_bytes) wait decoded in memory.
+HELD_BATCHES_PAUSE = 3
+HELD_BATCHES_RESUME = 1
 
 
 class Lane:
@@ -68,14 +79,15 @@ class PartitionWork:
     """An assigned partition as its consumer sees it: its offsets, the records of it holding
     a slot now, and why it is paused (each reason set and cleared by the scheduler)."""
 
-    __slots__ = ("offsets", "active", "paused", "backlogged", "yielded", "released", "held")
+    __slots__ = ("offsets", "active", "paused", "backlogged", "yielded", "crowded", "released", "held")
 
     def __init__(self, tp: TopicPartition) -> None:
         self.offsets = PartitionOffsets(tp)
         self.active = 0  # records of it running a handler or sending a dead letter
         self.paused = False  # as the client was last told
         self.backlogged = False  # past max_unprocessed unfinished records, until half are done
-        self.yielded = False  # delivered past the loop turn's budget, until the next turn
+        self.yielded = False  # delivered past the loop turn's budget: the rest is taken next turn
+        self.crowded = False  # HELD_BATCHES_PAUSE batches held, until at most HELD_BATCHES_RESUME are
         self.released = False  # revoked, lost or stopped: late outcomes change nothing
         # Delivered records not admitted yet, in offset order: put off to the next turn
         # (yielded) or until half of the unfinished ones are done (backlogged).
@@ -143,7 +155,7 @@ class Scheduler:
         self._accepting = False
         self._pumping = False
         self._turn_deadline = 0.0  # while handlers ran inline this loop turn: when the turn's budget ends
-        self._yielded: list[PartitionWork] = []  # paused for the rest of this turn
+        self._yielded: list[PartitionWork] = []  # their held records are taken next turn
         self._inline = InlineRun()
         self._drained: list[tuple[set[PartitionWork], asyncio.Future[None]]] = []
         self._by_key = options.ordering == "key"
@@ -175,7 +187,10 @@ class Scheduler:
         if work is None or not self._accepting:
             return  # not ours any more (revoked, stopping): not admitted, so never committed past
         if work.held:
-            work.held.append(HeldBatch(messages, 0))  # behind its partition's records put off
+            work.held.append(HeldBatch(messages, 0))  # behind its records put off
+            if len(work.held) >= HELD_BATCHES_PAUSE and not work.crowded:
+                work.crowded = True
+                self._update_pause(work)
             return
         stop = self._take(work, messages, 0)
         if stop < len(messages):
@@ -191,6 +206,8 @@ class Scheduler:
             if batch.start < len(batch.messages):
                 break
             held.popleft()
+        if len(held) <= HELD_BATCHES_RESUME:
+            work.crowded = False
         self._update_pause(work)
 
     def _take(self, work: PartitionWork, messages: list[Message], start: int) -> int:
@@ -249,12 +266,12 @@ class Scheduler:
         return not self._lanes if self._by_key else work.offsets.tp not in self._lanes
 
     def _yield(self, work: PartitionWork) -> None:
-        """The turn's budget is spent: ``work`` is paused until the next turn, which ends its
-        delivery for this one (what else was fetched for it is fetched again)."""
+        """The turn's budget is spent: what ``work`` has not admitted is taken next turn. It is
+        not paused (a pause would throw away the Fetch under way for it): only batches piling
+        up behind held records pause it (``crowded``)."""
         if not work.yielded:
             work.yielded = True
             self._yielded.append(work)
-            self._update_pause(work)
 
     def _key_of(self, msg: Message, work: PartitionWork) -> Hashable:
         return (msg.topic, msg.key) if self._by_key and msg.key is not None else work.offsets.tp
@@ -330,7 +347,7 @@ class Scheduler:
 
     def _update_pause(self, work: PartitionWork) -> None:
         """Tell the client when a partition's reasons to be paused come or go."""
-        hold = work.backlogged or work.yielded or bool(work.held) or not self._accepting
+        hold = work.backlogged or work.crowded or not self._accepting
         if hold and not work.paused:
             work.paused = True
             self._pause([work.offsets.tp])
