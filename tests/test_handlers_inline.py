@@ -12,15 +12,8 @@ from typing import Any
 import pytest
 
 from kafkaev.backoff import BackoffPolicy
+from kafkaev.handlers import inline
 from kafkaev.handlers import scheduler as scheduler_module
-from kafkaev.handlers.inline import (
-    STOPPED_BUDGET,
-    STOPPED_NONE,
-    STOPPED_RAISED,
-    STOPPED_RETURNED,
-    STOPPED_WAITING,
-    InlineRun,
-)
 from kafkaev.handlers.options import ConsumerOptions
 from kafkaev.handlers.scheduler import HELD_BATCHES_PAUSE, Scheduler
 from kafkaev.protocol.codec import Message
@@ -38,9 +31,9 @@ def batch(first: int, count: int, partition: int = 0) -> list[Message]:
 # --- InlineRun ------------------------------------------------------------------------------------
 def test_every_record_runs_in_order_when_each_finishes_at_once() -> None:
     seen: list[int] = []
-    run = InlineRun()
+    run = inline.InlineRun()
     assert run.run(lambda m: seen.append(m.offset), batch(0, 5), 0, FAR) == 5
-    assert seen == [0, 1, 2, 3, 4] and run.stopped == STOPPED_NONE
+    assert seen == [0, 1, 2, 3, 4] and run.stopped == inline.STOPPED_NONE
 
 
 def test_it_stops_at_the_record_that_raised_and_keeps_the_error() -> None:
@@ -51,10 +44,10 @@ def test_it_stops_at_the_record_that_raised_and_keeps_the_error() -> None:
         if msg.offset == 2:
             raise ValueError("bad 2")
 
-    run = InlineRun()
+    run = inline.InlineRun()
     assert run.run(handler, batch(0, 5), 0, FAR) == 2
     assert seen == [0, 1, 2], "nothing after the failed record is started"
-    assert run.stopped == STOPPED_RAISED and str(run.error) == "bad 2"
+    assert run.stopped == inline.STOPPED_RAISED and str(run.error) == "bad 2"
     run.clear()
     assert run.error is None
 
@@ -70,10 +63,10 @@ def test_a_coroutine_that_finishes_at_once_runs_inline_and_one_that_waits_is_han
             await gate
             seen.append(-3)
 
-    run = InlineRun()
+    run = inline.InlineRun()
     try:
         assert run.run(handler, batch(0, 6), 0, FAR) == 3
-        assert seen == [0, 1, 2, 3] and run.stopped == STOPPED_WAITING
+        assert seen == [0, 1, 2, 3] and run.stopped == inline.STOPPED_WAITING
         assert run.waiting_on is gate, "what its first step waits on"
         coro = run.pending
         gate.set_result(None)
@@ -89,22 +82,22 @@ def test_a_coroutine_raising_in_its_first_step_is_a_failure() -> None:
         if msg.offset == 1:
             raise KeyError("k1")
 
-    run = InlineRun()
+    run = inline.InlineRun()
     assert run.run(handler, batch(0, 3), 0, FAR) == 1
-    assert run.stopped == STOPPED_RAISED and isinstance(run.error, KeyError)
+    assert run.stopped == inline.STOPPED_RAISED and isinstance(run.error, KeyError)
 
 
 def test_a_value_returned_by_a_plain_function_is_handed_back_to_be_looked_at() -> None:
-    run = InlineRun()
+    run = inline.InlineRun()
     assert run.run(lambda m: "done" if m.offset == 1 else None, batch(0, 3), 0, FAR) == 1
-    assert run.stopped == STOPPED_RETURNED and run.pending == "done"
+    assert run.stopped == inline.STOPPED_RETURNED and run.pending == "done"
 
 
 def test_the_budget_ends_the_run_after_at_least_one_record_and_halted_too() -> None:
     seen: list[int] = []
-    run = InlineRun()
+    run = inline.InlineRun()
     assert run.run(lambda m: seen.append(m.offset), batch(0, 4), 1, PAST) == 2
-    assert seen == [1] and run.stopped == STOPPED_BUDGET, "one record, then the spent budget stops it"
+    assert seen == [1] and run.stopped == inline.STOPPED_BUDGET, "one record, then the spent budget stops it"
 
     def halting(msg: Message) -> None:
         seen.append(msg.offset)
@@ -112,7 +105,7 @@ def test_the_budget_ends_the_run_after_at_least_one_record_and_halted_too() -> N
 
     seen.clear()
     assert run.run(halting, batch(0, 4), 0, FAR) == 1
-    assert seen == [0] and run.stopped == STOPPED_BUDGET
+    assert seen == [0] and run.stopped == inline.STOPPED_BUDGET
 
 
 # --- the scheduler's batch path -------------------------------------------------------------------
