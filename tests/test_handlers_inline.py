@@ -287,3 +287,13 @@ def test_a_stop_from_inside_a_handler_ends_the_batch_after_that_record(harnesses
     h.scheduler.offer_batch(batch(0, 10))
     assert seen == [0, 1, 2, 3]
     assert h.committable() == 4
+
+
+def test_the_record_running_inline_is_counted_in_flight(harnesses: list[Harness]) -> None:
+    seen: list[int] = []
+    holder: list[Harness] = []
+    h = Harness(lambda m: seen.append(holder[0].scheduler.counters.in_flight))
+    holder.append(h)
+    harnesses.append(h)
+    h.scheduler.offer_batch(batch(0, 3))
+    assert seen == [1, 1, 1] and h.scheduler.counters.in_flight == 0

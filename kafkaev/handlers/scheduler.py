@@ -228,9 +228,14 @@ class Scheduler:
             elif time.monotonic() > self._turn_deadline:
                 self._yield(work)
                 return start
-            stop = inline.run(self._handler, messages, start, self._turn_deadline)
+            counters = self.counters
+            counters.in_flight += 1  # the one record running inline at any moment of the run
+            try:
+                stop = inline.run(self._handler, messages, start, self._turn_deadline)
+            finally:
+                counters.in_flight -= 1
             if stop > start:
-                self.counters.handled += stop - start
+                counters.handled += stop - start
                 work.offsets.admit_finished_batch(messages, start, stop)
                 self._on_progress()
             if stop == count:
