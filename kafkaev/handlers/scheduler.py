@@ -249,7 +249,7 @@ class Scheduler:
             msg = messages[stop]
             key = self._key_of(msg, work)
             self._take_slot(work)
-            if stopped == STOPPED_RAISED:
+            if stopped == STOPPED_RAISED and error is not None:
                 self._failed_at_once(msg, work, key, error)
             elif stopped == STOPPED_WAITING:
                 self._went_on(msg, work, key, resume(pending, waiting_on, self.loop))
