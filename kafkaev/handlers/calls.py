@@ -34,10 +34,16 @@ def go_on(result: Any, loop: asyncio.AbstractEventLoop) -> asyncio.Future[Any] |
             waiting_on = result.send(None)
         except StopIteration:
             return None
-        return loop.create_task(_resume(result, waiting_on))
+        return resume(result, waiting_on, loop)
     if inspect.isawaitable(result):
         return asyncio.ensure_future(result, loop=loop)
     return None  # a plain function's return value means nothing
+
+
+def resume(coro: Coroutine[Any, Any, Any], waiting_on: Any, loop: asyncio.AbstractEventLoop) -> asyncio.Future[Any]:
+    """A task for a coroutine started by hand that waits on ``waiting_on`` (what its first step
+    yielded), going on as if the task had started it."""
+    return loop.create_task(_resume(coro, waiting_on))
 
 
 @types.coroutine

@@ -36,7 +36,7 @@ REVOKE_WAIT_SHARE = 0.5
 
 
 class Membership:
-    """Made before its client (whose ``on_message`` is this object's), then ``attach``ed to it
+    """Made before its client (whose ``on_batch`` is this object's), then ``attach``ed to it
     and given its consumers' schedulers (``add``)."""
 
     def __init__(self, group_id: str, *, rebalance_timeout_ms: int) -> None:
@@ -64,8 +64,9 @@ class Membership:
         for topic in scheduler.options.topics:
             self._by_topic[topic] = scheduler
 
-    def on_message(self, msg: Message) -> None:
-        self._by_topic[msg.topic].offer(msg)
+    def on_batch(self, messages: list[Message]) -> None:
+        if messages:
+            self._by_topic[messages[0].topic].offer_batch(messages)
 
     def pause(self, partitions: list[TopicPartition]) -> None:
         """Pause those of ``partitions`` still assigned (a revocation may have come first)."""

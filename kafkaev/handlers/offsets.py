@@ -9,8 +9,12 @@ still running, waiting for a retry or being dead-lettered, whatever ran in paral
 from __future__ import annotations
 
 from collections import deque
+from typing import TYPE_CHECKING
 
 from kafkaev.types import NO_OFFSET, TopicPartition
+
+if TYPE_CHECKING:
+    from kafkaev.protocol.codec import Message
 
 
 class PartitionOffsets:
@@ -38,6 +42,15 @@ class PartitionOffsets:
             self._unfinished.append(offset)
             self._finished_early.add(offset)
         self._next = offset + 1
+
+    def admit_finished_batch(self, messages: list[Message], start: int, stop: int) -> None:
+        """``messages[start:stop]``, in offset order, handled as soon as they came (the batch
+        path): one step for all of them while nothing older is unfinished."""
+        if not self._unfinished:
+            self._next = messages[stop - 1].offset + 1
+            return
+        for i in range(start, stop):
+            self.admit_finished(messages[i].offset)
 
     def finish(self, offset: int) -> None:
         unfinished = self._unfinished

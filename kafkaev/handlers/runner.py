@@ -134,8 +134,8 @@ class Runner:
                 membership.add(scheduler)
                 self._schedulers[options.name] = scheduler
             # One consumer in the group: records go straight to its scheduler, one call less each.
-            route = membership.schedulers[0].offer if len(membership.schedulers) == 1 else membership.on_message
-            client = Client(self._brokers, **{**self._client_options, "on_message": route})
+            route = membership.schedulers[0].offer_batch if len(membership.schedulers) == 1 else membership.on_batch
+            client = Client(self._brokers, **{**self._client_options, "on_batch": route})
             membership.attach(client)
             clients.append(client)
             for scheduler in membership.schedulers:
