@@ -13,8 +13,9 @@ Every request frame is decoded with kafkaev's own codecs, so the code under test
     OffsetFetch, Heartbeat and LeaveGroup (JoinGroup and SyncGroup are scripted). Every request is recorded
     (``FakeCluster.requests``) and every accepted connection (``FakeCluster.connections``).
     A script answers with a generated response object or an action: ``ErrorAnswer``, ``RawBytes``,
-    ``Silence``, ``NoAnswer``, ``Delay``, ``HangUp``; a node can ``refuse_connections()`` and
-    ``drop_connections()``. The ``fake_cluster`` fixture (conftest.py) starts one on the test's loop.
+    ``Silence``, ``NoAnswer``, ``Delay``, ``HangUp``; ``clear_scripts()`` forgets them all. A node can
+    ``refuse_connections()``, ``drop_connections()``, and ``proxy_to(address)``: from then on each
+    new connection is piped to a real broker (the broker came back, at this node's address). The ``fake_cluster`` fixture (conftest.py) starts one on the test's loop.
 ``FakeBroker``
     A one-node FakeCluster for the connection's own fault tests: ApiVersions and Metadata (an empty
     cluster) answered like a real broker, and a ``responder`` that scripts the bytes of every reply
@@ -40,6 +41,7 @@ API_METADATA = 3
 API_API_VERSIONS = 18
 UNSUPPORTED_VERSION = 35
 SIZE_PREFIX = struct.Struct(">i")
+PIPE_CHUNK = 1 << 16  # bytes a proxied connection copies at a time
 
 
 def api_versions_body(max_api_versions: int | None = None) -> object:
@@ -266,6 +268,7 @@ class FakeNode:
     rack: str | None = None
     port: int = 0
     refusal: Refusal = Refusal.ACCEPTING
+    proxied_to: tuple[str, int] | None = None  # a real broker new connections are piped to
     _server: asyncio.AbstractServer | None = None
     _writers: set[asyncio.StreamWriter] = field(default_factory=set)
 
@@ -290,6 +293,13 @@ class FakeNode:
         """Close every open socket of this node (the broker went away under them)."""
         for writer in list(self._writers):
             writer.close()
+
+    def proxy_to(self, address: str) -> None:
+        """The broker came back as the one at ``address`` ("host:port"): the sockets open now are
+        closed (the old process is gone) and each new connection is piped there, byte for byte."""
+        host, port = address.rsplit(":", 1)
+        self.proxied_to = (host, int(port))
+        self.drop_connections()
 
     def attempts(self, client_id: str | None = None) -> list[ConnectionRecord]:
         """The connections this node accepted (refused ones too), oldest first."""
@@ -391,6 +401,10 @@ class FakeCluster:
             lambda _req, fixed=reply: fixed)
         self._scripts.insert(0, _ScriptEntry(int(api_key), node, script, times))
 
+    def clear_scripts(self) -> None:
+        """Forget every script: the default answers from now on."""
+        self._scripts.clear()
+
     def requests_of(self, api_key: int, node: int | None = None) -> list[ReceivedRequest]:
         return [r for r in self.requests if r.api_key == api_key and (node is None or r.node_id == node)]
 
@@ -405,6 +419,9 @@ class FakeCluster:
                                   refused=node.refusal is Refusal.REFUSING)
         self.connections.append(record)
         try:
+            if node.proxied_to is not None:
+                await _pipe(reader, writer, *node.proxied_to)
+                return
             while True:
                 (size,) = SIZE_PREFIX.unpack(await reader.readexactly(SIZE_PREFIX.size))
                 api_key, version, correlation_id, client_id, body = codec.decode_request_frame(
@@ -735,6 +752,25 @@ _DEFAULTS: dict[int, Callable[[FakeCluster, FakeNode, ReceivedRequest], Any]] = 
     ApiKey.HEARTBEAT: FakeCluster._heartbeat,
     ApiKey.LEAVE_GROUP: FakeCluster._leave_group,
 }
+
+
+async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, host: str, port: int) -> None:
+    """Copy bytes both ways between the accepted socket and a new one to ``host:port`` until
+    either side closes."""
+    upstream_reader, upstream_writer = await asyncio.open_connection(host, port)
+
+    async def copy(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+        try:
+            while data := await source.read(PIPE_CHUNK):
+                sink.write(data)
+                await sink.drain()
+        finally:
+            sink.close()
+
+    try:
+        await asyncio.gather(copy(reader, upstream_writer), copy(upstream_reader, writer))
+    finally:
+        upstream_writer.close()
 
 
 def in_turn(*scripts: Script) -> Script:

@@ -39,6 +39,7 @@ from kafkaev.errors import (
     INVALID_FETCH_SESSION_EPOCH,
     NONE,
     OFFSET_OUT_OF_RANGE,
+    STATE,
     UNKNOWN_TOPIC_ID,
     UNKNOWN_TOPIC_OR_PARTITION,
     KafkaError,
@@ -57,6 +58,9 @@ from .subscription import PartitionState, Phase
 log = logging.getLogger("kafkaev.consumer")  # kafkaev/log.py names the areas
 
 SESSION_ERRORS = frozenset({FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH})
+# The client's own pool closed the connection under the Fetch while the consumer runs (the broker
+# moved to a new address, or the connection was retired): nothing the user must hear of, fetch again.
+CLOSED_BY_THE_POOL = frozenset({DESTROY, STATE})
 
 
 class _Sent:
@@ -320,7 +324,7 @@ class Fetcher:
         leader.session.reset()
         self.read_replicas.node_failed(leader.node_id)
         self.ctx.metadata.request_refresh()
-        if not err.retriable:
+        if not err.retriable and err.code not in CLOSED_BY_THE_POOL:
             self.ctx.report(err)
         # Back off before asking this broker again. After a failed connect the pool also holds
         # the next one until its own backoff is over: the wait is the longer one, not the sum.

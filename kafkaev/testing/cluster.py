@@ -53,6 +53,7 @@ from .config import (
     write_log4j2_config,
 )
 from .probe import NodeMetadata, ProbeError, node_metadata, quorum_leader
+from .sasl_probe import sasl_login
 
 if TYPE_CHECKING:
     # certs imports cryptography (a test extra): imported at run time only where TLS is set up.
@@ -489,6 +490,9 @@ class LocalCluster(KafkaCluster):
             self._wait_port(node, deadline)
         for node in nodes:
             self._wait_registered(node, deadline)
+        if self.security:
+            for node in nodes:
+                self._wait_logins(node, deadline)
 
     def _check_alive(self, node: BrokerNode) -> None:
         if node.process is not None and node.process.poll() is not None:
@@ -531,6 +535,26 @@ class LocalCluster(KafkaCluster):
             if time.monotonic() >= deadline:
                 raise self._timeout_error(node, f"did not see brokers {sorted(expected)} in metadata")
             time.sleep(0.1)
+
+    def _wait_logins(self, node: BrokerNode, deadline: float, users: Sequence[SaslCredentials] | None = None) -> None:
+        """Each SASL user the tests are handed (``users``: those only) logs in on the node's
+        SASL_PLAINTEXT listener: a credential the broker has not loaded yet (or lost) holds back the
+        start or restart, and fails it by the deadline, instead of failing the first test to log in."""
+        port = node.ports.sasl_plaintext
+        if port is None:
+            raise RuntimeError(f"node {node.node_id} has no SASL_PLAINTEXT listener")
+        for user in (self.sasl_plain, *self.scram_users) if users is None else users:
+            while True:
+                self._check_alive(node)
+                try:
+                    sasl_login("127.0.0.1", port, user, READINESS_PROBE_TIMEOUT_S)
+                    break
+                except (OSError, ProbeError) as exc:
+                    refusal = exc
+                if time.monotonic() >= deadline:
+                    raise self._timeout_error(node, f"did not accept the {user.mechanism} login of "
+                                                    f"{user.username!r} ({refusal})")
+                time.sleep(0.1)
 
     def stop(self, grace: float = STOP_GRACE_S) -> None:
         """SIGTERM every node, SIGKILL those still running after ``grace`` seconds; remove an owned temp dir."""
