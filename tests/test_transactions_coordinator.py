@@ -5,6 +5,8 @@ coordinator are retried; and the state machine's transitions on their own."""
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 from consumer_helpers import call
 from fake_broker import ErrorAnswer, FakeCluster, HangUp
@@ -20,6 +22,7 @@ from kafkaev.errors import (
     PRODUCER_FENCED,
     STATE,
     TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+    TRANSPORT,
     KafkaError,
 )
 from kafkaev.producer.transaction import Transaction, TxnState
@@ -182,6 +185,7 @@ def test_a_fence_answered_to_a_commits_retry_is_settled_by_the_abort(loop, fake_
     client.produce(TOPIC, None, b"x", partition=0)
     (err,) = call(loop, client.commit_transaction)
     assert isinstance(err, KafkaError) and err.txn_requires_abort and not err.fatal, err
+    assert err.txn_outcome_unknown and "outcome is unknown" in str(err), err  # the commit may have landed
     (err,) = call(loop, client.abort_transaction)
     assert err is None, err
     assert client._producer._sender.identity.producer_epoch == epoch + 1  # v1: bumped after the abort
@@ -208,3 +212,81 @@ def test_a_fence_answered_to_a_first_commit_is_fatal(loop, fake_cluster):
     assert isinstance(err, KafkaError) and err.code == PRODUCER_FENCED and err.fatal, err
     assert client._producer.txn.txn.state is TxnState.FATAL_ERROR
     close(client, loop)
+
+
+# --- a lost EndTxn answer --------------------------------------------------------------------------------
+def _commit_one_record(loop, cluster: FakeCluster, **options):
+    """A v1 transactional client that commits one record; its client and the commit's error."""
+    cluster.create_topic(TOPIC, 1)
+    cluster.script(ApiKey.ADD_PARTITIONS_TO_TXN, _added)
+    client = Client(cluster.bootstrap, loop=loop, transactional_id=TXN_ID, retry_backoff_ms=5, linger_ms=1, **options)
+    (err,) = call(loop, client.init_transactions)
+    assert err is None, err
+    client.begin_transaction()
+    delivery = Delivery(1)
+    client.produce(TOPIC, None, b"x", delivery.cb(0), partition=0)
+    (err,) = call(loop, client.commit_transaction)
+    delivery.assert_each_once()
+    assert not delivery.errors
+    return client, err
+
+
+def _end_txn_requests(cluster: FakeCluster) -> list[bool]:
+    return [r.body.committed for r in cluster.requests_of(ApiKey.END_TXN)]
+
+
+def test_a_lost_commit_answer_is_retried_and_the_commit_lands(loop, fake_cluster):
+    """EndTxn is idempotent at the coordinator: the client sends it again on a new connection, as
+    the Java client does, and the commit succeeds with no unknown outcome."""
+    cluster = fake_cluster(1)
+    cluster.script(ApiKey.END_TXN, _ended)
+    cluster.script(ApiKey.END_TXN, HangUp(), times=1)  # received, its answer lost
+    client, err = _commit_one_record(loop, cluster)
+    assert err is None, err
+    assert _end_txn_requests(cluster) == [True, True]
+    assert client._producer.txn.txn.state is TxnState.READY
+    close(client, loop)
+
+
+def test_a_commit_whose_answers_are_all_lost_says_its_outcome_is_unknown(loop, fake_cluster):
+    """Every EndTxn(commit) is written and its connection closes before the answer: once
+    delivery_timeout_ms is over the commit fails, flagged txn_outcome_unknown (it may have
+    committed), requiring an abort, which then goes through."""
+    cluster = fake_cluster(1)
+    cluster.script(ApiKey.END_TXN, _ended)
+    cluster.script(ApiKey.END_TXN, lambda req: HangUp() if req.body.committed else None)
+    client, err = _commit_one_record(loop, cluster, delivery_timeout_ms=400)
+    assert isinstance(err, KafkaError), err
+    assert err.txn_outcome_unknown and err.txn_requires_abort and not err.fatal, err
+    assert str(err).count("commit_transaction") == 1 and "outcome is unknown" in str(err), err
+    ends = _end_txn_requests(cluster)
+    assert len(ends) >= 2 and all(ends), ends  # retried until the deadline
+    txn = client._producer.txn.txn
+    assert txn.state is TxnState.ABORTABLE_ERROR and txn.error is err
+    with pytest.raises(KafkaError, match="abort_transaction") as refused:
+        client.commit_transaction(lambda e: None)
+    assert refused.value.txn_requires_abort
+    (err,) = call(loop, client.abort_transaction)
+    assert err is None, err
+    assert _end_txn_requests(cluster)[-1] is False
+    assert txn.state is TxnState.READY
+    close(client, loop)
+
+
+def test_a_commit_refused_by_the_coordinator_has_a_known_outcome(loop, fake_cluster):
+    """Answers that say the commit did not happen (here NOT_COORDINATOR until the deadline) are
+    no unknown outcome."""
+    cluster = fake_cluster(1)
+    cluster.script(ApiKey.END_TXN, lambda req: _ended(req, NOT_COORDINATOR))
+    client, err = _commit_one_record(loop, cluster, delivery_timeout_ms=400)
+    assert isinstance(err, KafkaError) and err.code == NOT_COORDINATOR, err
+    assert err.txn_requires_abort and not err.txn_outcome_unknown, err
+    assert len(_end_txn_requests(cluster)) >= 2
+    close(client, loop)
+
+
+def test_the_unknown_outcome_flag_survives_pickling():
+    err = KafkaError(TRANSPORT, "lost", txn_requires_abort=True, txn_outcome_unknown=True)
+    again = pickle.loads(pickle.dumps(err))
+    assert again.txn_outcome_unknown and again.txn_requires_abort and again.message == "lost"
+    assert not KafkaError(TRANSPORT).txn_outcome_unknown
