@@ -49,10 +49,10 @@ def _coordinator_answers(cluster: FakeCluster, nodes: list[int]) -> None:
     cluster.script(ApiKey.FIND_COORDINATOR, answer)
 
 
-def _added(req):
+def _added(req, code: int = NONE):
     return codec.AddPartitionsToTxnResponse(throttle_time_ms=0, error_code=NONE, results_by_topic_v3_and_below=[
         codec.AddPartitionsToTxnTopicResult(name=t.name, results_by_partition=[
-            codec.AddPartitionsToTxnPartitionResult(partition_index=p, partition_error_code=NONE)
+            codec.AddPartitionsToTxnPartitionResult(partition_index=p, partition_error_code=code)
             for p in t.partitions]) for t in req.body.v3_and_below_topics])
 
 
@@ -290,3 +290,58 @@ def test_the_unknown_outcome_flag_survives_pickling():
     again = pickle.loads(pickle.dumps(err))
     assert again.txn_outcome_unknown and again.txn_requires_abort and again.message == "lost"
     assert not KafkaError(TRANSPORT).txn_outcome_unknown
+
+
+# --- CONCURRENT_TRANSACTIONS at a transaction's start ------------------------------------------------------
+# A retry backoff no retry at the start of a transaction may wait: the short delay
+# (CONCURRENT_TRANSACTIONS_BACKOFF_S) is taken instead, far below it even on a loaded machine.
+LONG_BACKOFF_MS = 4000
+WELL_BELOW_BACKOFF_S = LONG_BACKOFF_MS / 1000 / 2
+
+
+def _slow_backoff_client(loop, cluster: FakeCluster) -> Client:
+    cluster.create_topic(TOPIC, 1)
+    cluster.script(ApiKey.END_TXN, _ended)
+    client = Client(cluster.bootstrap, loop=loop, transactional_id=TXN_ID, retry_backoff_ms=LONG_BACKOFF_MS,
+                    retry_backoff_max_ms=LONG_BACKOFF_MS, linger_ms=1)
+    (err,) = call(loop, client.init_transactions)
+    assert err is None, err
+    return client
+
+
+def _commit_records(loop, client: Client, count: int) -> None:
+    client.begin_transaction()
+    delivery = Delivery(count)
+    for n in range(count):
+        client.produce(TOPIC, None, b"%d" % n, delivery.cb(n), partition=0)
+    (err,) = call(loop, client.commit_transaction)
+    assert err is None, err
+    delivery.assert_each_once()
+    assert not delivery.errors
+
+
+def test_the_first_add_of_a_transaction_retries_concurrent_transactions_at_once(loop, fake_cluster):
+    """v1: the previous transaction is still completing, so the first AddPartitionsToTxn is
+    answered CONCURRENT_TRANSACTIONS: sent again after milliseconds, not after the backoff."""
+    cluster = fake_cluster(1)
+    cluster.script(ApiKey.ADD_PARTITIONS_TO_TXN, _added)
+    cluster.script(ApiKey.ADD_PARTITIONS_TO_TXN, lambda req: _added(req, CONCURRENT_TRANSACTIONS), times=1)
+    client = _slow_backoff_client(loop, cluster)
+    _commit_records(loop, client, 3)
+    first, again = cluster.requests_of(ApiKey.ADD_PARTITIONS_TO_TXN)
+    assert again.received_at - first.received_at < WELL_BELOW_BACKOFF_S
+    close(client, loop)
+
+
+def test_a_produce_refused_with_concurrent_transactions_is_retried_at_once(loop, fake_cluster):
+    """The broker could not add the partition yet (v2's implicit add answers so once its own
+    retries are over): the batch goes again after milliseconds, once, not after the backoff."""
+    cluster = fake_cluster(1)
+    cluster.script(ApiKey.ADD_PARTITIONS_TO_TXN, _added)
+    cluster.fail_next_append(CONCURRENT_TRANSACTIONS)
+    client = _slow_backoff_client(loop, cluster)
+    _commit_records(loop, client, 3)
+    first, again = cluster.requests_of(ApiKey.PRODUCE)
+    assert again.received_at - first.received_at < WELL_BELOW_BACKOFF_S
+    assert cluster.log(TOPIC, 0).values() == [b"0", b"1", b"2"]  # written once, in order
+    close(client, loop)

@@ -35,6 +35,7 @@ from ..cluster.metadata import BrokerInfo, Metadata
 from ..cluster.pool import ConnectionPool, Role
 from ..config import ClientConfig
 from ..errors import (
+    CONCURRENT_TRANSACTIONS,
     DESTROY,
     DUPLICATE_SEQUENCE_NUMBER,
     FENCED_LEADER_EPOCH,
@@ -62,6 +63,7 @@ from ..protocol.connection import Connection, ProducePartition
 from ..types import NO_OFFSET, NO_TIMESTAMP
 from .accumulator import Accumulator, PartitionState, ProducerBatch
 from .idempotence import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, ProducerIdentity, next_sequence
+from .transaction import CONCURRENT_TRANSACTIONS_BACKOFF_S
 
 if TYPE_CHECKING:
     from .transaction_manager import TransactionManager
@@ -383,6 +385,11 @@ class Sender:
         if self._loop.time() >= batch.deadline:
             self._fail(batch, KafkaError(MSG_TIMED_OUT, f"not delivered within delivery_timeout_ms; last error: {err}"))
             return
+        if code == CONCURRENT_TRANSACTIONS:
+            # The coordinator is still completing the previous transaction (its markers): a
+            # matter of milliseconds, not of the retry backoff (see transaction_manager.py).
+            self._retry(batch, immediate=False, delay_s=CONCURRENT_TRANSACTIONS_BACKOFF_S)
+            return
         self._retry(batch, immediate=False)
 
     def _earlier_pending(self, batch: ProducerBatch) -> bool:
@@ -404,14 +411,14 @@ class Sender:
             half.base_seq = sequence
             sequence = next_sequence(sequence, half.record_count)
 
-    def _retry(self, batch: ProducerBatch, *, immediate: bool) -> None:
+    def _retry(self, batch: ProducerBatch, *, immediate: bool, delay_s: float | None = None) -> None:
         part = batch.part
         batch.attempts += 1
         if self.identity is not None:
             part.retrying = True
         if not immediate:
             # The batch counts its own attempts: its n-th retry waits the policy's n-th delay.
-            delay = self._config.retry_backoff.delay_s(batch.attempts - 1)
+            delay = self._config.retry_backoff.delay_s(batch.attempts - 1) if delay_s is None else delay_s
             part.retry_at = max(part.retry_at, self._loop.time() + delay)
         self._acc.requeue(batch)
 

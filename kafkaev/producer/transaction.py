@@ -48,6 +48,12 @@ _NEXT: dict[TxnState, frozenset[TxnState]] = {
     TxnState.ABORTING: frozenset({TxnState.READY, TxnState.ABORTABLE_ERROR, TxnState.FATAL_ERROR}),
     TxnState.FATAL_ERROR: frozenset(),
 }
+# The retry delay after CONCURRENT_TRANSACTIONS at a transaction's start (its first
+# AddPartitionsToTxn, v1; a Produce the broker could not add, v2): the coordinator is still
+# writing the previous transaction's markers, done within milliseconds, so the retry backoff
+# (100 ms by default) would idle the producer. The Java client's rule for its first
+# AddPartitionsToTxn (20 ms), applied to v2's Produce as well.
+CONCURRENT_TRANSACTIONS_BACKOFF_S = 0.02
 # States in which records may be sent: the transaction is open or being committed.
 SENDING_STATES = frozenset({TxnState.IN_TRANSACTION, TxnState.COMMITTING})
 

@@ -65,7 +65,7 @@ from ..protocol.connection import Connection, OffsetToCommit
 from ..types import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 from .core import PartitionState
 from .idempotence import ProducerIdentity
-from .transaction import Transaction, TxnState
+from .transaction import CONCURRENT_TRANSACTIONS_BACKOFF_S, Transaction, TxnState
 
 TRANSACTION_VERSION_FEATURE = "transaction.version"
 TRANSACTION_V1 = 1
@@ -382,6 +382,9 @@ class TransactionManager:
         if self._adding or not txn.pending or not txn.sending:
             return
         parts = list(txn.pending)
+        # The transaction's first add meets CONCURRENT_TRANSACTIONS while the previous one's
+        # markers are being written: retried within milliseconds (the Java client's rule).
+        first = not txn.added
         self._adding = True
         self._requests += 1
         identity = self._identity
@@ -401,7 +404,8 @@ class TransactionManager:
                           lambda conn, answer: conn.add_partitions_to_txn(
                               self.transactional_id, identity.producer_id, identity.producer_epoch,
                               [TopicPartition(p.topic, p.partition) for p in parts], answer),
-                          _add_partitions_code, answered)
+                          _add_partitions_code, answered,
+                          concurrent_backoff_s=CONCURRENT_TRANSACTIONS_BACKOFF_S if first else None)
 
     def _txn_offset_commit(self, rows: list[OffsetToCommit], meta: ConsumerGroupMetadata, done: Done) -> None:
         identity = self._identity
@@ -531,13 +535,15 @@ class TransactionManager:
     def _coordinator(self, link: CoordinatorLink, what: str,
                      send: Callable[[Connection, Callable[[R | None, KafkaError | None], None]], None],
                      code_of: Callable[[R], int], done: Callable[[R | None, KafkaError | None], object],
-                     on_lost_answer: Callable[[], object] | None = None) -> None:
+                     on_lost_answer: Callable[[], object] | None = None,
+                     concurrent_backoff_s: float | None = None) -> None:
         """Send one request to ``link``'s coordinator; ``done(resp, None)`` on success, else
         ``done(None, err)`` once. Coordinator moves, lost connections and
         CONCURRENT_TRANSACTIONS are retried with backoff until delivery_timeout_ms;
         ``on_lost_answer()`` (before the retry or ``done``) when an attempt was written and its
         answer lost, so its outcome is unknown. An attempt that never went out (no connection)
-        is not one."""
+        is not one. ``concurrent_backoff_s``: the delay after CONCURRENT_TRANSACTIONS instead
+        of the backoff's."""
         backoff = Backoff(self._config.retry_backoff)
         deadline = self._loop.time() + self._config.delivery_timeout_ms / 1000.0
 
@@ -574,7 +580,10 @@ class TransactionManager:
                     on_lost_answer()
             retriable = coordinator_moved or err.retriable or err.code in RETRIABLE_CODES or err.code in CONNECTION_LOST
             if retriable and not self._closed and self._loop.time() < deadline:
-                self._loop.call_later(backoff.next_delay_s(), attempt)
+                if err.code == CONCURRENT_TRANSACTIONS and concurrent_backoff_s is not None:
+                    self._loop.call_later(concurrent_backoff_s, attempt)
+                else:
+                    self._loop.call_later(backoff.next_delay_s(), attempt)
                 return
             done(None, err)
 
