@@ -13,6 +13,7 @@ from fake_broker import ErrorAnswer, FakeCluster, HangUp
 from producer_helpers import Delivery, close
 
 from kafkaev.client import Client
+from kafkaev.types import ConsumerGroupMetadata
 from kafkaev.cluster.coordinator import CoordinatorType
 from kafkaev.errors import (
     CONCURRENT_TRANSACTIONS,
@@ -344,4 +345,34 @@ def test_a_produce_refused_with_concurrent_transactions_is_retried_at_once(loop,
     first, again = cluster.requests_of(ApiKey.PRODUCE)
     assert again.received_at - first.received_at < WELL_BELOW_BACKOFF_S
     assert cluster.log(TOPIC, 0).values() == [b"0", b"1", b"2"]  # written once, in order
+    close(client, loop)
+
+
+def _offsets_committed(req, code: int = NONE):
+    return codec.TxnOffsetCommitResponse(throttle_time_ms=0, topics=[
+        codec.TxnOffsetCommitResponseTopic(name=t.name, partitions=[
+            codec.TxnOffsetCommitResponsePartition(partition_index=p.partition_index, error_code=code)
+            for p in t.partitions]) for t in req.body.topics])
+
+
+def test_offsets_refused_with_concurrent_transactions_are_sent_again_at_once(loop, fake_cluster):
+    """The offsets' group is added while the previous transaction completes: TxnOffsetCommit
+    answered CONCURRENT_TRANSACTIONS goes again after milliseconds, not after the backoff."""
+    cluster = fake_cluster(1)
+    cluster.script(ApiKey.ADD_PARTITIONS_TO_TXN, _added)
+    cluster.script(ApiKey.ADD_OFFSETS_TO_TXN, lambda req: codec.AddOffsetsToTxnResponse(throttle_time_ms=0,
+                                                                                          error_code=NONE))
+    cluster.script(ApiKey.TXN_OFFSET_COMMIT, _offsets_committed)
+    cluster.script(ApiKey.TXN_OFFSET_COMMIT, lambda req: _offsets_committed(req, CONCURRENT_TRANSACTIONS), times=1)
+    client = _slow_backoff_client(loop, cluster)
+    client.begin_transaction()
+    client.produce(TOPIC, None, b"out", partition=0)
+    meta = ConsumerGroupMetadata("eos-group", 3, "member-1")
+    (err,) = call(loop, lambda cb: client.send_offsets_to_transaction({("in", 0): 7}, meta, cb))
+    assert err is None, err
+    (err,) = call(loop, client.commit_transaction)
+    assert err is None, err
+    first, again = cluster.requests_of(ApiKey.TXN_OFFSET_COMMIT)
+    assert again.received_at - first.received_at < WELL_BELOW_BACKOFF_S
+    assert again.body.generation_id_or_member_epoch == 3 and again.body.topics[0].partitions[0].committed_offset == 7
     close(client, loop)

@@ -65,7 +65,7 @@ from ..protocol.connection import Connection, OffsetToCommit
 from ..types import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 from .core import PartitionState
 from .idempotence import ProducerIdentity
-from .transaction import CONCURRENT_TRANSACTIONS_BACKOFF_S, Transaction, TxnState
+from .transaction import Transaction, TxnState, concurrent_transactions_delay_s
 
 TRANSACTION_VERSION_FEATURE = "transaction.version"
 TRANSACTION_V1 = 1
@@ -264,7 +264,7 @@ class TransactionManager:
             self._coordinator(self._link, f"AddOffsetsToTxn for group {group!r}",
                               lambda conn, answer: conn.add_offsets_to_txn(
                                   self.transactional_id, identity.producer_id, identity.producer_epoch, group, answer),
-                              _top_level_code, added)
+                              _top_level_code, added, short_concurrent_backoff=True)
 
     def commit_transaction(self, cb: Done) -> None:
         self._check_cb("commit_transaction", cb)
@@ -405,7 +405,7 @@ class TransactionManager:
                               self.transactional_id, identity.producer_id, identity.producer_epoch,
                               [TopicPartition(p.topic, p.partition) for p in parts], answer),
                           _add_partitions_code, answered,
-                          concurrent_backoff_s=CONCURRENT_TRANSACTIONS_BACKOFF_S if first else None)
+                          short_concurrent_backoff=first)
 
     def _txn_offset_commit(self, rows: list[OffsetToCommit], meta: ConsumerGroupMetadata, done: Done) -> None:
         identity = self._identity
@@ -424,7 +424,7 @@ class TransactionManager:
                               self.transactional_id, meta.group_id, identity.producer_id, identity.producer_epoch,
                               rows, answer, generation_id=meta.generation_id, member_id=meta.member_id,
                               group_instance_id=meta.group_instance_id),
-                          _txn_offset_commit_code, answered)
+                          _txn_offset_commit_code, answered, short_concurrent_backoff=True)
 
     def _end_txn(self, commit: bool, cb: Done) -> None:
         txn = self.txn
@@ -536,15 +536,17 @@ class TransactionManager:
                      send: Callable[[Connection, Callable[[R | None, KafkaError | None], None]], None],
                      code_of: Callable[[R], int], done: Callable[[R | None, KafkaError | None], object],
                      on_lost_answer: Callable[[], object] | None = None,
-                     concurrent_backoff_s: float | None = None) -> None:
+                     short_concurrent_backoff: bool = False) -> None:
         """Send one request to ``link``'s coordinator; ``done(resp, None)`` on success, else
         ``done(None, err)`` once. Coordinator moves, lost connections and
         CONCURRENT_TRANSACTIONS are retried with backoff until delivery_timeout_ms;
         ``on_lost_answer()`` (before the retry or ``done``) when an attempt was written and its
         answer lost, so its outcome is unknown. An attempt that never went out (no connection)
-        is not one. ``concurrent_backoff_s``: the delay after CONCURRENT_TRANSACTIONS instead
-        of the backoff's."""
+        is not one. ``short_concurrent_backoff``: CONCURRENT_TRANSACTIONS, the coordinator
+        completing the previous transaction, is retried within milliseconds
+        (``concurrent_transactions_delay_s``)."""
         backoff = Backoff(self._config.retry_backoff)
+        concurrent_retries = 0
         deadline = self._loop.time() + self._config.delivery_timeout_ms / 1000.0
 
         def attempt() -> None:
@@ -580,10 +582,12 @@ class TransactionManager:
                     on_lost_answer()
             retriable = coordinator_moved or err.retriable or err.code in RETRIABLE_CODES or err.code in CONNECTION_LOST
             if retriable and not self._closed and self._loop.time() < deadline:
-                if err.code == CONCURRENT_TRANSACTIONS and concurrent_backoff_s is not None:
-                    self._loop.call_later(concurrent_backoff_s, attempt)
-                else:
-                    self._loop.call_later(backoff.next_delay_s(), attempt)
+                nonlocal concurrent_retries
+                delay = backoff.next_delay_s()
+                if err.code == CONCURRENT_TRANSACTIONS and short_concurrent_backoff:
+                    delay = concurrent_transactions_delay_s(concurrent_retries, delay)
+                    concurrent_retries += 1
+                self._loop.call_later(delay, attempt)
                 return
             done(None, err)
 
