@@ -13,7 +13,6 @@ from fake_broker import ErrorAnswer, FakeCluster, HangUp
 from producer_helpers import Delivery, close
 
 from kafkaev.client import Client
-from kafkaev.types import ConsumerGroupMetadata
 from kafkaev.cluster.coordinator import CoordinatorType
 from kafkaev.errors import (
     CONCURRENT_TRANSACTIONS,
@@ -29,6 +28,7 @@ from kafkaev.errors import (
 from kafkaev.producer.transaction import Transaction, TxnState
 from kafkaev.protocol import codec
 from kafkaev.protocol.codec import ApiKey
+from kafkaev.types import ConsumerGroupMetadata
 
 TOPIC = "txn-topic"
 TXN_ID = "txn-fake"
