@@ -195,8 +195,9 @@ class EosPipeline:
         self._drain()
 
     def _drain(self) -> None:
-        """Put backlog records into transactions while one can take them; hold the input
-        while a transaction commits or aborts."""
+        """Put backlog records into transactions while one can take them. While a transaction
+        commits, the next one's input is read ahead (up to max_records), so it can begin the
+        moment the commit lands; an abort discards what was read, so it holds the input."""
         client = self.client
         try:
             while self.backlog and self.phase in (Phase.IDLE, Phase.OPEN) and not self.stopping:
@@ -218,10 +219,13 @@ class EosPipeline:
             self._failed(err)
             return
         held = client.assignment()
-        if self.backlog:
+        if self.backlog and (self.phase is Phase.ABORTING or self._backlog_records() >= self.settings.max_records):
             client.pause(held)
-        elif self.phase in (Phase.IDLE, Phase.OPEN) and client.paused():
+        elif self.phase is not Phase.ABORTING and client.paused():
             client.resume(held)
+
+    def _backlog_records(self) -> int:
+        return sum(len(batch) for batch in self.backlog)
 
     def _produce(self, batch: list[Message]) -> None:
         first = batch[0]
@@ -294,6 +298,8 @@ class EosPipeline:
         if err is not None or committed is None:
             self._finish(err)
             return
+        # Delivered since the abort, from the positions before this rewind: read again after it.
+        self.backlog.clear()
         held = set(client.assignment())
         for tp, offset in committed.items():
             if tp in held:  # nothing committed yet: from the start (auto_offset_reset)

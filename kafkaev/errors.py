@@ -679,6 +679,9 @@ class KafkaError(Exception):
     ``fatal``: the transactional producer cannot go on (fenced, not authorized);
     ``txn_requires_abort``: the open transaction cannot commit, abort it. Both default from
     the code; the transactional producer marks the errors it reports.
+    ``txn_outcome_unknown``: set only on a ``commit_transaction`` error whose EndTxn(commit)
+    reached the coordinator but whose answer was lost (or answered for a retry that could not
+    tell): the transaction may have committed. Never set by default.
     """
 
     code: int
@@ -686,11 +689,12 @@ class KafkaError(Exception):
     retriable: bool
     fatal: bool
     txn_requires_abort: bool
+    txn_outcome_unknown: bool
     description: str
     message: str | None
 
     def __init__(self, code: int, message: str | None = None, *, fatal: bool | None = None,
-                 txn_requires_abort: bool | None = None) -> None:
+                 txn_requires_abort: bool | None = None, txn_outcome_unknown: bool = False) -> None:
         if not isinstance(code, int):
             raise TypeError(f"KafkaError: 'code' must be an int, got {type(code).__name__}")
         spec = error_spec(code)
@@ -700,6 +704,7 @@ class KafkaError(Exception):
         self.fatal = code in FATAL_CODES if fatal is None else fatal
         self.txn_requires_abort = (code in TXN_REQUIRES_ABORT_CODES if txn_requires_abort is None
                                    else txn_requires_abort)
+        self.txn_outcome_unknown = txn_outcome_unknown
         self.description = spec.description
         self.message = message
         super().__init__(code, message)
@@ -713,13 +718,15 @@ class KafkaError(Exception):
         return f"{type(self).__name__}({self.name}, {self.message!r})"
 
     def __reduce__(self) -> tuple[object, ...]:
-        return (_rebuild, (type(self), self.code, self.message, self.fatal, self.txn_requires_abort))
+        return (_rebuild, (type(self), self.code, self.message, self.fatal, self.txn_requires_abort,
+                           self.txn_outcome_unknown))
 
 
 def _rebuild(cls: type[KafkaError], code: int, message: str | None, fatal: bool,
-             txn_requires_abort: bool) -> KafkaError:
+             txn_requires_abort: bool, txn_outcome_unknown: bool = False) -> KafkaError:
     """Unpickle a KafkaError with the flags it carried."""
-    return cls(code, message, fatal=fatal, txn_requires_abort=txn_requires_abort)
+    return cls(code, message, fatal=fatal, txn_requires_abort=txn_requires_abort,
+               txn_outcome_unknown=txn_outcome_unknown)
 
 
 class ProtocolError(KafkaError):

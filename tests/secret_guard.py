@@ -83,8 +83,8 @@ def no_secret_in_output(request: pytest.FixtureRequest, monkeypatch: pytest.Monk
     kafka_error_init = KafkaError.__init__
     config_post_init = ClientConfig.__post_init__
 
-    def recording_error_init(self: KafkaError, code: int, message: str | None = None) -> None:
-        kafka_error_init(self, code, message)
+    def recording_error_init(self: KafkaError, code: int, message: str | None = None, **flags: bool | None) -> None:
+        kafka_error_init(self, code, message, **flags)  # type: ignore[arg-type]  # fatal=, txn_requires_abort=...
         texts.append(f"{self.name}: {message}")
 
     def recording_post_init(self: ClientConfig) -> None:

@@ -1,9 +1,7 @@
 """ACL denials on the secured cluster (StandardAuthorizer), as ``kafkaev-limited`` (an OAuth client
 allowed the ``allowed-`` topics and groups only): each denial reaches the place that asked, once,
-with its error code and a clear message, and is not retried (a bounded number of requests).
-
-Follow-up (issue 21, needs transactions): a denied transactional id failing ``init_transactions``
-with TRANSACTIONAL_ID_AUTHORIZATION_FAILED, once ``init_transactions`` exists."""
+with its error code and a clear message, and is not retried (a bounded number of requests). A
+transactional id is allowed by the same prefix: a denied one fails ``init_transactions`` once, fatally."""
 
 from __future__ import annotations
 
@@ -12,7 +10,7 @@ import uuid
 
 import pytest
 from confluent_kafka.admin import AclOperation, ResourceType
-from consumer_helpers import Received
+from consumer_helpers import Received, call
 from producer_helpers import Delivery, produce_all, wait_for
 from secret_guard import no_secret_in_output  # noqa: F401  (autouse: no secret in any output)
 
@@ -40,6 +38,8 @@ def limited(secured_kafka):
         *(Grant(LIMITED, ResourceType.TOPIC, ALLOWED_PREFIX, op, prefixed=True)
           for op in (AclOperation.WRITE, AclOperation.READ, AclOperation.DESCRIBE)),
         Grant(LIMITED, ResourceType.GROUP, ALLOWED_PREFIX, AclOperation.READ, prefixed=True),
+        *(Grant(LIMITED, ResourceType.TRANSACTIONAL_ID, ALLOWED_PREFIX, op, prefixed=True)
+          for op in (AclOperation.WRITE, AclOperation.DESCRIBE)),
     )
     return secured_kafka
 
@@ -140,3 +140,48 @@ def test_denied_cluster_operations_are_reported_by_the_admin_calls(limited, uv):
     # A broker's configuration needs DESCRIBE_CONFIGS on the cluster, which the client lacks.
     response, err = loop.run_until_complete(describe_broker_configs())
     assert err is None and [r.error_code for r in response.results] == [errors.CLUSTER_AUTHORIZATION_FAILED]
+
+
+def test_a_denied_transactional_id_fails_init_transactions_once_and_fatally(limited, uv):
+    """``kafkaev-limited`` may use the ``allowed-`` transactional ids only: with any other,
+    init_transactions is answered TRANSACTIONAL_ID_AUTHORIZATION_FAILED once, fatal, naming the
+    id, not retried; every later transactional call is refused with that cause. The allowed id
+    initializes and commits on the same cluster, as the same user."""
+    loop = uv
+    topic = _topic(limited, ALLOWED_PREFIX)
+    denied_id = f"denied-txn-{uuid.uuid4().hex[:8]}"
+    errors_seen: list[BaseException] = []
+    client = Client(limited.local.sasl_ssl_bootstrap, loop=uv, transactional_id=denied_id,
+                    on_error=errors_seen.append, **_options(limited))
+    (err,) = call(loop, client.init_transactions, TIMEOUT_S)
+    loop.run_until_complete(asyncio.sleep(1.0))  # room for a retry storm to show in the count
+    sent = _requests(client)
+    assert isinstance(err, errors.KafkaError), err
+    assert err.code == errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED and err.fatal, err
+    assert denied_id in str(err), err
+    assert sent <= REQUEST_BOUND, f"{sent} requests: the denial was retried"
+    for start in (client.init_transactions, client.commit_transaction):
+        with pytest.raises(errors.KafkaError, match="TRANSACTIONAL_ID_AUTHORIZATION_FAILED") as refused:
+            start(lambda e: None)
+        assert refused.value.fatal and denied_id in str(refused.value)
+    with pytest.raises(errors.KafkaError, match="TRANSACTIONAL_ID_AUTHORIZATION_FAILED"):
+        client.begin_transaction()
+    close = loop.create_future()
+    client.close(close.set_result)
+    loop.run_until_complete(close)
+    assert not errors_seen, errors_seen  # the denial reached init_transactions' callback only
+
+    allowed = Client(limited.local.sasl_ssl_bootstrap, loop=uv, transactional_id=f"{ALLOWED_PREFIX}txn-{uuid.uuid4().hex[:8]}",
+                     **_options(limited))
+    (err,) = call(loop, allowed.init_transactions, TIMEOUT_S)
+    assert err is None, err
+    allowed.begin_transaction()
+    delivery = Delivery(1)
+    allowed.produce(topic, None, b"committed", delivery.cb(0))
+    (err,) = call(loop, allowed.commit_transaction, TIMEOUT_S)
+    assert err is None, err
+    delivery.assert_each_once()
+    assert not delivery.errors
+    close = loop.create_future()
+    allowed.close(close.set_result)
+    loop.run_until_complete(close)

@@ -44,7 +44,10 @@ RECORDS = int(os.environ.get("KAFKAEV_EOS_RECORDS", "200000"))
 PARTITIONS = 6
 MAX_RECORDS = 500
 PROCESS_KILLS = 6
-REBALANCE_RECORDS = 60_000
+# Enough input that the first instance is still reading when the second has started and joined
+# (a process start, init_transactions and a rebalance): at 60,000 a loaded machine once let the
+# first read everything before the second was in the group.
+REBALANCE_RECORDS = 120_000
 # The three-node run: the coordinator's broker is paused at a quarter of the input and killed at
 # half of it, each for this long, while the pipeline (also killed twice) goes on.
 CLUSTER_PROCESS_KILLS = 2

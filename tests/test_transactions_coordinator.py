@@ -5,6 +5,8 @@ coordinator are retried; and the state machine's transitions on their own."""
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 from consumer_helpers import call
 from fake_broker import ErrorAnswer, FakeCluster, HangUp
@@ -20,11 +22,13 @@ from kafkaev.errors import (
     PRODUCER_FENCED,
     STATE,
     TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+    TRANSPORT,
     KafkaError,
 )
 from kafkaev.producer.transaction import Transaction, TxnState
 from kafkaev.protocol import codec
 from kafkaev.protocol.codec import ApiKey
+from kafkaev.types import ConsumerGroupMetadata
 
 TOPIC = "txn-topic"
 TXN_ID = "txn-fake"
@@ -46,10 +50,10 @@ def _coordinator_answers(cluster: FakeCluster, nodes: list[int]) -> None:
     cluster.script(ApiKey.FIND_COORDINATOR, answer)
 
 
-def _added(req):
+def _added(req, code: int = NONE):
     return codec.AddPartitionsToTxnResponse(throttle_time_ms=0, error_code=NONE, results_by_topic_v3_and_below=[
         codec.AddPartitionsToTxnTopicResult(name=t.name, results_by_partition=[
-            codec.AddPartitionsToTxnPartitionResult(partition_index=p, partition_error_code=NONE)
+            codec.AddPartitionsToTxnPartitionResult(partition_index=p, partition_error_code=code)
             for p in t.partitions]) for t in req.body.v3_and_below_topics])
 
 
@@ -182,6 +186,7 @@ def test_a_fence_answered_to_a_commits_retry_is_settled_by_the_abort(loop, fake_
     client.produce(TOPIC, None, b"x", partition=0)
     (err,) = call(loop, client.commit_transaction)
     assert isinstance(err, KafkaError) and err.txn_requires_abort and not err.fatal, err
+    assert err.txn_outcome_unknown and "outcome is unknown" in str(err), err  # the commit may have landed
     (err,) = call(loop, client.abort_transaction)
     assert err is None, err
     assert client._producer._sender.identity.producer_epoch == epoch + 1  # v1: bumped after the abort
@@ -207,4 +212,167 @@ def test_a_fence_answered_to_a_first_commit_is_fatal(loop, fake_cluster):
     (err,) = call(loop, client.commit_transaction)
     assert isinstance(err, KafkaError) and err.code == PRODUCER_FENCED and err.fatal, err
     assert client._producer.txn.txn.state is TxnState.FATAL_ERROR
+    close(client, loop)
+
+
+# --- a lost EndTxn answer --------------------------------------------------------------------------------
+def _commit_one_record(loop, cluster: FakeCluster, **options):
+    """A v1 transactional client that commits one record; its client and the commit's error."""
+    cluster.create_topic(TOPIC, 1)
+    cluster.script(ApiKey.ADD_PARTITIONS_TO_TXN, _added)
+    client = Client(cluster.bootstrap, loop=loop, transactional_id=TXN_ID, retry_backoff_ms=5, linger_ms=1, **options)
+    (err,) = call(loop, client.init_transactions)
+    assert err is None, err
+    client.begin_transaction()
+    delivery = Delivery(1)
+    client.produce(TOPIC, None, b"x", delivery.cb(0), partition=0)
+    (err,) = call(loop, client.commit_transaction)
+    delivery.assert_each_once()
+    assert not delivery.errors
+    return client, err
+
+
+def _end_txn_requests(cluster: FakeCluster) -> list[bool]:
+    return [r.body.committed for r in cluster.requests_of(ApiKey.END_TXN)]
+
+
+def test_a_lost_commit_answer_is_retried_and_the_commit_lands(loop, fake_cluster):
+    """EndTxn is idempotent at the coordinator: the client sends it again on a new connection, as
+    the Java client does, and the commit succeeds with no unknown outcome."""
+    cluster = fake_cluster(1)
+    cluster.script(ApiKey.END_TXN, _ended)
+    cluster.script(ApiKey.END_TXN, HangUp(), times=1)  # received, its answer lost
+    client, err = _commit_one_record(loop, cluster)
+    assert err is None, err
+    assert _end_txn_requests(cluster) == [True, True]
+    assert client._producer.txn.txn.state is TxnState.READY
+    close(client, loop)
+
+
+def test_a_commit_whose_answers_are_all_lost_says_its_outcome_is_unknown(loop, fake_cluster):
+    """Every EndTxn(commit) is written and its connection closes before the answer: once
+    delivery_timeout_ms is over the commit fails, flagged txn_outcome_unknown (it may have
+    committed), requiring an abort, which then goes through."""
+    cluster = fake_cluster(1)
+    cluster.script(ApiKey.END_TXN, _ended)
+    cluster.script(ApiKey.END_TXN, lambda req: HangUp() if req.body.committed else None)
+    client, err = _commit_one_record(loop, cluster, delivery_timeout_ms=400)
+    assert isinstance(err, KafkaError), err
+    assert err.txn_outcome_unknown and err.txn_requires_abort and not err.fatal, err
+    assert str(err).count("commit_transaction") == 1 and "outcome is unknown" in str(err), err
+    ends = _end_txn_requests(cluster)
+    assert len(ends) >= 2 and all(ends), ends  # retried until the deadline
+    txn = client._producer.txn.txn
+    assert txn.state is TxnState.ABORTABLE_ERROR and txn.error is err
+    with pytest.raises(KafkaError, match="abort_transaction") as refused:
+        client.commit_transaction(lambda e: None)
+    assert refused.value.txn_requires_abort
+    (err,) = call(loop, client.abort_transaction)
+    assert err is None, err
+    assert _end_txn_requests(cluster)[-1] is False
+    assert txn.state is TxnState.READY
+    close(client, loop)
+
+
+def test_a_commit_refused_by_the_coordinator_has_a_known_outcome(loop, fake_cluster):
+    """Answers that say the commit did not happen (here NOT_COORDINATOR until the deadline) are
+    no unknown outcome."""
+    cluster = fake_cluster(1)
+    cluster.script(ApiKey.END_TXN, lambda req: _ended(req, NOT_COORDINATOR))
+    client, err = _commit_one_record(loop, cluster, delivery_timeout_ms=400)
+    assert isinstance(err, KafkaError) and err.code == NOT_COORDINATOR, err
+    assert err.txn_requires_abort and not err.txn_outcome_unknown, err
+    assert len(_end_txn_requests(cluster)) >= 2
+    close(client, loop)
+
+
+def test_the_unknown_outcome_flag_survives_pickling():
+    err = KafkaError(TRANSPORT, "lost", txn_requires_abort=True, txn_outcome_unknown=True)
+    again = pickle.loads(pickle.dumps(err))
+    assert again.txn_outcome_unknown and again.txn_requires_abort and again.message == "lost"
+    assert not KafkaError(TRANSPORT).txn_outcome_unknown
+
+
+# --- CONCURRENT_TRANSACTIONS at a transaction's start ------------------------------------------------------
+# A retry backoff no retry at the start of a transaction may wait: the short delay
+# (CONCURRENT_TRANSACTIONS_BACKOFF_S) is taken instead, far below it even on a loaded machine.
+LONG_BACKOFF_MS = 4000
+WELL_BELOW_BACKOFF_S = LONG_BACKOFF_MS / 1000 / 2
+
+
+def _slow_backoff_client(loop, cluster: FakeCluster) -> Client:
+    cluster.create_topic(TOPIC, 1)
+    cluster.script(ApiKey.END_TXN, _ended)
+    client = Client(cluster.bootstrap, loop=loop, transactional_id=TXN_ID, retry_backoff_ms=LONG_BACKOFF_MS,
+                    retry_backoff_max_ms=LONG_BACKOFF_MS, linger_ms=1)
+    (err,) = call(loop, client.init_transactions)
+    assert err is None, err
+    return client
+
+
+def _commit_records(loop, client: Client, count: int) -> None:
+    client.begin_transaction()
+    delivery = Delivery(count)
+    for n in range(count):
+        client.produce(TOPIC, None, b"%d" % n, delivery.cb(n), partition=0)
+    (err,) = call(loop, client.commit_transaction)
+    assert err is None, err
+    delivery.assert_each_once()
+    assert not delivery.errors
+
+
+def test_the_first_add_of_a_transaction_retries_concurrent_transactions_at_once(loop, fake_cluster):
+    """v1: the previous transaction is still completing, so the first AddPartitionsToTxn is
+    answered CONCURRENT_TRANSACTIONS: sent again after milliseconds, not after the backoff."""
+    cluster = fake_cluster(1)
+    cluster.script(ApiKey.ADD_PARTITIONS_TO_TXN, _added)
+    cluster.script(ApiKey.ADD_PARTITIONS_TO_TXN, lambda req: _added(req, CONCURRENT_TRANSACTIONS), times=1)
+    client = _slow_backoff_client(loop, cluster)
+    _commit_records(loop, client, 3)
+    first, again = cluster.requests_of(ApiKey.ADD_PARTITIONS_TO_TXN)
+    assert again.received_at - first.received_at < WELL_BELOW_BACKOFF_S
+    close(client, loop)
+
+
+def test_a_produce_refused_with_concurrent_transactions_is_retried_at_once(loop, fake_cluster):
+    """The broker could not add the partition yet (v2's implicit add answers so once its own
+    retries are over): the batch goes again after milliseconds, once, not after the backoff."""
+    cluster = fake_cluster(1)
+    cluster.script(ApiKey.ADD_PARTITIONS_TO_TXN, _added)
+    cluster.fail_next_append(CONCURRENT_TRANSACTIONS)
+    client = _slow_backoff_client(loop, cluster)
+    _commit_records(loop, client, 3)
+    first, again = cluster.requests_of(ApiKey.PRODUCE)
+    assert again.received_at - first.received_at < WELL_BELOW_BACKOFF_S
+    assert cluster.log(TOPIC, 0).values() == [b"0", b"1", b"2"]  # written once, in order
+    close(client, loop)
+
+
+def _offsets_committed(req, code: int = NONE):
+    return codec.TxnOffsetCommitResponse(throttle_time_ms=0, topics=[
+        codec.TxnOffsetCommitResponseTopic(name=t.name, partitions=[
+            codec.TxnOffsetCommitResponsePartition(partition_index=p.partition_index, error_code=code)
+            for p in t.partitions]) for t in req.body.topics])
+
+
+def test_offsets_refused_with_concurrent_transactions_are_sent_again_at_once(loop, fake_cluster):
+    """The offsets' group is added while the previous transaction completes: TxnOffsetCommit
+    answered CONCURRENT_TRANSACTIONS goes again after milliseconds, not after the backoff."""
+    cluster = fake_cluster(1)
+    cluster.script(ApiKey.ADD_PARTITIONS_TO_TXN, _added)
+    cluster.script(ApiKey.ADD_OFFSETS_TO_TXN, lambda req: codec.AddOffsetsToTxnResponse(throttle_time_ms=0,
+                                                                                          error_code=NONE))
+    cluster.script(ApiKey.TXN_OFFSET_COMMIT, _offsets_committed)
+    cluster.script(ApiKey.TXN_OFFSET_COMMIT, lambda req: _offsets_committed(req, CONCURRENT_TRANSACTIONS), times=1)
+    client = _slow_backoff_client(loop, cluster)
+    client.begin_transaction()
+    client.produce(TOPIC, None, b"out", partition=0)
+    meta = ConsumerGroupMetadata("eos-group", 3, "member-1")
+    (err,) = call(loop, lambda cb: client.send_offsets_to_transaction({("in", 0): 7}, meta, cb))
+    assert err is None, err
+    (err,) = call(loop, client.commit_transaction)
+    assert err is None, err
+    first, again = cluster.requests_of(ApiKey.TXN_OFFSET_COMMIT)
+    assert again.received_at - first.received_at < WELL_BELOW_BACKOFF_S
+    assert again.body.generation_id_or_member_epoch == 3 and again.body.topics[0].partitions[0].committed_offset == 7
     close(client, loop)

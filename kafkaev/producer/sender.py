@@ -35,6 +35,7 @@ from ..cluster.metadata import BrokerInfo, Metadata
 from ..cluster.pool import ConnectionPool, Role
 from ..config import ClientConfig
 from ..errors import (
+    CONCURRENT_TRANSACTIONS,
     DESTROY,
     DUPLICATE_SEQUENCE_NUMBER,
     FENCED_LEADER_EPOCH,
@@ -62,6 +63,7 @@ from ..protocol.connection import Connection, ProducePartition
 from ..types import NO_OFFSET, NO_TIMESTAMP
 from .accumulator import Accumulator, PartitionState, ProducerBatch
 from .idempotence import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, ProducerIdentity, next_sequence
+from .transaction import concurrent_transactions_delay_s
 
 if TYPE_CHECKING:
     from .transaction_manager import TransactionManager
@@ -383,7 +385,7 @@ class Sender:
         if self._loop.time() >= batch.deadline:
             self._fail(batch, KafkaError(MSG_TIMED_OUT, f"not delivered within delivery_timeout_ms; last error: {err}"))
             return
-        self._retry(batch, immediate=False)
+        self._retry(batch, immediate=False, concurrent_transactions=code == CONCURRENT_TRANSACTIONS)
 
     def _earlier_pending(self, batch: ProducerBatch) -> bool:
         """Is a batch sent before this one of the same partition still unresolved (its failure
@@ -404,7 +406,9 @@ class Sender:
             half.base_seq = sequence
             sequence = next_sequence(sequence, half.record_count)
 
-    def _retry(self, batch: ProducerBatch, *, immediate: bool) -> None:
+    def _retry(self, batch: ProducerBatch, *, immediate: bool, concurrent_transactions: bool = False) -> None:
+        """``concurrent_transactions``: the broker could not add the partition to the
+        transaction while the coordinator completes the previous one, a matter of milliseconds."""
         part = batch.part
         batch.attempts += 1
         if self.identity is not None:
@@ -412,6 +416,8 @@ class Sender:
         if not immediate:
             # The batch counts its own attempts: its n-th retry waits the policy's n-th delay.
             delay = self._config.retry_backoff.delay_s(batch.attempts - 1)
+            if concurrent_transactions:
+                delay = concurrent_transactions_delay_s(batch.attempts - 1, delay)
             part.retry_at = max(part.retry_at, self._loop.time() + delay)
         self._acc.requeue(batch)
 

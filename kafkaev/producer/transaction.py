@@ -48,6 +48,19 @@ _NEXT: dict[TxnState, frozenset[TxnState]] = {
     TxnState.ABORTING: frozenset({TxnState.READY, TxnState.ABORTABLE_ERROR, TxnState.FATAL_ERROR}),
     TxnState.FATAL_ERROR: frozenset(),
 }
+# The first retry delay after CONCURRENT_TRANSACTIONS at a transaction's start (its first
+# AddPartitionsToTxn, v1; a Produce the broker could not add, v2; the offsets, whose group
+# the coordinator adds): the coordinator is still writing the previous transaction's
+# markers, done within milliseconds, so the retry backoff (100 ms by default) would idle the
+# producer. The Java client's delay for its first AddPartitionsToTxn (20 ms), doubling on
+# each further answer, never above the retry backoff's own delay.
+CONCURRENT_TRANSACTIONS_BACKOFF_S = 0.02
+
+
+def concurrent_transactions_delay_s(retries: int, usual_s: float) -> float:
+    """The delay before retry number ``retries`` (0 first) after CONCURRENT_TRANSACTIONS,
+    given the retry backoff's ``usual_s``."""
+    return min(CONCURRENT_TRANSACTIONS_BACKOFF_S * 2 ** retries, usual_s)
 # States in which records may be sent: the transaction is open or being committed.
 SENDING_STATES = frozenset({TxnState.IN_TRANSACTION, TxnState.COMMITTING})
 

@@ -65,7 +65,7 @@ from ..protocol.connection import Connection, OffsetToCommit
 from ..types import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 from .core import PartitionState
 from .idempotence import ProducerIdentity
-from .transaction import Transaction, TxnState
+from .transaction import Transaction, TxnState, concurrent_transactions_delay_s
 
 TRANSACTION_VERSION_FEATURE = "transaction.version"
 TRANSACTION_V1 = 1
@@ -264,7 +264,7 @@ class TransactionManager:
             self._coordinator(self._link, f"AddOffsetsToTxn for group {group!r}",
                               lambda conn, answer: conn.add_offsets_to_txn(
                                   self.transactional_id, identity.producer_id, identity.producer_epoch, group, answer),
-                              _top_level_code, added)
+                              _top_level_code, added, short_concurrent_backoff=True)
 
     def commit_transaction(self, cb: Done) -> None:
         self._check_cb("commit_transaction", cb)
@@ -382,6 +382,9 @@ class TransactionManager:
         if self._adding or not txn.pending or not txn.sending:
             return
         parts = list(txn.pending)
+        # The transaction's first add meets CONCURRENT_TRANSACTIONS while the previous one's
+        # markers are being written: retried within milliseconds (the Java client's rule).
+        first = not txn.added
         self._adding = True
         self._requests += 1
         identity = self._identity
@@ -401,7 +404,8 @@ class TransactionManager:
                           lambda conn, answer: conn.add_partitions_to_txn(
                               self.transactional_id, identity.producer_id, identity.producer_epoch,
                               [TopicPartition(p.topic, p.partition) for p in parts], answer),
-                          _add_partitions_code, answered)
+                          _add_partitions_code, answered,
+                          short_concurrent_backoff=first)
 
     def _txn_offset_commit(self, rows: list[OffsetToCommit], meta: ConsumerGroupMetadata, done: Done) -> None:
         identity = self._identity
@@ -420,7 +424,7 @@ class TransactionManager:
                               self.transactional_id, meta.group_id, identity.producer_id, identity.producer_epoch,
                               rows, answer, generation_id=meta.generation_id, member_id=meta.member_id,
                               group_instance_id=meta.group_instance_id),
-                          _txn_offset_commit_code, answered)
+                          _txn_offset_commit_code, answered, short_concurrent_backoff=True)
 
     def _end_txn(self, commit: bool, cb: Done) -> None:
         txn = self.txn
@@ -446,14 +450,31 @@ class TransactionManager:
                          version=version)
 
         def answered(resp: EndTxnResponse | None, err: KafkaError | None) -> None:
+            if err is not None and commit and lost_answer and err.code in CONNECTION_LOST:
+                # EndTxn(commit) went out and no attempt was answered before the retries
+                # stopped: the coordinator may have committed. Abortable, and said so.
+                err = KafkaError(err.code, f"{what}: the outcome is unknown: EndTxn(commit) was sent but no answer "
+                                           f"came back within delivery_timeout_ms, the transaction may have "
+                                           f"committed: {err.message or err.description}",
+                                 txn_requires_abort=True, txn_outcome_unknown=True)
+                self._go_abortable(err, err)
+                self._call(cb, err)
+                return
             if err is not None and err.code == PRODUCER_FENCED and commit and lost_answer:
                 # The commit's retry, after the coordinator moved with an attempt's outcome
                 # unknown: a 4.x coordinator answers so when the transaction was aborted on its
-                # side meanwhile (the epoch then moved on by one), which a fence cannot be told
-                # from here. The abort tells: it succeeds then, and fails PRODUCER_FENCED when
-                # another producer really took the id.
-                err = KafkaError(INVALID_TXN_STATE, f"{what}: the coordinator moved during the commit and "
-                                                    f"answered its retry PRODUCER_FENCED: {err.message}")
+                # side meanwhile (the epoch then moved on by one), or when a coordinator that
+                # took over completed the commit without knowing the epoch it bumped
+                # (NOTES-for-txn.md); a fence cannot be told from here. The abort tells: it
+                # succeeds or is refused as ended, and fails PRODUCER_FENCED when another
+                # producer really took the id.
+                err = KafkaError(INVALID_TXN_STATE, f"{what}: the outcome is unknown: the coordinator moved during "
+                                                    f"the commit and answered its retry PRODUCER_FENCED: {err.message}",
+                                 txn_requires_abort=True, txn_outcome_unknown=True)
+                txn.bump_required = True
+                self._go_abortable(err, err)
+                self._call(cb, err)
+                return
             if err is not None and err.code in ENDED_BY_COORDINATOR:
                 # The coordinator aborted the transaction itself (it outlived
                 # transaction_timeout_ms) and moved the epoch on; a newer producer would have
@@ -466,7 +487,7 @@ class TransactionManager:
                 err = KafkaError(err.code, f"{what}: the coordinator already aborted the transaction (open longer "
                                            f"than transaction_timeout_ms?): {err.message or err.description}",
                                  txn_requires_abort=True)
-                self._go_abortable(err)
+                self._go_abortable(err, err)
                 self._call(cb, err)
                 return
             if err is not None:
@@ -475,7 +496,7 @@ class TransactionManager:
                 if err.fatal:
                     self._go_fatal(err)
                 elif txn.state is TxnState.COMMITTING:
-                    self._go_abortable(err)
+                    self._go_abortable(err, err)
                 elif txn.state is TxnState.ABORTING:
                     txn.error = err
                     txn.to(TxnState.ABORTABLE_ERROR)  # abort_transaction() may be called again
@@ -514,12 +535,18 @@ class TransactionManager:
     def _coordinator(self, link: CoordinatorLink, what: str,
                      send: Callable[[Connection, Callable[[R | None, KafkaError | None], None]], None],
                      code_of: Callable[[R], int], done: Callable[[R | None, KafkaError | None], object],
-                     on_lost_answer: Callable[[], object] | None = None) -> None:
+                     on_lost_answer: Callable[[], object] | None = None,
+                     short_concurrent_backoff: bool = False) -> None:
         """Send one request to ``link``'s coordinator; ``done(resp, None)`` on success, else
         ``done(None, err)`` once. Coordinator moves, lost connections and
         CONCURRENT_TRANSACTIONS are retried with backoff until delivery_timeout_ms;
-        ``on_lost_answer()`` when a retry follows an attempt whose outcome is unknown."""
+        ``on_lost_answer()`` (before the retry or ``done``) when an attempt was written and its
+        answer lost, so its outcome is unknown. An attempt that never went out (no connection)
+        is not one. ``short_concurrent_backoff``: CONCURRENT_TRANSACTIONS, the coordinator
+        completing the previous transaction, is retried within milliseconds
+        (``concurrent_transactions_delay_s``)."""
         backoff = Backoff(self._config.retry_backoff)
+        concurrent_retries = 0
         deadline = self._loop.time() + self._config.delivery_timeout_ms / 1000.0
 
         def attempt() -> None:
@@ -527,13 +554,13 @@ class TransactionManager:
 
         def on_conn(conn: Connection | None, err: KafkaError | None) -> None:
             if err is not None:
-                retry_or_fail(err)
+                retry_or_fail(err, False)
                 return
             assert conn is not None  # no error: a connection
             try:
                 send(conn, on_answer)
-            except KafkaError as exc:
-                retry_or_fail(exc)
+            except KafkaError as exc:  # refused before it was written
+                retry_or_fail(exc, False)
 
         def on_answer(resp: R | None, err: KafkaError | None) -> None:
             if err is None:
@@ -543,17 +570,24 @@ class TransactionManager:
                     done(resp, None)
                     return
                 err = KafkaError(code, f"{what} for transactional id {self.transactional_id!r}")
-            retry_or_fail(err)
+                retry_or_fail(err, False)
+                return
+            retry_or_fail(err, True)
 
-        def retry_or_fail(err: KafkaError) -> None:
+        def retry_or_fail(err: KafkaError, written: bool) -> None:
             coordinator_moved = link.on_error_code(err.code)
             if err.code in CONNECTION_LOST:
                 link.forget()
+                if written and on_lost_answer is not None:
+                    on_lost_answer()
             retriable = coordinator_moved or err.retriable or err.code in RETRIABLE_CODES or err.code in CONNECTION_LOST
             if retriable and not self._closed and self._loop.time() < deadline:
-                if err.code in CONNECTION_LOST and on_lost_answer is not None:
-                    on_lost_answer()
-                self._loop.call_later(backoff.next_delay_s(), attempt)
+                nonlocal concurrent_retries
+                delay = backoff.next_delay_s()
+                if err.code == CONCURRENT_TRANSACTIONS and short_concurrent_backoff:
+                    delay = concurrent_transactions_delay_s(concurrent_retries, delay)
+                    concurrent_retries += 1
+                self._loop.call_later(delay, attempt)
                 return
             done(None, err)
 
@@ -573,15 +607,17 @@ class TransactionManager:
         self._go_abortable(err)
         return err
 
-    def _go_abortable(self, err: KafkaError) -> None:
+    def _go_abortable(self, err: KafkaError, commit_error: KafkaError | None = None) -> None:
+        """``commit_error``: what the pending commit is answered, when ``err`` is the commit's
+        own (EndTxn's) failure, as it is."""
         txn = self.txn
         if txn.sending:
             txn.abortable(err)
             self._producer.close_open_batches()  # produce() now meets the refusal at once
             # A commit waiting for its records hears now, not when the rest (which will never
             # be sent) times out.
-            self._finish_commit(KafkaError(err.code, f"commit_transaction: the transaction cannot commit: {err}",
-                                           txn_requires_abort=True))
+            self._finish_commit(commit_error or KafkaError(
+                err.code, f"commit_transaction: the transaction cannot commit: {err}", txn_requires_abort=True))
 
     def _go_fatal(self, err: KafkaError) -> None:
         self.txn.fatal(err)
