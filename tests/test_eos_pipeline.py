@@ -56,7 +56,7 @@ BROKER_DOWN_S = 3.0
 BROKER_RESTART_TIMEOUT_S = 180.0
 # A coordinator paused after it wrote PrepareCommit (transactions v2: the epoch bumped) but before
 # it answered: the new coordinator answers the retried EndTxn(commit) PRODUCER_FENCED (about one
-# run in seven; NOTES-for-txn.md), a fatal error as in the Java client. The commit did land; the
+# run in seven; DESIGN.md, Transactions), a fatal error as in the Java client. The commit did land; the
 # pipeline exits and is started again, as its supervisor would. The output is checked as ever.
 COORDINATOR_FENCE_EXITS_ALLOWED = 1
 # 200,000 records through a Python pipeline on 2 shared cores, seven process starts included.

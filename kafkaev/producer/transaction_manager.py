@@ -465,7 +465,7 @@ class TransactionManager:
                 # unknown: a 4.x coordinator answers so when the transaction was aborted on its
                 # side meanwhile (the epoch then moved on by one), or when a coordinator that
                 # took over completed the commit without knowing the epoch it bumped
-                # (NOTES-for-txn.md); a fence cannot be told from here. The abort tells: it
+                # (DESIGN.md, Transactions); a fence cannot be told from here. The abort tells: it
                 # succeeds or is refused as ended, and fails PRODUCER_FENCED when another
                 # producer really took the id.
                 err = KafkaError(INVALID_TXN_STATE, f"{what}: the outcome is unknown: the coordinator moved during "
