@@ -30,7 +30,7 @@ directives = {
 
 # All extensions by default; KAFKAEV_EXTENSIONS=kafkaev.protocol.codec builds a subset
 # while another module is mid-change.
-names = os.environ.get("KAFKAEV_EXTENSIONS", "kafkaev.protocol.codec,kafkaev.protocol.connection,kafkaev.producer.core,kafkaev.consumer.delivery").split(",")
+names = os.environ.get("KAFKAEV_EXTENSIONS", "kafkaev.protocol.codec,kafkaev.protocol.connection,kafkaev.producer.core,kafkaev.consumer.delivery,kafkaev.consumer.buffer,kafkaev.aio.pull").split(",")
 
 extensions = [
     Extension(

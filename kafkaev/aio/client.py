@@ -10,7 +10,7 @@ being pushed to ``on_message``, and every other method is its callback method aw
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 from kafkaev.client import Client as CallbackClient
@@ -23,7 +23,8 @@ from kafkaev.stats.snapshot import ClientStats
 from kafkaev.types import ConsumerGroupMetadata, OffsetAndMetadata, RecordMetadata, TopicPartition
 
 from .bridge import call, resolve
-from .iteration import MessageIterator, getmany, wait_for_records
+from .iteration import getmany, next_record, wait_for_records
+from .pull import MessageIterator
 from .room import RoomQueue
 
 if TYPE_CHECKING:
@@ -108,24 +109,34 @@ class Client:
         return await fut
 
     # --- producer --------------------------------------------------------------------------------
-    async def produce(self, topic: str, key: RecordBytes, value: RecordBytes, *, partition: int | None = None,
-                      headers: Headers | None = None, timestamp_ms: int | None = None) -> RecordMetadata:
-        """Send one record and wait for its acknowledgement: its RecordMetadata, or the
-        KafkaError it failed with. Waits for room while ``buffer_memory`` is full (in turn
-        with the other waiting calls). Cancelling the await does not take the record back: once
-        it was queued it is sent (and acknowledged or failed) all the same, only its outcome is
-        no longer reported; cancelled while it still waited for room, it was never queued."""
+    def produce(self, topic: str, key: RecordBytes, value: RecordBytes, *, partition: int | None = None,
+                headers: Headers | None = None, timestamp_ms: int | None = None) -> Awaitable[RecordMetadata]:
+        """Send one record; awaiting it waits for its acknowledgement: its RecordMetadata, or
+        the KafkaError it failed with. Waits for room while ``buffer_memory`` is full (in turn
+        with the other waiting calls). A bad argument raises at once. Cancelling the await does
+        not take the record back: once it was queued it is sent (and acknowledged or failed)
+        all the same, only its outcome is no longer reported; cancelled while it still waited
+        for room, it was never queued.
+
+        With room in the buffer the awaitable is the record's Future itself (no coroutine per
+        record); otherwise a coroutine that waits for room first. ``asyncio.ensure_future``
+        takes either."""
         fut: asyncio.Future[RecordMetadata] = _Future(loop=self.loop)
         if self._room:  # others wait for room: queue behind them
-            await self._produce_when_room(topic, key, value, fut, partition, headers, timestamp_ms)
-            return await fut
+            return self._produce_after_room(topic, key, value, fut, partition, headers, timestamp_ms)
         try:
             if partition is None and headers is None and timestamp_ms is None:
                 self._produce(topic, key, value, fut)
             else:
                 self._produce(topic, key, value, fut, partition=partition, headers=headers, timestamp_ms=timestamp_ms)
         except BufferFullError:
-            await self._produce_when_room(topic, key, value, fut, partition, headers, timestamp_ms)
+            return self._produce_after_room(topic, key, value, fut, partition, headers, timestamp_ms)
+        return fut
+
+    async def _produce_after_room(self, topic: str, key: RecordBytes, value: RecordBytes,
+                                  fut: asyncio.Future[RecordMetadata], partition: int | None,
+                                  headers: Headers | None, timestamp_ms: int | None) -> RecordMetadata:
+        await self._produce_when_room(topic, key, value, fut, partition, headers, timestamp_ms)
         return await fut
 
     def produce_nowait(self, topic: str, key: RecordBytes, value: RecordBytes, *, partition: int | None = None,
@@ -234,7 +245,7 @@ class Client:
         delivered (for commit() and auto-commit) when it is handed out; ends when the client
         closes. Cancelling the loop leaves the consumer consistent: what was handed out stays
         delivered, the rest is handed out next time."""
-        return MessageIterator(self.loop, self._buffer)
+        return MessageIterator(self.loop, self._buffer, next_record)
 
     async def getmany(self, timeout_ms: int = DEFAULT_GETMANY_TIMEOUT_MS,
                       max_records: int = DEFAULT_GETMANY_MAX_RECORDS) -> dict[TopicPartition, list[Message]]:
