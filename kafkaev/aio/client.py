@@ -10,7 +10,8 @@ being pushed to ``on_message``, and every other method is its callback method aw
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 from kafkaev.client import Client as CallbackClient
@@ -49,9 +50,16 @@ DEFAULT_GETMANY_MAX_RECORDS = 10000
 # The options the records' push delivery takes, which async iteration replaces.
 _PUSH_OPTIONS = ("on_message", "on_batch")
 
-# A record's Future is created by its type, not loop.create_future(): the delivery loop settles
-# exactly this type in C (any other "callback" would be called).
+# The delivery loop settles exactly this type in C (any other "callback" would be called).
 _Future = asyncio.Future
+
+
+def _record_future_factory(loop: asyncio.AbstractEventLoop) -> Callable[[], asyncio.Future[Any]]:
+    """How a record's Future is made: ``loop.create_future`` (the cheaper call, on asyncio's
+    loop and uvloop) when it makes exact ``asyncio.Future``s, else the type itself."""
+    if type(loop.create_future()) is _Future:
+        return loop.create_future
+    return partial(_Future, loop=loop)
 
 
 class Client:
@@ -76,8 +84,10 @@ class Client:
         self.loop: asyncio.AbstractEventLoop = loop
         self._buffer = self._client._consumer.use_buffer()
         self._produce = self._client._producer.produce  # the per-record C call
+        self._new_future = _record_future_factory(loop)
         self._budget = self._client._producer._acc.budget
         self._room = RoomQueue(loop, self._client.on_buffer_room, self._client._producer._acc.has_room)
+        self._room_waiters = self._room.waiters
 
     @property
     def config(self) -> ClientConfig:
@@ -121,8 +131,8 @@ class Client:
         With room in the buffer the awaitable is the record's Future itself (no coroutine per
         record); otherwise a coroutine that waits for room first. ``asyncio.ensure_future``
         takes either."""
-        fut: asyncio.Future[RecordMetadata] = _Future(loop=self.loop)
-        if self._room:  # others wait for room: queue behind them
+        fut: asyncio.Future[RecordMetadata] = self._new_future()
+        if self._room_waiters:  # others wait for room: queue behind them
             return self._produce_after_room(topic, key, value, fut, partition, headers, timestamp_ms)
         try:
             if partition is None and headers is None and timestamp_ms is None:
@@ -145,7 +155,7 @@ class Client:
         """Queue one record and return at once a Future of its RecordMetadata (for pipelining
         many records). Raises BufferFullError when ``buffer_memory`` is full (``await
         produce()`` waits instead). Cancelling the Future does not take the record back."""
-        fut: asyncio.Future[RecordMetadata] = _Future(loop=self.loop)
+        fut: asyncio.Future[RecordMetadata] = self._new_future()
         if partition is None and headers is None and timestamp_ms is None:
             self._produce(topic, key, value, fut)
         else:
