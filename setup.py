@@ -30,7 +30,16 @@ directives = {
 
 # All extensions by default; KAFKAEV_EXTENSIONS=kafkaev.protocol.codec builds a subset
 # while another module is mid-change.
-names = os.environ.get("KAFKAEV_EXTENSIONS", "kafkaev.protocol.codec,kafkaev.protocol.connection,kafkaev.producer.core,kafkaev.consumer.delivery,kafkaev.handlers.inline").split(",")
+EXTENSIONS = (
+    "kafkaev.protocol.codec",
+    "kafkaev.protocol.connection",
+    "kafkaev.producer.core",
+    "kafkaev.consumer.delivery",
+    "kafkaev.consumer.buffer",
+    "kafkaev.aio.pull",
+    "kafkaev.handlers.inline",
+)
+names = os.environ["KAFKAEV_EXTENSIONS"].split(",") if os.environ.get("KAFKAEV_EXTENSIONS") else list(EXTENSIONS)
 
 extensions = [
     Extension(

@@ -113,7 +113,7 @@ def _settings_lines(document: dict[str, Any]) -> list[str]:
 # One colour per client in every panel, whichever clients a panel happens to have.
 CLIENT_COLORS = {"kafkaev": "tab:blue", "kafkaev[on_message]": "tab:blue", "kafkaev[on_batch]": "tab:cyan",
                  "confluent": "tab:orange", "aiokafka": "tab:green", "kafka-python": "tab:red",
-                 "java": "tab:brown", "raw-socket": "tab:purple"}
+                 "java": "tab:brown", "raw-socket": "tab:purple", "asyncio-floor": "tab:pink"}
 
 
 def _color(label: str) -> str:

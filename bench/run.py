@@ -215,7 +215,7 @@ class Runner:
                     spec = self.spec_for(scenario, entry, rep)
                     result = self.run_one(spec)
                     landed = (landed_records(self.bootstrap, spec.topic, spec.partitions)
-                              if scenario.kind == KIND_PRODUCE else None)
+                              if scenario.kind == KIND_PRODUCE and entry.uses_broker else None)
                 except Exception as exc:  # reported in the table, never hidden
                     outcome.errors.append(f"{type(exc).__name__}: {exc}")
                     self.progress(f"{scenario.name:22s} {entry.label:20s} rep {rep + 1}: FAILED {exc}")

@@ -33,6 +33,8 @@ SUBJECT = "kafkaev"
 # kafkaev's callback API in the same run for the CPU-per-record ratio.
 AIO_SUBJECT = "kafkaev-aio"
 AIO_PEERS = ("aiokafka", "confluent-aio")
+# What awaiting each record costs asyncio itself (bench/floors/await_step.py), beside aio_produce_await.
+ASYNCIO_FLOOR = "asyncio-floor"
 VALUE_SIZES = (10, 100, 1000, 10000)
 CODECS = ("gzip", "snappy", "lz4", "zstd")
 STATS_INTERVAL_MS = 100  # the statistics scenarios' stats_interval_ms
@@ -75,7 +77,12 @@ class Entry:
 
     @property
     def is_floor(self) -> bool:
-        return self.client in ("java", "raw-socket")
+        return self.client in ("java", "raw-socket", ASYNCIO_FLOOR)
+
+    @property
+    def uses_broker(self) -> bool:
+        """False for the asyncio floor, which sends nothing (no landed records to count)."""
+        return self.client != ASYNCIO_FLOOR
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,7 +202,9 @@ def _aio_scenarios(metrics: tuple[Metric, ...]) -> list[Scenario]:
     callback_produce = Entry("kafkaev[callback]", SUBJECT)
     return [
         Scenario("aio_produce_await", "asyncio: produce awaiting each record's ack (1000 tasks), acks=1, 100-byte values",
-                 KIND_PRODUCE, entries(PRODUCE_AWAIT, callback_produce), metrics, {"acks": 1, "value_size": 100},
+                 KIND_PRODUCE, (*entries(PRODUCE_AWAIT, callback_produce),
+                                Entry(f"{ASYNCIO_FLOOR}[{PRODUCE_AWAIT}]", ASYNCIO_FLOOR, {"mode": PRODUCE_AWAIT})),
+                 metrics, {"acks": 1, "value_size": 100},
                  group="aio", subject=AIO_SUBJECT),
         Scenario("aio_produce_window", "asyncio: produce in windows of 1000 futures, acks=1, 100-byte values",
                  KIND_PRODUCE, entries(PRODUCE_WINDOW, callback_produce), metrics, {"acks": 1, "value_size": 100},

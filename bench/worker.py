@@ -23,6 +23,7 @@ CLIENT_MODULES = {
     "kafka-python": "bench.clients.kafka_python",
     "java": "bench.clients.java_perf",
     "raw-socket": "bench.floors",
+    "asyncio-floor": "bench.floors.await_step",
 }
 
 

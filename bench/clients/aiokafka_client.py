@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from collections.abc import Callable
+from operator import attrgetter
 from typing import Any
 
 import aiokafka
@@ -389,8 +391,8 @@ async def _eos(spec: RunSpec) -> RunResult:
                      note="" if committed >= spec.count else f"stopped at {committed}/{spec.count} (time cap)")
 
 
-def _record_value(record: Any) -> bytes:
-    return record.value  # type: ignore[no-any-return]
+# A record's value, read in C (as kafkaev.aio's entry reads its records' values).
+_record_value: Callable[[Any], bytes] = attrgetter("value")
 
 
 def produce(spec: RunSpec) -> RunResult:

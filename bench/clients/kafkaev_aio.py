@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from operator import attrgetter
 from typing import Any
 
 import uvloop
@@ -21,8 +23,9 @@ def _versions() -> dict[str, Any]:
     return {"kafkaev": kafkaev.__version__, "loop": f"uvloop {uvloop.__version__}"}
 
 
-def _value(msg: Any) -> bytes:
-    return msg.value  # type: ignore[no-any-return]
+# A record's value, read in C: the driver's per-record body calls it (aiokafka's entry reads its
+# records' values the same way).
+_value: Callable[[Any], bytes] = attrgetter("value")
 
 
 async def _produce(spec: RunSpec) -> RunResult:

@@ -2,6 +2,7 @@
 
 ``roundtrip`` (one record, wait for the ack) and ``produce`` (full pre-encoded batches,
 pipelined) are the worker's ``raw-socket`` client; ``wire`` holds the bytes they send.
+``await_step`` is the ``asyncio-floor`` client: asyncio's own cost of awaiting each record.
 """
 
 from bench.floors.pipelined_produce import produce

@@ -10,7 +10,8 @@ being pushed to ``on_message``, and every other method is its callback method aw
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 from kafkaev.client import Client as CallbackClient
@@ -23,7 +24,8 @@ from kafkaev.stats.snapshot import ClientStats
 from kafkaev.types import ConsumerGroupMetadata, OffsetAndMetadata, RecordMetadata, TopicPartition
 
 from .bridge import call, resolve
-from .iteration import MessageIterator, getmany, wait_for_records
+from .iteration import getmany, next_record, wait_for_records
+from .pull import MessageIterator
 from .room import RoomQueue
 
 if TYPE_CHECKING:
@@ -48,9 +50,16 @@ DEFAULT_GETMANY_MAX_RECORDS = 10000
 # The options the records' push delivery takes, which async iteration replaces.
 _PUSH_OPTIONS = ("on_message", "on_batch")
 
-# A record's Future is created by its type, not loop.create_future(): the delivery loop settles
-# exactly this type in C (any other "callback" would be called).
+# The delivery loop settles exactly this type in C (any other "callback" would be called).
 _Future = asyncio.Future
+
+
+def _record_future_factory(loop: asyncio.AbstractEventLoop) -> Callable[[], asyncio.Future[Any]]:
+    """How a record's Future is made: ``loop.create_future`` (the cheaper call, on asyncio's
+    loop and uvloop) when it makes exact ``asyncio.Future``s, else the type itself."""
+    if type(loop.create_future()) is _Future:
+        return loop.create_future
+    return partial(_Future, loop=loop)
 
 
 class Client:
@@ -75,8 +84,10 @@ class Client:
         self.loop: asyncio.AbstractEventLoop = loop
         self._buffer = self._client._consumer.use_buffer()
         self._produce = self._client._producer.produce  # the per-record C call
+        self._new_future = _record_future_factory(loop)
         self._budget = self._client._producer._acc.budget
         self._room = RoomQueue(loop, self._client.on_buffer_room, self._client._producer._acc.has_room)
+        self._room_waiters = self._room.waiters
 
     @property
     def config(self) -> ClientConfig:
@@ -108,24 +119,34 @@ class Client:
         return await fut
 
     # --- producer --------------------------------------------------------------------------------
-    async def produce(self, topic: str, key: RecordBytes, value: RecordBytes, *, partition: int | None = None,
-                      headers: Headers | None = None, timestamp_ms: int | None = None) -> RecordMetadata:
-        """Send one record and wait for its acknowledgement: its RecordMetadata, or the
-        KafkaError it failed with. Waits for room while ``buffer_memory`` is full (in turn
-        with the other waiting calls). Cancelling the await does not take the record back: once
-        it was queued it is sent (and acknowledged or failed) all the same, only its outcome is
-        no longer reported; cancelled while it still waited for room, it was never queued."""
-        fut: asyncio.Future[RecordMetadata] = _Future(loop=self.loop)
-        if self._room:  # others wait for room: queue behind them
-            await self._produce_when_room(topic, key, value, fut, partition, headers, timestamp_ms)
-            return await fut
+    def produce(self, topic: str, key: RecordBytes, value: RecordBytes, *, partition: int | None = None,
+                headers: Headers | None = None, timestamp_ms: int | None = None) -> Awaitable[RecordMetadata]:
+        """Send one record; awaiting it waits for its acknowledgement: its RecordMetadata, or
+        the KafkaError it failed with. Waits for room while ``buffer_memory`` is full (in turn
+        with the other waiting calls). A bad argument raises at once. Cancelling the await does
+        not take the record back: once it was queued it is sent (and acknowledged or failed)
+        all the same, only its outcome is no longer reported; cancelled while it still waited
+        for room, it was never queued.
+
+        With room in the buffer the awaitable is the record's Future itself (no coroutine per
+        record); otherwise a coroutine that waits for room first. ``asyncio.ensure_future``
+        takes either."""
+        fut: asyncio.Future[RecordMetadata] = self._new_future()
+        if self._room_waiters:  # others wait for room: queue behind them
+            return self._produce_after_room(topic, key, value, fut, partition, headers, timestamp_ms)
         try:
             if partition is None and headers is None and timestamp_ms is None:
                 self._produce(topic, key, value, fut)
             else:
                 self._produce(topic, key, value, fut, partition=partition, headers=headers, timestamp_ms=timestamp_ms)
         except BufferFullError:
-            await self._produce_when_room(topic, key, value, fut, partition, headers, timestamp_ms)
+            return self._produce_after_room(topic, key, value, fut, partition, headers, timestamp_ms)
+        return fut
+
+    async def _produce_after_room(self, topic: str, key: RecordBytes, value: RecordBytes,
+                                  fut: asyncio.Future[RecordMetadata], partition: int | None,
+                                  headers: Headers | None, timestamp_ms: int | None) -> RecordMetadata:
+        await self._produce_when_room(topic, key, value, fut, partition, headers, timestamp_ms)
         return await fut
 
     def produce_nowait(self, topic: str, key: RecordBytes, value: RecordBytes, *, partition: int | None = None,
@@ -134,7 +155,7 @@ class Client:
         """Queue one record and return at once a Future of its RecordMetadata (for pipelining
         many records). Raises BufferFullError when ``buffer_memory`` is full (``await
         produce()`` waits instead). Cancelling the Future does not take the record back."""
-        fut: asyncio.Future[RecordMetadata] = _Future(loop=self.loop)
+        fut: asyncio.Future[RecordMetadata] = self._new_future()
         if partition is None and headers is None and timestamp_ms is None:
             self._produce(topic, key, value, fut)
         else:
@@ -234,7 +255,7 @@ class Client:
         delivered (for commit() and auto-commit) when it is handed out; ends when the client
         closes. Cancelling the loop leaves the consumer consistent: what was handed out stays
         delivered, the rest is handed out next time."""
-        return MessageIterator(self.loop, self._buffer)
+        return MessageIterator(self.loop, self._buffer, next_record)
 
     async def getmany(self, timeout_ms: int = DEFAULT_GETMANY_TIMEOUT_MS,
                       max_records: int = DEFAULT_GETMANY_MAX_RECORDS) -> dict[TopicPartition, list[Message]]:

@@ -1,9 +1,9 @@
 """Waiting for fetched records: ``async for`` and ``getmany`` over the consumer's
 ``RecordBuffer``.
 
-The per-record path is ``RecordBuffer.take_one``; only when it has nothing (or at the end of a
-record set, so the loop turns between sets even under a body that never awaits) does the
-iterator wait. Cancelling a wait takes nothing: every record handed out was counted as
+The per-record path is ``kafkaev.aio.pull.MessageIterator`` (C) over ``RecordBuffer.take_one``;
+only when it has nothing (or at the end of a record set, so the loop turns between sets even
+under a body that never awaits) does it wait, in ``next_record``. Cancelling a wait takes nothing: every record handed out was counted as
 delivered when it was taken, and nothing else was.
 """
 
@@ -41,34 +41,19 @@ async def _turn_loop() -> None:
     await asyncio.sleep(0)
 
 
-class MessageIterator:
-    """``async for msg in client``: records in order per partition, until the client closes."""
-
-    __slots__ = ("_loop", "_buffer", "_take_one")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, buffer: RecordBuffer) -> None:
-        self._loop = loop
-        self._buffer = buffer
-        self._take_one = buffer.take_one
-
-    def __aiter__(self) -> MessageIterator:
-        return self
-
-    async def __anext__(self) -> Message:
-        msg = self._take_one()
+async def next_record(loop: asyncio.AbstractEventLoop, buffer: RecordBuffer) -> Message:
+    """The next record once one is buffered (``MessageIterator.__anext__`` when it has none
+    at hand); StopAsyncIteration once the client closed."""
+    while True:
+        if buffer.ready():
+            await _turn_loop()  # the end of a record set: let the loop run before the next
+        else:
+            if buffer.closed:
+                raise StopAsyncIteration
+            await wait_for_records(loop, buffer, None)
+        msg = buffer.take_one()
         if msg is not None:
             return msg
-        buffer = self._buffer
-        while True:
-            if buffer.ready():
-                await _turn_loop()  # the end of a record set: let the loop run before the next
-            else:
-                if buffer.closed:
-                    raise StopAsyncIteration
-                await wait_for_records(self._loop, buffer, None)
-            msg = self._take_one()
-            if msg is not None:
-                return msg
 
 
 async def getmany(loop: asyncio.AbstractEventLoop, buffer: RecordBuffer, timeout_ms: int,

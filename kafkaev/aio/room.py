@@ -16,28 +16,30 @@ from collections.abc import Callable
 
 
 class RoomQueue:
-    __slots__ = ("_loop", "_on_buffer_room", "_has_room", "_waiters", "_armed")
+    __slots__ = ("_loop", "_on_buffer_room", "_has_room", "waiters", "_armed")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, on_buffer_room: Callable[[Callable[[], object]], None],
                  has_room: Callable[[], bool]) -> None:
         self._loop = loop
         self._on_buffer_room = on_buffer_room  # cb() once when a batch fits again
         self._has_room = has_room
-        self._waiters: deque[asyncio.Future[None]] = deque()
+        # The waiting calls' turns, in order. Read, never changed, by Client.produce: one
+        # truth test per record there is cheaper than a call to __bool__.
+        self.waiters: deque[asyncio.Future[None]] = deque()
         self._armed = False  # a wake-up is registered with on_buffer_room
 
     def __bool__(self) -> bool:
         """Someone waits: a new produce() queues behind."""
-        return bool(self._waiters)
+        return bool(self.waiters)
 
     async def wait_turn(self, *, again: bool = False) -> None:
         """Return once it is this caller's turn to produce; ``again``: it had the turn and the
         record did not fit, so it keeps the head of the queue."""
         turn: asyncio.Future[None] = self._loop.create_future()
         if again:
-            self._waiters.appendleft(turn)
+            self.waiters.appendleft(turn)
         else:
-            self._waiters.append(turn)
+            self.waiters.append(turn)
         self._arm()
         try:
             await turn
@@ -46,7 +48,7 @@ class RoomQueue:
                 self.pass_turn()  # woken, then cancelled before producing: the next one goes
             else:
                 try:
-                    self._waiters.remove(turn)
+                    self.waiters.remove(turn)
                 except ValueError:
                     pass
             raise
@@ -54,7 +56,7 @@ class RoomQueue:
     def pass_turn(self) -> None:
         """The turn holder produced: the next waiter goes now if there is room, else at the
         next release."""
-        if not self._waiters:
+        if not self.waiters:
             return
         if self._has_room():
             self._wake_next()
@@ -71,8 +73,8 @@ class RoomQueue:
         self._wake_next()
 
     def _wake_next(self) -> None:
-        while self._waiters:
-            turn = self._waiters.popleft()
+        while self.waiters:
+            turn = self.waiters.popleft()
             if not turn.done():  # skip the cancelled
                 turn.set_result(None)
                 return
