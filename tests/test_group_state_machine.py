@@ -323,7 +323,7 @@ def test_a_commit_refused_under_an_older_generation_keeps_the_current_one(harnes
     h.run_until(lambda: h.stable and h.member.generation_id == 1)
 
     def refused_after_a_rejoin(req: ReceivedRequest) -> Any:
-        h.member.generation_id = 2  # the member rejoined while this commit was on its way
+        h.member.generation = 2  # the member rejoined while this commit was on its way
         return commit_refused(ILLEGAL_GENERATION)(req)
 
     h.cluster.script(ApiKey.OFFSET_COMMIT, refused_after_a_rejoin)
