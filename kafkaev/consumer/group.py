@@ -419,7 +419,7 @@ class GroupMember(GroupMemberBase):
         if self._heartbeat_in_flight:
             self._arm_heartbeat(self._interval_s)
             return
-        self._heartbeat_in_flight = True
+        self._heartbeat_sent()
         generation = self.generation
 
         def on_conn(conn: Connection | None, err: KafkaError | None) -> None:
@@ -451,7 +451,7 @@ class GroupMember(GroupMemberBase):
         log.debug("group %r: Heartbeat answered %s (generation %d)", self.group_id, error_name(code), generation)
         if code == NONE:
             self._heartbeat_ok()
-            self._arm_heartbeat(self._interval_s)
+            self._arm_next_heartbeat()
         elif code == REBALANCE_IN_PROGRESS:
             self._heartbeat_ok()
             self._start_rebalance()
@@ -461,7 +461,7 @@ class GroupMember(GroupMemberBase):
             self._arm_heartbeat(self._heartbeat_backoff.next_delay_s())
         else:
             self.ctx.report(KafkaError(code, f"Heartbeat of group {self.group_id!r}"))
-            self._arm_heartbeat(self._interval_s)
+            self._arm_next_heartbeat()
 
     def _heartbeat_ok(self) -> None:
         self._last_heartbeat_ok = self.ctx.loop.time()

@@ -193,7 +193,7 @@ class ConsumerGroupMember(GroupMemberBase):
         if self._heartbeat_in_flight:
             self._heartbeat_due = True
             return
-        self._heartbeat_in_flight = True
+        self._heartbeat_sent()
         self._heartbeat_due = False
         req = self._request()
         sent_selection = self.options.selection
@@ -201,6 +201,10 @@ class ConsumerGroupMember(GroupMemberBase):
         joins = self._joins
         if req.member_epoch < JOIN_EPOCH:
             self._leave_due = False
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("group %r: ConsumerGroupHeartbeat (member %r, epoch %d, %s owned)", self.group_id,
+                      self.member_id, req.member_epoch,
+                      "-" if req.topic_partitions is None else sum(len(t.partitions) for t in req.topic_partitions))
 
         def answered(resp: codec.ConsumerGroupHeartbeatResponse | None, err: KafkaError | None) -> None:
             self._heartbeat_in_flight = False
@@ -243,6 +247,11 @@ class ConsumerGroupMember(GroupMemberBase):
             self._heartbeat_failed(err, req)
             return
         assert resp is not None  # no error: an answer
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("group %r: ConsumerGroupHeartbeat answered (member %r, epoch %d, interval %d ms, "
+                      "assignment %s)", self.group_id, self.member_id, resp.member_epoch, resp.heartbeat_interval_ms,
+                      "-" if resp.assignment is None else sum(len(t.partitions)
+                                                              for t in resp.assignment.topic_partitions))
         self._heartbeat_backoff.reset()
         self._full_request = False
         self._sent_selection = sent_selection
@@ -260,7 +269,7 @@ class ConsumerGroupMember(GroupMemberBase):
         if self._heartbeat_due or self._changed_since_sent():
             self._arm_heartbeat(0.0)
         else:
-            self._arm_heartbeat(self._interval_s)
+            self._arm_next_heartbeat()
 
     def _changed_since_sent(self) -> bool:
         return self._reported != self._sent_owned or self.options.selection != self._sent_selection
@@ -318,6 +327,8 @@ class ConsumerGroupMember(GroupMemberBase):
                 self._rebalance_done()
             return
         self.rebalance_clock.start()
+        log.debug("group %r: member %r revokes %s, takes %s", self.group_id, self.member_id,
+                  [tp.partition for tp in revoked], [tp.partition for tp in added])
         self._reconciling = True
         epoch = self.member_epoch
 

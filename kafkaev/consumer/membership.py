@@ -238,6 +238,7 @@ class GroupMemberBase(abc.ABC):
         self._interval_s = heartbeat_interval_ms / 1000.0  # the classic option, or the broker's answer
         self._heartbeat_handle: asyncio.TimerHandle | None = None
         self._heartbeat_in_flight = False
+        self._heartbeat_sent_at = 0.0  # loop time the latest heartbeat went out
         self._heartbeat_backoff = Backoff(ctx.config.retry_backoff)
 
     # --- what each protocol says ------------------------------------------------------------------
@@ -336,6 +337,15 @@ class GroupMemberBase(abc.ABC):
     def _arm_heartbeat(self, delay_s: float) -> None:
         self._stop_heartbeat()
         self._heartbeat_handle = self.ctx.loop.call_later(delay_s, self._heartbeat)
+
+    def _heartbeat_sent(self) -> None:
+        self._heartbeat_in_flight = True
+        self._heartbeat_sent_at = self.ctx.loop.time()
+
+    def _arm_next_heartbeat(self) -> None:
+        """The next heartbeat one interval after the last one was sent, as the interval is meant
+        (the Java client's timer too): counted from its answer, each round trip would be added."""
+        self._arm_heartbeat(max(0.0, self._heartbeat_sent_at + self._interval_s - self.ctx.loop.time()))
 
     def _stop_heartbeat(self) -> None:
         if self._heartbeat_handle is not None:
