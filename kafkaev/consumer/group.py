@@ -274,7 +274,13 @@ class GroupMember(GroupMemberBase):
                         for m in members]
             self._sync(payloads)
 
-        self.ctx.metadata.refresh(with_metadata)
+        if self._partition_counts_of(topics).keys() == topics:
+            # Every member's topic is in the metadata already: assign from it now, as the Java
+            # leader does (a partition count that changes later is a rebalance of its own,
+            # on_metadata); a refresh first would add a round trip to every rebalance.
+            with_metadata(None, None)
+        else:
+            self.ctx.metadata.refresh(with_metadata)
 
     def _partition_racks(self, topics: set[str]) -> PartitionRacks:
         """KIP-881: the racks of each partition's replicas, as the metadata names them."""
