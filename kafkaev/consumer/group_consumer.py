@@ -46,9 +46,9 @@ from .membership import (
     TopicSelection,
 )
 
-# The heartbeat interval until the broker's first answer sets it.
 log = logging.getLogger("kafkaev.group")  # kafkaev/log.py names the areas
 
+# The heartbeat interval until the broker's first answer sets it.
 INITIAL_HEARTBEAT_INTERVAL_MS = 5000
 # Errors after which the member goes on with the same epoch: it keeps its partitions.
 FENCING_ERRORS = frozenset({FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID})
