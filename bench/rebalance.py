@@ -2,8 +2,10 @@
 
 A group of ``REBALANCE_MEMBERS`` members reads a ``spec.partitions``-partition topic while a
 producer (the same confluent-kafka one for every client, on its own thread) writes
-``spec.rate`` records a second spread over every partition. Once every partition has delivered,
-a fifth member joins, and later leaves. The pause is the longest time any partition went
+``spec.rate`` records a second spread over every partition. Once the group has settled (every
+partition delivering, each member delivering some, and no partition changing hands for
+``SETTLE_QUIET_S``: a first member that briefly owned everything has given it up), a fifth
+member joins, and later leaves. The pause is the longest time any partition went
 without delivering a record in that window: records kept arriving the whole time, so every
 gap above the producer's spacing is the rebalance's doing.
 """
@@ -21,6 +23,8 @@ from bench.spec import RunResult, RunSpec
 
 REBALANCE_MEMBERS = 4
 SETTLE_TIMEOUT_S = 60.0
+# The group counts as settled once no partition has changed the member delivering it for this long.
+SETTLE_QUIET_S = 1.5
 # How long the group runs with the fifth member before it leaves, and after it left.
 PHASE_S = 6.0
 PRODUCER_TICK_S = 0.005
@@ -59,17 +63,20 @@ class SteadyProducer:
 
 
 class PauseTracker:
-    """The time of each partition's latest delivery, and the longest gap seen in the window."""
+    """The time of each partition's latest delivery and the member that made it, and the
+    longest gap seen in the window."""
 
     def __init__(self, partitions: int) -> None:
         self.lock = threading.Lock()
         self.partitions = partitions
         self.last: dict[int, float] = {}
+        self.member_of: dict[int, int] = {}  # partition: the member that delivered it last
+        self.moved_at = time.perf_counter()  # the latest time a partition changed member
         self.longest: dict[int, float] = {}
         self.window_open = False
         self.records = 0
 
-    def delivered(self, partition: int) -> None:
+    def delivered(self, partition: int, member: int) -> None:
         now = time.perf_counter()
         with self.lock:
             self.records += 1
@@ -77,10 +84,15 @@ class PauseTracker:
             if self.window_open and previous is not None and now - previous > self.longest.get(partition, 0.0):
                 self.longest[partition] = now - previous
             self.last[partition] = now
+            if self.member_of.get(partition) != member:
+                self.member_of[partition] = member
+                self.moved_at = now
 
-    def all_delivering(self) -> bool:
+    def settled(self, members: int) -> bool:
+        """Every partition delivering, by ``members`` members, none moved for SETTLE_QUIET_S."""
         with self.lock:
-            return len(self.last) == self.partitions
+            return (len(self.last) == self.partitions and len(set(self.member_of.values())) == members
+                    and time.perf_counter() - self.moved_at >= SETTLE_QUIET_S)
 
     def open_window(self) -> None:
         with self.lock:
@@ -106,12 +118,11 @@ def run_timeline(spec: RunSpec, tracker: PauseTracker, wait: Callable[[float], N
                  join_fifth: Callable[[], None], leave_fifth: Callable[[], None]) -> None:
     """The scenario's steps: settle, open the window, the fifth joins, then leaves, close it."""
     deadline = time.perf_counter() + SETTLE_TIMEOUT_S
-    while not tracker.all_delivering():
+    while not tracker.settled(REBALANCE_MEMBERS):
         if time.perf_counter() > deadline:
-            raise RuntimeError(f"the {REBALANCE_MEMBERS}-member group did not deliver from every partition "
+            raise RuntimeError(f"the {REBALANCE_MEMBERS}-member group did not settle on every partition "
                                f"within {SETTLE_TIMEOUT_S:.0f}s")
         wait(0.05)
-    wait(1.0)
     tracker.open_window()
     join_fifth()
     wait(PHASE_S)

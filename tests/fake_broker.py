@@ -319,6 +319,7 @@ class FakeCluster:
         self.append_faults: list[AppendFault] = []
         self.coordinator_id = min(node_ids)
         self.committed: dict[tuple[str, str, int], int] = {}  # (group, topic, partition) -> offset
+        self.committed_epochs: dict[tuple[str, str, int], int] = {}  # the same key -> its leader epoch
         self.held_fetches = 0  # Fetches waiting for records
         self._scripts: list[_ScriptEntry] = []
         self._serials = itertools.count(1)
@@ -699,7 +700,9 @@ class FakeCluster:
         topics = []
         for topic in req.body.topics:
             for part in topic.partitions:
-                self.committed[(req.body.group_id, topic.name, part.partition_index)] = part.committed_offset
+                key = (req.body.group_id, topic.name, part.partition_index)
+                self.committed[key] = part.committed_offset
+                self.committed_epochs[key] = part.committed_leader_epoch
             topics.append(codec.OffsetCommitResponseTopic(name=topic.name, topic_id=topic.topic_id, partitions=[
                 codec.OffsetCommitResponsePartition(partition_index=part.partition_index, error_code=errors.NONE)
                 for part in topic.partitions]))
@@ -712,7 +715,8 @@ class FakeCluster:
             for topic in topics:
                 found.append((topic.name, [codec.OffsetFetchResponsePartitions(
                     partition_index=p, committed_offset=self.committed.get((group_id, topic.name, p), -1),
-                    committed_leader_epoch=-1, metadata=None, error_code=errors.NONE)
+                    committed_leader_epoch=self.committed_epochs.get((group_id, topic.name, p), -1), metadata=None,
+                    error_code=errors.NONE)
                     for p in topic.partition_indexes]))
             return found
 
@@ -720,7 +724,8 @@ class FakeCluster:
             return codec.OffsetFetchResponse(throttle_time_ms=0, error_code=errors.NONE, topics=[
                 codec.OffsetFetchResponseTopic(name=name, partitions=[codec.OffsetFetchResponsePartition(
                     partition_index=p.partition_index, committed_offset=p.committed_offset,
-                    committed_leader_epoch=-1, metadata=None, error_code=errors.NONE) for p in parts])
+                    committed_leader_epoch=p.committed_leader_epoch, metadata=None, error_code=errors.NONE)
+                    for p in parts])
                 for name, parts in rows(req.body.group_id, req.body.topics or [])])
         return codec.OffsetFetchResponse(throttle_time_ms=0, groups=[codec.OffsetFetchResponseGroup(
             group_id=group.group_id, error_code=errors.NONE,

@@ -18,9 +18,21 @@ import uuid
 from typing import Any
 
 import confluent_kafka
-import confluent_kafka.admin
 import pytest
-from consumer_helpers import Received, call, close, connect, fill, parse, run_until, sleep
+from consumer_helpers import (
+    KafkaevMember,
+    PeerMember,
+    Received,
+    close,
+    connect,
+    crash,
+    fill,
+    parse,
+    run_until,
+    set_group_session,
+    settled,
+    sleep,
+)
 
 import kafkaev
 from kafkaev.consumer.membership import GroupState
@@ -35,98 +47,13 @@ RECORDS = int(os.environ.get("KAFKAEV_KIP848_RECORDS", "1000000"))
 VERIFIABLE_CONSUMER = "org.apache.kafka.tools.VerifiableConsumer"
 
 
-def set_group_session(cluster: Any, group: str, session_ms: int = SESSION_MS) -> None:
-    """KIP-848 groups take their session timeout from the group's own config."""
-    admin = cluster.admin()
-    resource = confluent_kafka.admin.ConfigResource(
-        confluent_kafka.admin.ResourceType.GROUP, group,
-        incremental_configs=[confluent_kafka.admin.ConfigEntry(
-            "consumer.session.timeout.ms", str(session_ms),
-            incremental_operation=confluent_kafka.admin.AlterConfigOpType.SET)])
-    for future in admin.incremental_alter_configs([resource]).values():
-        future.result(30)
+class Member(KafkaevMember):
+    """A kafkaev consumer-protocol member (auto-commit every 200 ms)."""
 
-
-class Commits:
-    """Every committed offset a member saw acknowledged, per partition, in order."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.history: dict[TopicPartition, list[int]] = {}
-
-    def record(self, tp: TopicPartition, offset: int) -> None:
-        with self.lock:
-            self.history.setdefault(tp, []).append(offset)
-
-
-class Member:
-    """A kafkaev consumer-protocol member recording what it owns, revokes and loses."""
-
-    def __init__(self, loop: Any, bootstrap: str, topic: str, group: str, **options: Any) -> None:
-        self.loop = loop
-        self.owned: set[TopicPartition] = set()
-        self.revoked: list[TopicPartition] = []
-        self.lost: list[TopicPartition] = []
-        self.received = Received()
-        self.client = connect(loop, bootstrap, on_batch=self.received.on_batch, on_error=self.received.on_error,
-                              **{k: options.pop(k) for k in ("client_rack",) if k in options})
-        self.client.subscribe([topic], group_id=group, group_protocol="consumer", on_assign=self.owned.update,
-                              on_revoke=self._revoke, on_lost=self._lose, auto_commit_interval_ms=200, **options)
-
-    def _revoke(self, partitions: list[TopicPartition]) -> None:
-        self.revoked.extend(partitions)
-        self.owned.difference_update(partitions)
-
-    def _lose(self, partitions: list[TopicPartition]) -> None:
-        self.lost.extend(partitions)
-        self.owned.difference_update(partitions)
-
-    def snapshot(self) -> set[TopicPartition]:
-        return set(self.owned)
-
-
-class ConfluentMember:
-    """A librdkafka member (group.protocol=consumer) polled on its own thread."""
-
-    def __init__(self, bootstrap: str, topic: str, group: str, received: dict[TopicPartition, set[int]]) -> None:
-        self.consumer = confluent_kafka.Consumer({
-            "bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
-            "auto.offset.reset": "earliest", "auto.commit.interval.ms": 200,
-        })
-        self.owned: set[TopicPartition] = set()
-        self.revoked: list[TopicPartition] = []
-        self.received = received
-        self.lock = threading.Lock()
-        self.stop = threading.Event()
-        self.consumer.subscribe([topic], on_assign=self._assign, on_revoke=self._revoke, on_lost=self._revoke)
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _assign(self, _c: Any, parts: list[Any]) -> None:
-        with self.lock:
-            self.owned.update(TopicPartition(p.topic, p.partition) for p in parts)
-
-    def _revoke(self, _c: Any, parts: list[Any]) -> None:
-        with self.lock:
-            gone = [TopicPartition(p.topic, p.partition) for p in parts]
-            self.revoked.extend(gone)
-            self.owned.difference_update(gone)
-
-    def _run(self) -> None:
-        while not self.stop.is_set():
-            msg = self.consumer.poll(0.05)
-            if msg is not None and msg.error() is None:
-                with self.lock:
-                    self.received.setdefault(TopicPartition(msg.topic(), msg.partition()), set()).add(msg.offset())
-
-    def snapshot(self) -> set[TopicPartition]:
-        with self.lock:
-            return set(self.owned)
-
-    def close(self) -> None:
-        self.stop.set()
-        self.thread.join(10)
-        self.consumer.close()
+    def __init__(self, loop: Any, bootstrap: str, topic: str, group: str, *, client_rack: str | None = None,
+                 **options: Any) -> None:
+        super().__init__(loop, bootstrap, topic, group, group_protocol="consumer", auto_commit_interval_ms=200,
+                         client_options={} if client_rack is None else {"client_rack": client_rack}, **options)
 
 
 class JavaMember:
@@ -177,22 +104,6 @@ class JavaMember:
             self.process.wait(10)
 
 
-def crash(loop: Any, client: kafkaev.Client) -> None:
-    """End ``client`` as a killed process would: no commit, no leave; its sockets close. A
-    client already closed is left alone."""
-    if client._consumer.closed:
-        return
-    client._consumer.abandon()
-    call(loop, client.close)
-
-
-def settled(owners: list[set[TopicPartition]], everything: set[TopicPartition]) -> bool:
-    """Every partition owned by exactly one member, and every member owns some."""
-    total = sum(len(o) for o in owners)
-    union = set().union(*owners)
-    return union == everything and total == len(everything) and all(owners)
-
-
 def committed(cluster: Any, group: str, topic: str) -> dict[int, int]:
     """The group's committed offsets, read by confluent-kafka (the oracle)."""
     consumer = confluent_kafka.Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group})
@@ -227,11 +138,11 @@ def test_remote_assignor_needs_the_consumer_protocol(loop):
 def test_mixed_group_moves_only_what_it_must_and_loses_nothing(kafka, make_topic, loop):
     topic = make_topic(partitions=PARTITIONS)
     group = f"kip848-{uuid.uuid4().hex[:8]}"
-    set_group_session(kafka, group)
+    set_group_session(kafka, group, SESSION_MS)
     per_partition = RECORDS // PARTITIONS
     fill(kafka.bootstrap, topic, PARTITIONS, per_partition)
     everything = {TopicPartition(topic, p) for p in range(PARTITIONS)}
-    peers_received: dict[TopicPartition, set[int]] = {}
+    java_received: dict[TopicPartition, set[int]] = {}
     members: list[Any] = []
     watched: list[Any] = []  # members whose ownership the invariant covers (the live ones)
     commits_seen: dict[int, int] = {}
@@ -264,8 +175,9 @@ def test_mixed_group_moves_only_what_it_must_and_loses_nothing(kafka, make_topic
     try:
         join(Member(loop, kafka.bootstrap, topic, group), "the first kafkaev member")
         join(Member(loop, kafka.bootstrap, topic, group), "a second kafkaev member")
-        join(ConfluentMember(kafka.bootstrap, topic, group, peers_received), "the confluent-kafka member")
-        join(JavaMember(kafka, topic, group, peers_received), "the Java member")
+        join(PeerMember(kafka.bootstrap, topic, group, "consumer", **{"auto.commit.interval.ms": 200}),
+             "the confluent-kafka member")
+        join(JavaMember(kafka, topic, group, java_received), "the Java member")
         join(Member(loop, kafka.bootstrap, topic, group), "a third kafkaev member")
 
         # A kafkaev member leaves (epoch -1): its partitions go to the others.
@@ -283,8 +195,11 @@ def test_mixed_group_moves_only_what_it_must_and_loses_nothing(kafka, make_topic
 
         # Every record was read by some member: none lost.
         def all_read() -> bool:
-            seen: dict[TopicPartition, set[int]] = {tp: set(o) for tp, o in peers_received.items()}
+            seen: dict[TopicPartition, set[int]] = {tp: set(o) for tp, o in java_received.items()}
             for m in members:
+                if isinstance(m, PeerMember):
+                    for tp, read in m.offsets_read().items():
+                        seen.setdefault(tp, set()).update(read)
                 if isinstance(m, Member):
                     for (t, p), offsets in m.received.offsets.items():
                         seen.setdefault(TopicPartition(t, p), set()).update(offsets)

@@ -9,8 +9,8 @@ import uuid
 
 import pytest
 from conftest import rack_of
-from consumer_helpers import Received, connect, fill, run_until, sleep
-from test_group_consumer_protocol import Member, crash, set_group_session, settled
+from consumer_helpers import Received, connect, crash, fill, run_until, set_group_session, settled, sleep
+from test_group_consumer_protocol import Member
 
 from kafkaev.cluster.pool import Role
 from kafkaev.types import TopicPartition

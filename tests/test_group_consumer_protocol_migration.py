@@ -12,8 +12,16 @@ from typing import Any
 
 import confluent_kafka
 import pytest
-from consumer_helpers import Received, close, connect, run_until, sleep
-from test_group_consumer_protocol import crash, set_group_session, settled
+from consumer_helpers import (
+    KafkaevMember,
+    PeerMember,
+    close,
+    crash,
+    run_until,
+    set_group_session,
+    settled,
+    sleep,
+)
 
 from kafkaev.types import TopicPartition
 
@@ -48,77 +56,34 @@ class Producer:
         self.thread.join(60)
 
 
-class KafkaevMember:
-    def __init__(self, loop: Any, bootstrap: str, topic: str, group: str, protocol: str) -> None:
-        self.protocol = protocol
-        self.owned: set[TopicPartition] = set()
-        self.ever: set[TopicPartition] = set()  # every partition it was assigned
-        self.received = Received()
-        self.client = connect(loop, bootstrap, on_batch=self.received.on_batch, on_error=self.received.on_error)
-        # Classic members offer what the confluent-kafka ones do (range): in a group the broker
-        # has moved to the consumer protocol, a classic member that also offered
-        # cooperative-sticky had its SyncGroup refused with INCONSISTENT_GROUP_PROTOCOL.
-        extra: dict[str, Any] = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 500, "assignors": ("range",)} \
-            if protocol == "classic" else {}
-        self.client.subscribe([topic], group_id=group, group_protocol=protocol, on_assign=self._assign,
-                              on_revoke=self.owned.difference_update, auto_commit_interval_ms=200, **extra)
-
-    def _assign(self, partitions: list[TopicPartition]) -> None:
-        self.owned.update(partitions)
-        self.ever.update(partitions)
-
-    def snapshot(self) -> set[TopicPartition]:
-        return set(self.owned)
+# The classic members' session and heartbeat; consumer-protocol members take them from the group.
+CLASSIC_SESSION_MS = 6000
+CLASSIC_HEARTBEAT_MS = 500
 
 
-class ConfluentMember:
-    def __init__(self, bootstrap: str, topic: str, group: str, protocol: str) -> None:
-        config = {"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": protocol,
-                  "auto.offset.reset": "earliest", "auto.commit.interval.ms": 200}
-        if protocol == "classic":
-            # With librdkafka on cooperative-sticky the broker refused the upgrade as a custom
-            # assignor's (KAFKA-18134: no assignor user data is carried over); with range it accepts it.
-            config.update({"partition.assignment.strategy": "range", "session.timeout.ms": 6000,
-                           "heartbeat.interval.ms": 500})
-        self.protocol = protocol
-        self.consumer = confluent_kafka.Consumer(config)
-        self.owned: set[TopicPartition] = set()
-        self.ever: set[TopicPartition] = set()
-        self.received: dict[tuple[str, int], list[int]] = {}
-        self.lock = threading.Lock()
-        self.stop = threading.Event()
-        self.consumer.subscribe([topic], on_assign=self._assign, on_revoke=self._revoke, on_lost=self._revoke)
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _assign(self, _c: Any, parts: list[Any]) -> None:
-        with self.lock:
-            self.owned.update(TopicPartition(p.topic, p.partition) for p in parts)
-            self.ever.update(TopicPartition(p.topic, p.partition) for p in parts)
-
-    def _revoke(self, _c: Any, parts: list[Any]) -> None:
-        with self.lock:
-            self.owned.difference_update(TopicPartition(p.topic, p.partition) for p in parts)
-
-    def _run(self) -> None:
-        while not self.stop.is_set():
-            msg = self.consumer.poll(0.05)
-            if msg is not None and msg.error() is None:
-                with self.lock:
-                    self.received.setdefault((msg.topic(), msg.partition()), []).append(msg.offset())
-
-    def snapshot(self) -> set[TopicPartition]:
-        with self.lock:
-            return set(self.owned)
-
-    def close(self) -> None:
-        self.stop.set()
-        self.thread.join(10)
-        self.consumer.close()  # commits (auto-commit) and leaves
+def kafkaev_member(loop: Any, bootstrap: str, topic: str, group: str, protocol: str) -> KafkaevMember:
+    # Classic members offer what the confluent-kafka ones do (range): in a group the broker
+    # has moved to the consumer protocol, a classic member that also offered
+    # cooperative-sticky had its SyncGroup refused with INCONSISTENT_GROUP_PROTOCOL.
+    extra: dict[str, Any] = {"session_timeout_ms": CLASSIC_SESSION_MS, "heartbeat_interval_ms": CLASSIC_HEARTBEAT_MS,
+                             "assignors": ("range",)} if protocol == "classic" else {}
+    return KafkaevMember(loop, bootstrap, topic, group, group_protocol=protocol, auto_commit_interval_ms=200, **extra)
 
 
-def m_protocol(member: Any) -> str:
-    return getattr(member, "protocol", "?")
+def peer_member(bootstrap: str, topic: str, group: str, protocol: str) -> PeerMember:
+    config: dict[str, Any] = {"auto.commit.interval.ms": 200}
+    if protocol == "classic":
+        # With librdkafka on cooperative-sticky the broker refused the upgrade as a custom
+        # assignor's (KAFKA-18134: no assignor user data is carried over); with range it accepts it.
+        config.update({"partition.assignment.strategy": "range", "session.timeout.ms": CLASSIC_SESSION_MS,
+                       "heartbeat.interval.ms": CLASSIC_HEARTBEAT_MS})
+    return PeerMember(bootstrap, topic, group, protocol, **config)
+
+
+def protocol_of(member: KafkaevMember | PeerMember) -> str:
+    if isinstance(member, PeerMember):
+        return member.protocol
+    return member.client._consumer.group_protocol
 
 
 @pytest.mark.slow
@@ -128,27 +93,27 @@ def test_online_migration_classic_to_consumer_and_back(kafka, make_topic, loop):
     everything = {TopicPartition(topic, p) for p in range(PARTITIONS)}
     producer = Producer(kafka.bootstrap, topic)
     retired: list[Any] = []
-    members: list[Any] = [KafkaevMember(loop, kafka.bootstrap, topic, group, "classic"),
-                          KafkaevMember(loop, kafka.bootstrap, topic, group, "classic"),
-                          ConfluentMember(kafka.bootstrap, topic, group, "classic")]
+    members: list[Any] = [kafkaev_member(loop, kafka.bootstrap, topic, group, "classic"),
+                          kafkaev_member(loop, kafka.bootstrap, topic, group, "classic"),
+                          peer_member(kafka.bootstrap, topic, group, "classic")]
     try:
         run_until(loop, lambda: settled([m.snapshot() for m in members], everything), 60, "the classic group")
-        set_group_session(kafka, group, 6000)  # the group exists now; consumer members' session
+        set_group_session(kafka, group, CLASSIC_SESSION_MS)  # the group exists now; consumer members' session
         for target in ("consumer", "classic"):
             for index in range(len(members)):
                 old = members[index]
                 if isinstance(old, KafkaevMember):
                     close(loop, old.client)
-                    members[index] = KafkaevMember(loop, kafka.bootstrap, topic, group, target)
+                    members[index] = kafkaev_member(loop, kafka.bootstrap, topic, group, target)
                 else:
                     old.close()
-                    members[index] = ConfluentMember(kafka.bootstrap, topic, group, target)
+                    members[index] = peer_member(kafka.bootstrap, topic, group, target)
                 retired.append(old)
                 try:
                     run_until(loop, lambda: settled([m.snapshot() for m in members], everything), 90,
                               f"the group after member {index} moved to {target}")
                 except AssertionError as exc:
-                    state = [(type(m).__name__, m_protocol(m), sorted(tp.partition for tp in m.snapshot()),
+                    state = [(type(m).__name__, protocol_of(m), sorted(tp.partition for tp in m.snapshot()),
                               m.received.errors[:3] if isinstance(m, KafkaevMember) else None) for m in members]
                     raise AssertionError(f"{exc}: {state}") from None
                 sleep(loop, 0.5)
@@ -156,7 +121,7 @@ def test_online_migration_classic_to_consumer_and_back(kafka, make_topic, loop):
         def read_by_all() -> dict[tuple[str, int], list[int]]:
             offsets: dict[tuple[str, int], list[int]] = {}
             for m in retired + members:
-                source = m.received.offsets if isinstance(m, KafkaevMember) else dict(m.received)
+                source = m.received.offsets if isinstance(m, KafkaevMember) else m.offsets_read()
                 for key, values in source.items():
                     offsets.setdefault(key, []).extend(values)
             return offsets

@@ -3,7 +3,8 @@ loopback sockets): the orders and error paths a real broker shows only under rac
 committed before it is acknowledged; fencing is on_lost without a commit and a rejoin at epoch 0
 with the same member id; a topic id not in the metadata yet is waited for; the request after an
 error is complete again; a static member leaves with epoch -2; a commit answered
-STALE_MEMBER_EPOCH is retried with the newer epoch."""
+STALE_MEMBER_EPOCH is retried with the newer epoch. Heartbeats are an interval apart from send to send;
+a committed offset from the leader's current epoch is fetched without a KIP-320 validation."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from kafkaev.config import ClientConfig
 from kafkaev.consumer.context import ConsumerContext
 from kafkaev.consumer.group_consumer import ConsumerGroupMember
 from kafkaev.consumer.membership import GroupOptions, GroupState, TopicSelection
-from kafkaev.consumer.subscription import SubscriptionState
+from kafkaev.consumer.subscription import Phase, SubscriptionState
 from kafkaev.errors import (
     FENCED_MEMBER_EPOCH,
     NONE,
@@ -281,3 +282,42 @@ def test_a_commit_with_a_stale_epoch_is_retried_with_the_new_one(harness):
     assert done == [None]
     commits = [c.body.generation_id_or_member_epoch for c in h.cluster.requests_of(ApiKey.OFFSET_COMMIT)]
     assert commits[0] == 1 and commits[-1] == 2 and h.member.member_epoch == 2, commits
+
+
+def test_heartbeats_are_an_interval_apart_from_send_to_send(harness):
+    """The broker's interval separates the heartbeats' sends: a slow answer does not stretch it."""
+    interval_s, answer_delay_s = 0.4, 0.3
+    h = harness()
+
+    def slow(req: ReceivedRequest) -> Any:
+        resp = answer(1, None)(req)
+        resp.heartbeat_interval_ms = int(interval_s * 1000)
+        return Delay(answer_delay_s, resp)
+
+    h.cluster.script(ApiKey.CONSUMER_GROUP_HEARTBEAT, in_turn(answer(1, {h.topic_id: [0]}), answer(1, None), slow))
+    h.member.start()
+    h.run_until(lambda: len(h.heartbeats()) >= 6, timeout=20)
+    sent = [r.received_at for r in h.cluster.requests_of(ApiKey.CONSUMER_GROUP_HEARTBEAT)]
+    periods = [later - earlier for earlier, later in zip(sent[3:], sent[4:], strict=False)]
+    # Counted from each answer the period would be interval + answer delay (0.7 s).
+    assert all(interval_s - 0.05 <= p < interval_s + answer_delay_s / 2 for p in periods), periods
+    assert not h.errors
+
+
+def test_a_committed_offset_of_the_leaders_current_epoch_is_fetched_without_validation(harness):
+    """KIP-320 validation only for a committed offset from another leader epoch than the current one."""
+    h = harness()
+    h.cluster.move_leader(TOPIC, 1, 1)  # the same node leads partition 1 in a newer epoch
+    for partition, offset in ((0, 5), (1, 7)):
+        h.cluster.committed[("g", TOPIC, partition)] = offset
+        h.cluster.committed_epochs[("g", TOPIC, partition)] = 0  # partition 0's current epoch
+    h.cluster.script(ApiKey.CONSUMER_GROUP_HEARTBEAT, in_turn(answer(1, {h.topic_id: [0, 1]}), answer(1, None)))
+    h.member.start()
+
+    def state(partition: int) -> Any:
+        return h.ctx.subscription.get(TP(TOPIC, partition))
+
+    h.run_until(lambda: h.owned() == {0, 1} and all(state(p).phase is not Phase.AWAIT_COMMITTED for p in (0, 1)))
+    assert (state(0).phase, state(0).position, state(0).position_epoch) == (Phase.FETCHING, 5, 0)
+    assert (state(1).phase, state(1).position, state(1).position_epoch) == (Phase.AWAIT_VALIDATION, 7, 0)
+    assert not h.errors

@@ -13,7 +13,17 @@ from typing import Any
 import confluent_kafka
 import confluent_kafka.admin
 import pytest
-from consumer_helpers import Received, call, close, connect, fill, parse, run_until, sleep
+from consumer_helpers import (
+    KafkaevMember,
+    PeerMember,
+    call,
+    close,
+    fill,
+    parse,
+    run_until,
+    settled,
+    sleep,
+)
 
 import kafkaev
 from kafkaev.types import TopicPartition
@@ -22,75 +32,20 @@ SESSION_MS = 6000  # the broker's group.min.session.timeout.ms
 HEARTBEAT_MS = 500
 
 
-class Member:
-    """A kafkaev group member that records what it owns and every revocation."""
+class Member(KafkaevMember):
+    """A kafkaev classic member, cooperative-sticky unless told otherwise."""
 
     def __init__(self, loop: Any, bootstrap: str, topic: str, group: str, **options: Any) -> None:
-        self.owned: set[TopicPartition] = set()
-        self.revoked: list[TopicPartition] = []
-        self.lost: list[TopicPartition] = []
-        self.received = Received()
-        self.client = connect(loop, bootstrap, on_batch=self.received.on_batch, on_error=self.received.on_error)
         options = {"session_timeout_ms": SESSION_MS, "heartbeat_interval_ms": HEARTBEAT_MS,
                    "assignors": ("cooperative-sticky",), **options}
-        self.client.subscribe([topic], group_id=group, on_assign=self.owned.update, on_revoke=self._revoke,
-                              on_lost=self._lose, **options)
-
-    def _revoke(self, partitions: list[TopicPartition]) -> None:
-        self.revoked.extend(partitions)
-        self.owned.difference_update(partitions)
-
-    def _lose(self, partitions: list[TopicPartition]) -> None:
-        self.lost.extend(partitions)
-        self.owned.difference_update(partitions)
+        super().__init__(loop, bootstrap, topic, group, **options)
 
 
-class ConfluentMember:
-    """A librdkafka member (cooperative-sticky, classic protocol) polled on its own thread."""
-
-    def __init__(self, bootstrap: str, topic: str, group: str) -> None:
-        self.consumer = confluent_kafka.Consumer({
-            "bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "classic",
-            "partition.assignment.strategy": "cooperative-sticky", "session.timeout.ms": SESSION_MS,
-            "heartbeat.interval.ms": HEARTBEAT_MS, "auto.offset.reset": "earliest",
-        })
-        self.owned: set[TopicPartition] = set()
-        self.revoked: list[TopicPartition] = []
-        self.lock = threading.Lock()
-        self.stop = threading.Event()
-        self.consumer.subscribe([topic], on_assign=self._assign, on_revoke=self._revoke)
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _assign(self, _c: Any, parts: list[Any]) -> None:
-        with self.lock:
-            self.owned.update(TopicPartition(p.topic, p.partition) for p in parts)
-
-    def _revoke(self, _c: Any, parts: list[Any]) -> None:
-        with self.lock:
-            gone = [TopicPartition(p.topic, p.partition) for p in parts]
-            self.revoked.extend(gone)
-            self.owned.difference_update(gone)
-
-    def _run(self) -> None:
-        while not self.stop.is_set():
-            self.consumer.poll(0.05)
-
-    def snapshot(self) -> set[TopicPartition]:
-        with self.lock:
-            return set(self.owned)
-
-    def close(self) -> None:
-        self.stop.set()
-        self.thread.join(10)
-        self.consumer.close()
-
-
-def settled(owners: list[set[TopicPartition]], everything: set[TopicPartition], members: int) -> bool:
-    """Every partition owned by exactly one member, and every member owns some."""
-    total = sum(len(o) for o in owners)
-    union = set().union(*owners)
-    return union == everything and total == len(everything) and sum(1 for o in owners if o) == members
+def cooperative_peer(bootstrap: str, topic: str, group: str) -> PeerMember:
+    """A librdkafka member under the classic protocol with cooperative-sticky."""
+    return PeerMember(bootstrap, topic, group, "classic", **{
+        "partition.assignment.strategy": "cooperative-sticky", "session.timeout.ms": SESSION_MS,
+        "heartbeat.interval.ms": HEARTBEAT_MS})
 
 
 @pytest.mark.compat
@@ -100,15 +55,15 @@ def test_mixed_cooperative_group_keeps_partitions_in_place(kafka, make_topic, lo
     group = f"mixed-{uuid.uuid4().hex[:8]}"
     everything = {TopicPartition(topic, p) for p in range(12)}
     members = [Member(loop, kafka.bootstrap, topic, group)]
-    confluent = ConfluentMember(kafka.bootstrap, topic, group)
+    confluent = cooperative_peer(kafka.bootstrap, topic, group)
     try:
         def owners() -> list[set[TopicPartition]]:
             return [m.owned for m in members] + [confluent.snapshot()]
 
         for count in (2, 3):
-            run_until(loop, lambda c=count: settled(owners(), everything, c), 60, f"{count} members to settle")
+            run_until(loop, lambda: settled(owners(), everything), 60, f"{count} members to settle")
             members.append(Member(loop, kafka.bootstrap, topic, group))
-        run_until(loop, lambda: settled(owners(), everything, 4), 60, "4 members to settle")
+        run_until(loop, lambda: settled(owners(), everything), 60, "4 members to settle")
 
         # The fourth member joins: partitions that stay with their owner are never revoked.
         before = [set(m.owned) for m in members] + [confluent.snapshot()]
@@ -116,9 +71,9 @@ def test_mixed_cooperative_group_keeps_partitions_in_place(kafka, make_topic, lo
             m.revoked.clear()
         confluent.revoked.clear()
         members.append(Member(loop, kafka.bootstrap, topic, group))
-        run_until(loop, lambda: settled(owners(), everything, 5), 60, "5 members to settle")
+        run_until(loop, lambda: settled(owners(), everything), 60, "5 members to settle")
         sleep(loop, 2 * HEARTBEAT_MS / 1000)
-        assert settled(owners(), everything, 5)
+        assert settled(owners(), everything)
         after = [set(m.owned) for m in members[:-1]] + [confluent.snapshot()]
         revocations = [m.revoked for m in members[:-1]] + [confluent.revoked]
         for old, new, revoked in zip(before, after, revocations, strict=True):
@@ -132,7 +87,7 @@ def test_mixed_cooperative_group_keeps_partitions_in_place(kafka, make_topic, lo
         while len(members) > 1:
             leaving = members.pop(0)
             close(loop, leaving.client)
-            run_until(loop, lambda: settled(owners(), everything, len(members) + 1), 60, "the group to settle")
+            run_until(loop, lambda: settled(owners(), everything), 60, "the group to settle")
         for m in members:
             assert not m.received.errors, m.received.errors
     finally:
@@ -309,7 +264,7 @@ def test_partition_count_change_and_static_member_rejoin(kafka, make_topic, loop
     first = Member(loop, kafka.bootstrap, topic, group, group_instance_id="pod-a")
     second = Member(loop, kafka.bootstrap, topic, group, group_instance_id="pod-b")
     try:
-        run_until(loop, lambda: settled([first.owned, second.owned], everything, 2), 30, "two static members")
+        run_until(loop, lambda: settled([first.owned, second.owned], everything), 30, "two static members")
         first.client._consumer.ctx.metadata.refresh()  # the client notices new partitions on refresh
         kafka.admin().create_partitions([confluent_kafka.admin.NewPartitions(topic, 4)])[topic].result(timeout=10)
         everything = {TopicPartition(topic, p) for p in range(4)}
@@ -317,7 +272,7 @@ def test_partition_count_change_and_static_member_rejoin(kafka, make_topic, loop
         def grown() -> bool:
             for m in (first, second):
                 m.client._consumer.ctx.metadata.request_refresh()
-            return settled([first.owned, second.owned], everything, 2)
+            return settled([first.owned, second.owned], everything)
 
         run_until(loop, grown, 30, "the new partitions to be assigned")
         before = set(second.owned)
@@ -341,7 +296,7 @@ def test_eager_range_group_revokes_everything_before_rejoining(kafka, make_topic
     try:
         run_until(loop, lambda: first.owned == everything, 30, "the first member to own everything")
         members.append(Member(loop, kafka.bootstrap, topic, group, assignors=("range",)))
-        run_until(loop, lambda: settled([m.owned for m in members], everything, 2), 30, "two range members")
+        run_until(loop, lambda: settled([m.owned for m in members], everything), 30, "two range members")
         # Eager: the first member gave up every partition before the join, then got its range back.
         assert sorted(first.revoked) == sorted(everything)
         low, high = {TopicPartition(topic, p) for p in range(3)}, {TopicPartition(topic, p) for p in range(3, 6)}

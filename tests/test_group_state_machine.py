@@ -323,7 +323,7 @@ def test_a_commit_refused_under_an_older_generation_keeps_the_current_one(harnes
     h.run_until(lambda: h.stable and h.member.generation_id == 1)
 
     def refused_after_a_rejoin(req: ReceivedRequest) -> Any:
-        h.member.generation_id = 2  # the member rejoined while this commit was on its way
+        h.member.generation = 2  # the member rejoined while this commit was on its way
         return commit_refused(ILLEGAL_GENERATION)(req)
 
     h.cluster.script(ApiKey.OFFSET_COMMIT, refused_after_a_rejoin)
@@ -349,3 +349,37 @@ def test_a_generation_lost_while_syncing_rejoins(harness):
     h.run_until(lambda: h.stable and h.member.generation_id == 2)
     assert len(h.asked(ApiKey.JOIN_GROUP)) == 2, "the stale SyncGroup answer led to a new join"
     assert h.member.owned == [TP(TOPIC, 0), TP(TOPIC, 1)]
+
+
+def test_the_leader_assigns_from_its_metadata_and_refreshes_only_for_a_topic_it_lacks(harness):
+    """The subscribed topics in the metadata already: SyncGroup follows JoinGroup without a Metadata
+    request. A topic only another member subscribes to is looked up first, and assigned."""
+    h = harness()
+    h.cluster.create_topic("other", 2)
+
+    def join(req: ReceivedRequest) -> Any:
+        generation = len(h.asked(ApiKey.JOIN_GROUP))
+        peer = encode_subscription([TOPIC] if generation == 1 else [TOPIC, "other"], [], -1, None)
+        return joined("m-1", generation, "m-1", [("m-1", req.body.protocols[0].metadata), ("m-2", peer)])(req)
+
+    h.cluster.script(ApiKey.JOIN_GROUP, join)
+    h.cluster.script(ApiKey.SYNC_GROUP, synced([0, 1]))
+    h.member.start()
+    h.run_until(lambda: h.stable)
+
+    def metadata_between_join_and_sync(generation: int) -> list[ReceivedRequest]:
+        """The Metadata requests read after that generation's JoinGroup and before its SyncGroup."""
+        order = h.cluster.requests  # in the order the fake read them (loop times may tie)
+        joins = [i for i, r in enumerate(order) if r.api_key == ApiKey.JOIN_GROUP]
+        syncs = [i for i, r in enumerate(order) if r.api_key == ApiKey.SYNC_GROUP]
+        return [r for r in order[joins[generation - 1]:syncs[generation - 1]] if r.api_key == ApiKey.METADATA]
+
+    assert metadata_between_join_and_sync(1) == []
+    h.member.request_rejoin()  # the peer now subscribes to "other" too
+    h.run_until(lambda: h.stable and len(h.asked(ApiKey.SYNC_GROUP)) == 2)
+    assert [r.body.topics is not None and "other" in {t.name for t in r.body.topics}
+            for r in metadata_between_join_and_sync(2)] == [True]
+    sync = h.asked(ApiKey.SYNC_GROUP)[1]
+    assigned = {tp for a in sync.assignments for tp in decode_assignment(a.assignment)}
+    assert assigned == {TP(TOPIC, p) for p in range(4)} | {TP("other", 0), TP("other", 1)}
+    assert not h.errors

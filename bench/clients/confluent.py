@@ -295,7 +295,8 @@ def rebalance(spec: RunSpec) -> RunResult:
                          "heartbeat.interval.ms": 500})
 
     class Member:
-        def __init__(self) -> None:
+        def __init__(self, index: int) -> None:
+            self.index = index
             self.consumer = confluent_kafka.Consumer(settings)
             self.consumer.subscribe([spec.topic])
             self.stop = threading.Event()
@@ -306,7 +307,7 @@ def rebalance(spec: RunSpec) -> RunResult:
             while not self.stop.is_set():
                 for msg in self.consumer.consume(CONSUME_BATCH, 0.05):
                     if msg.error() is None:
-                        tracker.delivered(msg.partition())
+                        tracker.delivered(msg.partition(), self.index)
             self.consumer.close()
 
         def close(self) -> None:
@@ -314,9 +315,10 @@ def rebalance(spec: RunSpec) -> RunResult:
             self.thread.join(30)
 
     producer = SteadyProducer(spec)
-    members = [Member() for _ in range(REBALANCE_MEMBERS)]
+    members = [Member(index) for index in range(REBALANCE_MEMBERS)]
     try:
-        run_timeline(spec, tracker, time.sleep, lambda: members.append(Member()), lambda: members.pop().close())
+        run_timeline(spec, tracker, time.sleep, lambda: members.append(Member(REBALANCE_MEMBERS)),
+                     lambda: members.pop().close())
     finally:
         producer.close()
         for m in members:

@@ -401,10 +401,10 @@ def rebalance(spec: RunSpec) -> RunResult:
     if protocol == "classic":
         options.update({"assignors": (spec.assignor,), "session_timeout_ms": 10000, "heartbeat_interval_ms": 500})
 
-    def on_batch(messages: list[Any]) -> None:
-        tracker.delivered(messages[0].partition)
+    def member(index: int) -> Client:
+        def on_batch(messages: list[Any]) -> None:
+            tracker.delivered(messages[0].partition, index)
 
-    def member() -> Client:
         client = Client(spec.bootstrap, on_batch=on_batch, fetch_max_wait_ms=100)
         _connect(client)
         client.subscribe([spec.topic], **options)
@@ -416,9 +416,10 @@ def rebalance(spec: RunSpec) -> RunResult:
     def wait(seconds: float) -> None:
         loop.run_until_complete(_sleep(seconds))
 
-    members = [member() for _ in range(REBALANCE_MEMBERS)]
+    members = [member(index) for index in range(REBALANCE_MEMBERS)]
     try:
-        run_timeline(spec, tracker, wait, lambda: members.append(member()), lambda: _close(members.pop()))
+        run_timeline(spec, tracker, wait, lambda: members.append(member(REBALANCE_MEMBERS)),
+                     lambda: _close(members.pop()))
     finally:
         producer.close()
         for client in members:

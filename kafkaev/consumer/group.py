@@ -21,10 +21,8 @@ States: UNJOINED -> JOINING -> SYNCING -> STABLE, back to JOINING on a rebalance
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable
 
 from kafkaev.backoff import Backoff
 from kafkaev.cluster.metadata import ClusterMetadata
@@ -41,21 +39,12 @@ from kafkaev.errors import (
 )
 from kafkaev.protocol import codec
 from kafkaev.protocol.connection import Connection
-from kafkaev.types import ConsumerGroupMetadata, TopicPartition
+from kafkaev.types import TopicPartition
 
 from .assignors import NO_GENERATION, Assignor, MemberSubscription, PartitionRacks
 from .context import MISSING_TOPIC_ERRORS, ConsumerContext
-from .coordinator import group_coordinator, retriable_group_error
-from .membership import (
-    AutoCommitTimer,
-    GroupOptions,
-    GroupState,
-    OwnedPartitions,
-    RebalanceClock,
-    TopicSelection,
-    report_error,
-)
-from .offsets import OffsetManager, positions_to_commit
+from .coordinator import retriable_group_error
+from .membership import GroupMemberBase, GroupOptions, GroupState, TopicSelection
 from .protocol import (
     PROTOCOL_TYPE,
     decode_assignment,
@@ -65,66 +54,35 @@ from .protocol import (
 )
 
 LEAVE_REASON = "the consumer is leaving the group"
-# OffsetFetch v9+'s member epoch of a member that is not a consumer-protocol one.
-NO_MEMBER_EPOCH = -1
 
 log = logging.getLogger("kafkaev.group")  # kafkaev/log.py names the areas
 
 
-class GroupMember:
+class GroupMember(GroupMemberBase):
     def __init__(self, ctx: ConsumerContext, options: GroupOptions, *, require_stable: bool,
                  on_partitions_changed: Callable[[], None]) -> None:
-        self.ctx = ctx
-        self.options = options
-        self.group_id = options.group_id
-        self.group_instance_id = options.group_instance_id
-        self.member_id = ""
-        self.generation_id = NO_GENERATION
+        super().__init__(ctx, options, require_stable=require_stable, on_partitions_changed=on_partitions_changed,
+                         heartbeat_interval_ms=options.heartbeat_interval_ms)
+        self.generation = NO_GENERATION
         self.protocol_name: str | None = None
-        self.state = GroupState.UNJOINED
         self.topics = options.selection.topics  # the subscribed names, or those the pattern matches
-        self.link = group_coordinator(ctx, options.group_id)
-        self.offsets = OffsetManager(ctx, self.link, self, require_stable=require_stable)
-        self.ownership = OwnedPartitions(ctx, options, on_partitions_changed)
-        self.on_partitions_changed = on_partitions_changed  # the fetcher's kick
         self._rejoin_needed = False
         self._join_in_flight = False
-        self._heartbeat_handle: asyncio.TimerHandle | None = None
-        self._heartbeat_in_flight = False
         self._last_heartbeat_ok = ctx.loop.time()
-        self.auto_commit = AutoCommitTimer(ctx, options, self._auto_commit)
-        # Each kind of request retries on its own backoff, reset when it next succeeds.
-        retry = ctx.config.retry_backoff
-        self._join_backoff = Backoff(retry)  # JoinGroup/SyncGroup, until an assignment lands
-        self._heartbeat_backoff = Backoff(retry)
-        self._committed_backoff = Backoff(retry)  # loading the committed offsets of new partitions
+        # JoinGroup/SyncGroup retry on their own backoff until an assignment lands.
+        self._join_backoff = Backoff(ctx.config.retry_backoff)
         self._partition_counts: dict[str, int] = {}
         self._joined_topics: frozenset[str] = frozenset()
-        self.rebalance_clock = RebalanceClock(ctx.loop)  # for statistics (kafkaev/stats)
 
     # --- public -------------------------------------------------------------------------------------
+    @property
+    def generation_id(self) -> int:
+        return self.generation
+
     @property
     def cooperative(self) -> bool:
         assignor = self._assignor(self.protocol_name)
         return assignor is not None and assignor.cooperative
-
-    @property
-    def owned(self) -> list[TopicPartition]:
-        return self.ownership.partitions
-
-    @property
-    def member_epoch_for_fetch(self) -> int:
-        return NO_MEMBER_EPOCH
-
-    def group_metadata(self) -> ConsumerGroupMetadata:
-        return ConsumerGroupMetadata(self.group_id, self.generation_id, self.member_id, self.group_instance_id)
-
-    def start(self) -> None:
-        # Join once the subscribed topics are in the metadata: the partition counts recorded at
-        # assignment time must be real, or their first arrival would look like a change.
-        self.options.selection.track(self.ctx.metadata)
-        self.auto_commit.start()
-        self.ctx.metadata.refresh(lambda _md, _err: self._join())
 
     def set_selection(self, selection: TopicSelection) -> None:
         """A new subscription: rejoin so the group learns it."""
@@ -154,22 +112,12 @@ class GroupMember:
             return
         if code == UNKNOWN_MEMBER_ID:
             self.member_id = ""
-        self.generation_id = NO_GENERATION
-        self._lose_partitions()
+        self.generation = NO_GENERATION
+        self.ownership.lose()
         self.request_rejoin()
 
-    def commit_positions(self, partitions: Sequence[TopicPartition] | None,
-                         cb: Callable[[KafkaError | None], object] | None, *, only_advanced: bool) -> None:
-        """Commit the current positions of ``partitions`` (default: all owned); from inside
-        ``on_message``/``on_batch``, counting the records handed over so far."""
-        offsets = positions_to_commit(self.ctx, self.offsets, self.owned if partitions is None else partitions,
-                                      only_advanced=only_advanced)
-        if self.generation_id == NO_GENERATION and offsets:
-            if cb is not None:
-                self.ctx.loop.call_soon(self.ctx.call, cb, KafkaError(
-                    STATE, f"group {self.group_id!r}: no generation to commit with (rebalancing)"))
-            return
-        self.offsets.commit(offsets, cb)
+    def _no_generation(self) -> str | None:
+        return "no generation to commit with (rebalancing)" if self.generation == NO_GENERATION else None
 
     def leave(self, cb: Callable[[KafkaError | None], object] | None) -> None:
         """Commit (auto_commit), revoke, LeaveGroup (dynamic members) and stop; cb(err) once."""
@@ -177,13 +125,7 @@ class GroupMember:
             if cb is not None:
                 self.ctx.loop.call_soon(self.ctx.call, cb, None)
             return
-        was_member = self.generation_id != NO_GENERATION and self.member_id
-
-        def after_commit(err: KafkaError | None) -> None:
-            if err is not None:
-                self.ctx.report(err)
-            # Heartbeats go on while on_revoke's Future runs: the member is still in the group.
-            self._after(self._revoke(list(self.owned)), after_revoke)
+        was_member = self.generation != NO_GENERATION and bool(self.member_id)
 
         def after_revoke() -> None:
             self._stop_timers()
@@ -196,16 +138,8 @@ class GroupMember:
                 return
             self._send_leave(cb)
 
-        if self.options.auto_commit and was_member and self.owned:
-            self.commit_positions(None, after_commit, only_advanced=True)
-        else:
-            after_commit(None)
-
-    def abandon(self) -> None:
-        """Stop at once without committing or leaving (the client is closing hard)."""
-        self._stop_timers()
-        self.state = GroupState.CLOSED
-        self.link.close()
+        # Heartbeats go on while on_revoke's Future runs: the member is still in the group.
+        self._give_up_all(after_revoke, commit=was_member)
 
     # --- join / sync ------------------------------------------------------------------------------------
     def _start_rebalance(self) -> None:
@@ -216,22 +150,14 @@ class GroupMember:
 
         # Eager: commit and revoke everything before joining.
         self.state = GroupState.JOINING
-
-        def after_commit(err: KafkaError | None) -> None:
-            self._report_err(err)
-            self._after(self._revoke(list(self.owned)), self._join)
-
-        if self.options.auto_commit:
-            self.commit_positions(None, after_commit, only_advanced=True)
-        else:
-            after_commit(None)
+        self._give_up_all(self._join, commit=True)
 
     def _join(self) -> None:
         if self.state in (GroupState.FAILED, GroupState.CLOSED) or self._join_in_flight:
             return
         if self.rebalance_clock.start():
             log.info("group %r: rebalancing (member %r, generation %d)", self.group_id, self.member_id,
-                     self.generation_id)
+                     self.generation)
         self.state = GroupState.JOINING
         self._rejoin_needed = False
         self._join_in_flight = True
@@ -240,7 +166,7 @@ class GroupMember:
         protocols = [
             codec.JoinGroupRequestProtocol(
                 name=a.name,
-                metadata=encode_subscription(topics, self.owned, self.generation_id, a.user_data(self.generation_id),
+                metadata=encode_subscription(topics, self.owned, self.generation, a.user_data(self.generation),
                                              rack=self.options.client_rack))
             for a in self.options.assignors
         ]
@@ -289,7 +215,7 @@ class GroupMember:
                   resp.protocol_name)
         if code == NONE:
             self.member_id = resp.member_id
-            self.generation_id = resp.generation_id
+            self.generation = resp.generation_id
             self.protocol_name = resp.protocol_name
             self.state = GroupState.SYNCING
             if resp.leader == resp.member_id and not getattr(resp, "skip_assignment", False):
@@ -304,8 +230,8 @@ class GroupMember:
             self._join()
         elif code in (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION):
             self.member_id = "" if code == UNKNOWN_MEMBER_ID else self.member_id
-            self.generation_id = NO_GENERATION
-            self._lose_partitions()
+            self.generation = NO_GENERATION
+            self.ownership.lose()
             self._join()
         elif code == REBALANCE_IN_PROGRESS:
             self._join()
@@ -335,10 +261,10 @@ class GroupMember:
             return
         topics = {t for m in members for t in m.topics}
         self.ctx.metadata.add_topics(topics)
-        generation = self.generation_id
+        generation = self.generation
 
         def with_metadata(_md: ClusterMetadata | None, err: KafkaError | None) -> None:
-            if self.state is not GroupState.SYNCING or self.generation_id != generation:
+            if self.state is not GroupState.SYNCING or self.generation != generation:
                 self._join_in_flight = False
                 return
             counts = self._partition_counts_of(topics)
@@ -348,7 +274,13 @@ class GroupMember:
                         for m in members]
             self._sync(payloads)
 
-        self.ctx.metadata.refresh(with_metadata)
+        if self._partition_counts_of(topics).keys() == topics:
+            # Every member's topic is in the metadata already: assign from it now, as the Java
+            # leader does (a partition count that changes later is a rebalance of its own,
+            # on_metadata); a refresh first would add a round trip to every rebalance.
+            with_metadata(None, None)
+        else:
+            self.ctx.metadata.refresh(with_metadata)
 
     def _partition_racks(self, topics: set[str]) -> PartitionRacks:
         """KIP-881: the racks of each partition's replicas, as the metadata names them."""
@@ -373,7 +305,7 @@ class GroupMember:
         return counts
 
     def _sync(self, payloads: list[codec.SyncGroupRequestAssignment]) -> None:
-        generation = self.generation_id
+        generation = self.generation
 
         def on_conn(conn: Connection | None, err: KafkaError | None) -> None:
             if err is not None:
@@ -396,7 +328,7 @@ class GroupMember:
         self._join_in_flight = False
         if self.state is not GroupState.SYNCING:
             return
-        if generation != self.generation_id:
+        if generation != self.generation:
             # The generation was lost while syncing (a commit refused it): this answer is
             # stale, and nothing else would take the member out of SYNCING; join again.
             self.state = GroupState.JOINING
@@ -414,8 +346,8 @@ class GroupMember:
             self.state = GroupState.JOINING
             if code in (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION):
                 self.member_id = "" if code == UNKNOWN_MEMBER_ID else self.member_id
-                self.generation_id = NO_GENERATION
-                self._lose_partitions()
+                self.generation = NO_GENERATION
+                self.ownership.lose()
                 self._join()
             elif code == REBALANCE_IN_PROGRESS:
                 self._join()
@@ -448,7 +380,7 @@ class GroupMember:
             # Cooperative: commit what was read of the partitions that move, then let them go.
             if self.options.auto_commit:
                 self.commit_positions(revoked, self._report_err, only_advanced=True)
-            revoking = self._revoke(revoked)
+            revoking = self.ownership.revoke(revoked)
         if added:
             self._assign(added)
         self._arm_heartbeat(0.0)
@@ -468,60 +400,33 @@ class GroupMember:
     def _rebalance_done(self, added: list[TopicPartition], revoked: list[TopicPartition]) -> None:
         took_ms = self.rebalance_clock.finish()
         log.info("group %r: generation %d stable after %.0f ms: %d partitions assigned, %d revoked, %d owned",
-                 self.group_id, self.generation_id, took_ms, len(added), len(revoked),
+                 self.group_id, self.generation, took_ms, len(added), len(revoked),
                  len(set(self.owned) - set(revoked)) + len(added))
 
-    def _assign(self, added: list[TopicPartition]) -> None:
-        self.ownership.take(added)
-        self._load_committed(added, self.generation_id)
+    def _owner_check(self) -> Callable[[], bool]:
+        generation = self.generation
 
-    def _load_committed(self, partitions: list[TopicPartition], generation: int) -> None:
         def still_owner() -> bool:
-            return self.state is GroupState.STABLE and self.generation_id == generation
+            return self.state is GroupState.STABLE and self.generation == generation
 
-        self.offsets.seek_to_committed(partitions, still_owner, self.on_partitions_changed)
-
-    def _revoke(self, partitions: list[TopicPartition]) -> asyncio.Future[Any] | None:
-        """Give ``partitions`` up (OwnedPartitions.revoke); on_revoke's Future, while it runs."""
-        return self.ownership.revoke(partitions)
-
-    @staticmethod
-    def _after(pending: asyncio.Future[Any] | None, then: Callable[[], object]) -> None:
-        if pending is None:
-            then()
-        else:
-            pending.add_done_callback(lambda _done: then())
-
-    def _lose_partitions(self) -> None:
-        self.ownership.lose()
+        return still_owner
 
     # --- heartbeat -----------------------------------------------------------------------------------
-    def _arm_heartbeat(self, delay_s: float | None = None) -> None:
-        self._stop_heartbeat()
-        if delay_s is None:
-            delay_s = self.options.heartbeat_interval_ms / 1000.0
-        self._heartbeat_handle = self.ctx.loop.call_later(delay_s, self._heartbeat)
-
-    def _stop_heartbeat(self) -> None:
-        if self._heartbeat_handle is not None:
-            self._heartbeat_handle.cancel()
-            self._heartbeat_handle = None
-
     def _heartbeat(self) -> None:
         self._heartbeat_handle = None
         if self.state is not GroupState.STABLE:
             return
         if self.ctx.loop.time() - self._last_heartbeat_ok > self.options.session_timeout_ms / 1000.0:
             # The coordinator has expired this session by now: the partitions are gone.
-            self.generation_id = NO_GENERATION
-            self._lose_partitions()
+            self.generation = NO_GENERATION
+            self.ownership.lose()
             self._start_rebalance()
             return
         if self._heartbeat_in_flight:
-            self._arm_heartbeat()
+            self._arm_heartbeat(self._interval_s)
             return
-        self._heartbeat_in_flight = True
-        generation = self.generation_id
+        self._heartbeat_sent()
+        generation = self.generation
 
         def on_conn(conn: Connection | None, err: KafkaError | None) -> None:
             if err is not None:
@@ -540,7 +445,7 @@ class GroupMember:
 
     def _on_heartbeat(self, resp: codec.HeartbeatResponse | None, err: KafkaError | None, generation: int) -> None:
         self._heartbeat_in_flight = False
-        if self.state is not GroupState.STABLE or generation != self.generation_id:
+        if self.state is not GroupState.STABLE or generation != self.generation:
             return
         if err is not None:
             self.link.forget()
@@ -552,7 +457,7 @@ class GroupMember:
         log.debug("group %r: Heartbeat answered %s (generation %d)", self.group_id, error_name(code), generation)
         if code == NONE:
             self._heartbeat_ok()
-            self._arm_heartbeat()
+            self._arm_next_heartbeat()
         elif code == REBALANCE_IN_PROGRESS:
             self._heartbeat_ok()
             self._start_rebalance()
@@ -562,19 +467,11 @@ class GroupMember:
             self._arm_heartbeat(self._heartbeat_backoff.next_delay_s())
         else:
             self.ctx.report(KafkaError(code, f"Heartbeat of group {self.group_id!r}"))
-            self._arm_heartbeat()
+            self._arm_next_heartbeat()
 
     def _heartbeat_ok(self) -> None:
         self._last_heartbeat_ok = self.ctx.loop.time()
         self._heartbeat_backoff.reset()
-
-    # --- auto-commit ---------------------------------------------------------------------------------
-    def _auto_commit(self) -> None:
-        if self.state is GroupState.STABLE and self.owned:
-            self.commit_positions(None, self._report_err, only_advanced=True)
-
-    def _report_err(self, err: KafkaError | None) -> None:
-        report_error(self.ctx, err)
 
     # --- metadata ------------------------------------------------------------------------------------
     def on_metadata(self) -> None:
@@ -595,7 +492,7 @@ class GroupMember:
         def done(_resp: codec.LeaveGroupResponse | None, err: KafkaError | None) -> None:
             self.link.close()
             self.member_id = ""
-            self.generation_id = NO_GENERATION
+            self.generation = NO_GENERATION
             if cb is not None:
                 self.ctx.call(cb, err)
 
@@ -615,16 +512,6 @@ class GroupMember:
                 done(None, exc)
 
         self.link.get(on_conn)
-
-    def _stop_timers(self) -> None:
-        self._stop_heartbeat()
-        self.auto_commit.stop()
-
-    def _fatal(self, err: KafkaError) -> None:
-        self.state = GroupState.FAILED
-        self._stop_timers()
-        self._lose_partitions()
-        self.ctx.report(err)
 
 
 __all__ = ["GroupMember", "GroupOptions", "GroupState", "MemberSubscription"]

@@ -27,61 +27,41 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable
 
-from kafkaev.backoff import Backoff
-from kafkaev.errors import (
-    FENCED_MEMBER_EPOCH,
-    NONE,
-    STATE,
-    UNKNOWN_MEMBER_ID,
-    KafkaError,
-)
+from kafkaev.errors import FENCED_MEMBER_EPOCH, NONE, UNKNOWN_MEMBER_ID, KafkaError
 from kafkaev.protocol import codec
 from kafkaev.protocol.connection import Connection
-from kafkaev.types import ConsumerGroupMetadata, TopicPartition
+from kafkaev.types import TopicPartition
 
 from .context import ConsumerContext
-from .coordinator import group_coordinator, retriable_group_error
+from .coordinator import retriable_group_error
 from .membership import (
     JOIN_EPOCH,
     LEAVE_EPOCH_DYNAMIC,
     LEAVE_EPOCH_STATIC,
-    AutoCommitTimer,
+    GroupMemberBase,
     GroupOptions,
     GroupState,
-    OwnedPartitions,
-    RebalanceClock,
     TopicSelection,
-    report_error,
 )
-from .offsets import OffsetManager, positions_to_commit
 
-# The heartbeat interval until the broker's first answer sets it.
 log = logging.getLogger("kafkaev.group")  # kafkaev/log.py names the areas
 
+# The heartbeat interval until the broker's first answer sets it.
 INITIAL_HEARTBEAT_INTERVAL_MS = 5000
 # Errors after which the member goes on with the same epoch: it keeps its partitions.
 FENCING_ERRORS = frozenset({FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID})
 
 
-class ConsumerGroupMember:
+class ConsumerGroupMember(GroupMemberBase):
     def __init__(self, ctx: ConsumerContext, options: GroupOptions, *, require_stable: bool,
                  on_partitions_changed: Callable[[], None]) -> None:
-        self.ctx = ctx
-        self.options = options
-        self.group_id = options.group_id
-        self.group_instance_id = options.group_instance_id
+        super().__init__(ctx, options, require_stable=require_stable, on_partitions_changed=on_partitions_changed,
+                         heartbeat_interval_ms=INITIAL_HEARTBEAT_INTERVAL_MS)
         # KIP-1082: the member makes its id and keeps it for its lifetime, rejoins included.
         self.member_id = str(uuid.uuid4())
         self.member_epoch = JOIN_EPOCH
-        self.state = GroupState.UNJOINED
-        self.link = group_coordinator(ctx, options.group_id)
-        self.offsets = OffsetManager(ctx, self.link, self, require_stable=require_stable)
-        self.ownership = OwnedPartitions(ctx, options, on_partitions_changed)
-        self.rebalance_clock = RebalanceClock(ctx.loop)  # for statistics (kafkaev/stats)
-        self.on_partitions_changed = on_partitions_changed  # the fetcher's kick
         # The broker's latest assignment (partitions by topic id), until reconciled to.
         self._target: dict[uuid.UUID, frozenset[int]] | None = None
         self._reconciling = False
@@ -89,14 +69,9 @@ class ConsumerGroupMember:
         self._sent_selection: TopicSelection | None = None
         self._sent_owned: frozenset[TopicPartition] | None = None
         self._full_request = True
-        self._interval_s = INITIAL_HEARTBEAT_INTERVAL_MS / 1000.0
-        self._heartbeat_handle: asyncio.TimerHandle | None = None
-        self._heartbeat_in_flight = False
         self._heartbeat_due = False  # something to tell the broker as soon as the one in flight is answered
-        self._heartbeat_backoff = Backoff(ctx.config.retry_backoff)
         # Counts the joins: an answer to a heartbeat sent before the latest (re)join is stale.
         self._joins = 0
-        self.auto_commit = AutoCommitTimer(ctx, options, self._auto_commit)
         self._leave_cb: Callable[[KafkaError | None], object] | None = None
         self._leaving = False  # leave() called: no new work, revoking and committing
         self._leave_due = False  # the leave heartbeat is to be sent
@@ -106,10 +81,6 @@ class ConsumerGroupMember:
 
     # --- the Membership interface -----------------------------------------------------------------
     @property
-    def owned(self) -> list[TopicPartition]:
-        return self.ownership.partitions
-
-    @property
     def generation_id(self) -> int:
         """What OffsetCommit v9+ carries in generation_id_or_member_epoch: the member epoch."""
         return self.member_epoch
@@ -117,14 +88,6 @@ class ConsumerGroupMember:
     @property
     def member_epoch_for_fetch(self) -> int:
         return self.member_epoch
-
-    def group_metadata(self) -> ConsumerGroupMetadata:
-        return ConsumerGroupMetadata(self.group_id, self.member_epoch, self.member_id, self.group_instance_id)
-
-    def start(self) -> None:
-        self.options.selection.track(self.ctx.metadata)
-        self.auto_commit.start()
-        self.ctx.metadata.refresh(lambda _md, _err: self._join())
 
     def set_selection(self, selection: TopicSelection) -> None:
         """A new subscription: the next heartbeat (sent now) carries it."""
@@ -138,16 +101,8 @@ class ConsumerGroupMember:
         if code in FENCING_ERRORS:
             self._fenced()
 
-    def commit_positions(self, partitions: Sequence[TopicPartition] | None,
-                         cb: Callable[[KafkaError | None], object] | None, *, only_advanced: bool) -> None:
-        offsets = positions_to_commit(self.ctx, self.offsets, self.owned if partitions is None else partitions,
-                                      only_advanced=only_advanced)
-        if self.member_epoch <= JOIN_EPOCH and offsets:
-            if cb is not None:
-                self.ctx.loop.call_soon(self.ctx.call, cb, KafkaError(
-                    STATE, f"group {self.group_id!r}: no member epoch to commit with (joining)"))
-            return
-        self.offsets.commit(offsets, cb)
+    def _no_generation(self) -> str | None:
+        return "no member epoch to commit with (joining)" if self.member_epoch <= JOIN_EPOCH else None
 
     def leave(self, cb: Callable[[KafkaError | None], object] | None) -> None:
         """Commit (auto_commit), revoke, heartbeat with the leave epoch, stop; cb(err) once."""
@@ -159,32 +114,15 @@ class ConsumerGroupMember:
         self._stop_timers()
         was_member = self.member_epoch > JOIN_EPOCH
 
-        def after_commit(err: KafkaError | None) -> None:
-            self._report_err(err)
-            revoking = self._revoke(list(self.owned))
-            if revoking is None:
-                after_revoke()
-            else:  # on_revoke's Future (a handler runner finishing them) first
-                revoking.add_done_callback(lambda _done: after_revoke())
-
         def after_revoke() -> None:
             if not was_member or self.state is GroupState.FAILED:
                 self._close(cb, None)
                 return
             self._leave_cb = cb
             self._leave_due = True
-            self._send_heartbeat()
+            self._heartbeat()
 
-        if self.options.auto_commit and was_member and self.owned:
-            self.commit_positions(None, after_commit, only_advanced=True)
-        else:
-            after_commit(None)
-
-    def abandon(self) -> None:
-        """Stop at once without committing or leaving (the client is closing hard)."""
-        self._stop_timers()
-        self.state = GroupState.CLOSED
-        self.link.close()
+        self._give_up_all(after_revoke, commit=was_member)
 
     def on_metadata(self) -> None:
         """Topic ids of the target may have names now."""
@@ -201,7 +139,7 @@ class ConsumerGroupMember:
             log.info("group %r: joining (member %r)", self.group_id, self.member_id)
         self._full_request = True
         self._joins += 1
-        self._send_heartbeat()
+        self._heartbeat()
 
     def _heartbeat_soon(self) -> None:
         if self.state not in (GroupState.JOINING, GroupState.STABLE):
@@ -210,15 +148,6 @@ class ConsumerGroupMember:
             self._heartbeat_due = True
         else:
             self._arm_heartbeat(0.0)
-
-    def _arm_heartbeat(self, delay_s: float) -> None:
-        self._stop_heartbeat()
-        self._heartbeat_handle = self.ctx.loop.call_later(delay_s, self._send_heartbeat)
-
-    def _stop_heartbeat(self) -> None:
-        if self._heartbeat_handle is not None:
-            self._heartbeat_handle.cancel()
-            self._heartbeat_handle = None
 
     def _leave_epoch(self) -> int:
         return LEAVE_EPOCH_STATIC if self.group_instance_id is not None else LEAVE_EPOCH_DYNAMIC
@@ -257,14 +186,14 @@ class ConsumerGroupMember:
         return [codec.ConsumerGroupHeartbeatRequestTopicPartitions(topic_id=t, partitions=sorted(p))
                 for t, p in grouped.items()]
 
-    def _send_heartbeat(self) -> None:
+    def _heartbeat(self) -> None:
         self._heartbeat_handle = None
         if self.state in (GroupState.FAILED, GroupState.CLOSED):
             return
         if self._heartbeat_in_flight:
             self._heartbeat_due = True
             return
-        self._heartbeat_in_flight = True
+        self._heartbeat_sent()
         self._heartbeat_due = False
         req = self._request()
         sent_selection = self.options.selection
@@ -272,13 +201,17 @@ class ConsumerGroupMember:
         joins = self._joins
         if req.member_epoch < JOIN_EPOCH:
             self._leave_due = False
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("group %r: ConsumerGroupHeartbeat (member %r, epoch %d, %s owned)", self.group_id,
+                      self.member_id, req.member_epoch,
+                      "-" if req.topic_partitions is None else sum(len(t.partitions) for t in req.topic_partitions))
 
         def answered(resp: codec.ConsumerGroupHeartbeatResponse | None, err: KafkaError | None) -> None:
             self._heartbeat_in_flight = False
             if joins != self._joins and req.member_epoch >= JOIN_EPOCH:
                 # Sent before the member was fenced and rejoined: its answer says nothing now.
                 if self._heartbeat_due or self._leave_due:
-                    self._send_heartbeat()
+                    self._heartbeat()
                 return
             if req.member_epoch < JOIN_EPOCH:
                 self._on_leave_answer(resp, err)
@@ -302,7 +235,7 @@ class ConsumerGroupMember:
                       sent_owned: frozenset[TopicPartition]) -> None:
         if self.state in (GroupState.FAILED, GroupState.CLOSED) or self._leaving:
             if self._leave_due:
-                self._send_heartbeat()  # leave now that the heartbeat before it was answered
+                self._heartbeat()  # leave now that the heartbeat before it was answered
             return
         if err is not None:
             self.link.forget()  # no answer: the connection broke or timed out
@@ -314,6 +247,11 @@ class ConsumerGroupMember:
             self._heartbeat_failed(err, req)
             return
         assert resp is not None  # no error: an answer
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("group %r: ConsumerGroupHeartbeat answered (member %r, epoch %d, interval %d ms, "
+                      "assignment %s)", self.group_id, self.member_id, resp.member_epoch, resp.heartbeat_interval_ms,
+                      "-" if resp.assignment is None else sum(len(t.partitions)
+                                                              for t in resp.assignment.topic_partitions))
         self._heartbeat_backoff.reset()
         self._full_request = False
         self._sent_selection = sent_selection
@@ -331,7 +269,7 @@ class ConsumerGroupMember:
         if self._heartbeat_due or self._changed_since_sent():
             self._arm_heartbeat(0.0)
         else:
-            self._arm_heartbeat(self._interval_s)
+            self._arm_next_heartbeat()
 
     def _changed_since_sent(self) -> bool:
         return self._reported != self._sent_owned or self.options.selection != self._sent_selection
@@ -354,7 +292,7 @@ class ConsumerGroupMember:
         if self.state in (GroupState.FAILED, GroupState.CLOSED) or self._leaving:
             return
         self._target = None
-        self._lose_partitions()
+        self.ownership.lose()
         self._reported = frozenset()
         self._sent_owned = None
         self._join()
@@ -389,6 +327,8 @@ class ConsumerGroupMember:
                 self._rebalance_done()
             return
         self.rebalance_clock.start()
+        log.debug("group %r: member %r revokes %s, takes %s", self.group_id, self.member_id,
+                  [tp.partition for tp in revoked], [tp.partition for tp in added])
         self._reconciling = True
         epoch = self.member_epoch
 
@@ -416,7 +356,7 @@ class ConsumerGroupMember:
             self.commit_positions(revoked, committed.set_result, only_advanced=True)
         else:
             committed.set_result(None)
-        revoking = self._revoke(revoked)
+        revoking = self.ownership.revoke(revoked)
 
         def proceed(_done: object = None) -> None:
             if revoking is not None and not revoking.done():
@@ -433,28 +373,16 @@ class ConsumerGroupMember:
         log.info("group %r: epoch %d reconciled after %.0f ms: %d partitions owned", self.group_id,
                  self.member_epoch, took_ms, len(self.owned))
 
-    def _assign(self, added: list[TopicPartition]) -> None:
-        self.ownership.take(added)
+    def _owner_check(self) -> Callable[[], bool]:
         member_id = self.member_id
 
         def still_owner() -> bool:
             return self.state is GroupState.STABLE and self.member_id == member_id and not self._leaving
 
-        self.offsets.seek_to_committed(added, still_owner, self.on_partitions_changed)
+        return still_owner
 
-    def _revoke(self, partitions: list[TopicPartition]) -> asyncio.Future[Any] | None:
-        return self.ownership.revoke(partitions)
-
-    def _lose_partitions(self) -> None:
-        self.ownership.lose()
-
-    # --- auto-commit ------------------------------------------------------------------------------
-    def _auto_commit(self) -> None:
-        if self.state is GroupState.STABLE and self.owned and not self._reconciling:
-            self.commit_positions(None, self._report_err, only_advanced=True)
-
-    def _report_err(self, err: KafkaError | None) -> None:
-        report_error(self.ctx, err)
+    def _may_auto_commit(self) -> bool:
+        return super()._may_auto_commit() and not self._reconciling
 
     # --- ending -----------------------------------------------------------------------------------
     def _on_leave_answer(self, resp: codec.ConsumerGroupHeartbeatResponse | None, err: KafkaError | None) -> None:
@@ -470,16 +398,6 @@ class ConsumerGroupMember:
         self.link.close()
         if cb is not None:
             self.ctx.call(cb, err)
-
-    def _stop_timers(self) -> None:
-        self._stop_heartbeat()
-        self.auto_commit.stop()
-
-    def _fatal(self, err: KafkaError) -> None:
-        self.state = GroupState.FAILED
-        self._stop_timers()
-        self._lose_partitions()
-        self.ctx.report(err)
 
 
 __all__ = ["ConsumerGroupMember"]

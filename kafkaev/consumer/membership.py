@@ -3,30 +3,34 @@
 ``subscribe(group_protocol="classic")`` makes a ``GroupMember`` (group.py: JoinGroup,
 SyncGroup, Heartbeat); ``group_protocol="consumer"`` a ``ConsumerGroupMember``
 (group_consumer.py: ConsumerGroupHeartbeat, KIP-848). Both are a ``Membership``: the
-Consumer knows nothing else of them. Their options are one ``GroupOptions``, the
+Consumer knows nothing else of them. Both are built on ``GroupMemberBase``, the one owner of
+what they share (the coordinator link, the ``OffsetManager``, the ``OwnedPartitions``, the
+``RebalanceClock``, the ``AutoCommitTimer``, the heartbeat timer, starting and committing);
+each subclass keeps only its protocol. Their options are one ``GroupOptions``, the
 subscribed topics one ``TopicSelection``; ``group_metadata()`` gives what a
 transactional producer needs of the member (``kafkaev.ConsumerGroupMetadata``, KIP-447).
 """
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import enum
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
+from kafkaev.backoff import Backoff
 from kafkaev.cluster.metadata import ClusterMetadata, Metadata
-from kafkaev.errors import KafkaError
+from kafkaev.errors import STATE, KafkaError
 from kafkaev.types import ConsumerGroupMetadata, TopicPartition
 
 from .assignors import Assignor
 from .context import ConsumerContext
+from .coordinator import group_coordinator
+from .offsets import OffsetManager, positions_to_commit
 from .subscription import Phase
-
-if TYPE_CHECKING:
-    from .offsets import OffsetManager
 
 # Leaving a consumer-protocol group (KIP-848): a dynamic member for good, a static one for now
 # (its partitions wait for it for the session timeout).
@@ -34,6 +38,8 @@ LEAVE_EPOCH_DYNAMIC = -1
 LEAVE_EPOCH_STATIC = -2
 # The epoch a consumer-protocol member joins (and rejoins after being fenced) with.
 JOIN_EPOCH = 0
+# OffsetFetch v9+'s member epoch of a member that is not a consumer-protocol one.
+NO_MEMBER_EPOCH = -1
 
 
 class GroupState(enum.Enum):
@@ -209,10 +215,161 @@ class AutoCommitTimer:
         self.start()
 
 
-def report_error(ctx: ConsumerContext, err: KafkaError | None) -> None:
-    """A background commit's outcome: an error goes to on_error."""
-    if err is not None:
-        ctx.report(err)
+class GroupMemberBase(abc.ABC):
+    """What a group member does alike under either protocol, owned here once: the coordinator
+    link, the OffsetManager, the owned partitions, the rebalance clock, the auto-commit and
+    heartbeat timers, starting, committing, taking and giving up partitions. A subclass speaks
+    its protocol: ``_join``, ``_heartbeat`` (what the heartbeat timer runs), its generation."""
+
+    def __init__(self, ctx: ConsumerContext, options: GroupOptions, *, require_stable: bool,
+                 on_partitions_changed: Callable[[], None], heartbeat_interval_ms: int) -> None:
+        self.ctx = ctx
+        self.options = options
+        self.group_id = options.group_id
+        self.group_instance_id = options.group_instance_id
+        self.member_id = ""
+        self.state = GroupState.UNJOINED
+        self.link = group_coordinator(ctx, options.group_id)
+        self.offsets = OffsetManager(ctx, self.link, self, require_stable=require_stable)
+        self.ownership = OwnedPartitions(ctx, options, on_partitions_changed)
+        self.rebalance_clock = RebalanceClock(ctx.loop)  # for statistics (kafkaev/stats)
+        self.auto_commit = AutoCommitTimer(ctx, options, self._auto_commit)
+        self.on_partitions_changed = on_partitions_changed  # the fetcher's kick
+        self._interval_s = heartbeat_interval_ms / 1000.0  # the classic option, or the broker's answer
+        self._heartbeat_handle: asyncio.TimerHandle | None = None
+        self._heartbeat_in_flight = False
+        self._heartbeat_sent_at = 0.0  # loop time the latest heartbeat went out
+        self._heartbeat_backoff = Backoff(ctx.config.retry_backoff)
+
+    # --- what each protocol says ------------------------------------------------------------------
+    @property
+    @abc.abstractmethod
+    def generation_id(self) -> int:
+        """What OffsetCommit carries: the classic generation, or the member epoch."""
+
+    @abc.abstractmethod
+    def membership_lost(self, code: int) -> None:
+        """A commit (or heartbeat) was refused for membership reasons."""
+
+    @abc.abstractmethod
+    def _join(self) -> None: ...
+
+    @abc.abstractmethod
+    def _heartbeat(self) -> None:
+        """What the heartbeat timer runs."""
+
+    @abc.abstractmethod
+    def _no_generation(self) -> str | None:
+        """Why there is nothing to commit with now (a phrase for the error), or None."""
+
+    @abc.abstractmethod
+    def _owner_check(self) -> Callable[[], bool]:
+        """A test, made now, of whether partitions taken now are still this member's."""
+
+    def _may_auto_commit(self) -> bool:
+        return self.state is GroupState.STABLE and bool(self.owned)
+
+    # --- the Membership interface -----------------------------------------------------------------
+    @property
+    def owned(self) -> list[TopicPartition]:
+        return self.ownership.partitions
+
+    @property
+    def member_epoch_for_fetch(self) -> int:
+        return NO_MEMBER_EPOCH
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        return ConsumerGroupMetadata(self.group_id, self.generation_id, self.member_id, self.group_instance_id)
+
+    def start(self) -> None:
+        # Join once the subscribed topics are in the metadata: the partition counts recorded at
+        # assignment time must be real, and topic ids must have names.
+        self.options.selection.track(self.ctx.metadata)
+        self.auto_commit.start()
+        self.ctx.metadata.refresh(lambda _md, _err: self._join())
+
+    def commit_positions(self, partitions: Sequence[TopicPartition] | None,
+                         cb: Callable[[KafkaError | None], object] | None, *, only_advanced: bool) -> None:
+        """Commit the current positions of ``partitions`` (default: all owned); from inside
+        ``on_message``/``on_batch``, counting the records handed over so far."""
+        offsets = positions_to_commit(self.ctx, self.offsets, self.owned if partitions is None else partitions,
+                                      only_advanced=only_advanced)
+        refusal = self._no_generation() if offsets else None
+        if refusal is not None:
+            if cb is not None:
+                self.ctx.loop.call_soon(self.ctx.call, cb, KafkaError(STATE, f"group {self.group_id!r}: {refusal}"))
+            return
+        self.offsets.commit(offsets, cb)
+
+    def abandon(self) -> None:
+        """Stop at once without committing or leaving (the client is closing hard)."""
+        self._stop_timers()
+        self.state = GroupState.CLOSED
+        self.link.close()
+
+    # --- partitions -------------------------------------------------------------------------------
+    def _assign(self, added: list[TopicPartition]) -> None:
+        """Own ``added``, then seek each to its committed offset while it is still ours."""
+        self.ownership.take(added)
+        self.offsets.seek_to_committed(added, self._owner_check(), self.on_partitions_changed)
+
+    def _give_up_all(self, then: Callable[[], object], *, commit: bool) -> None:
+        """Commit what was read (auto_commit, when ``commit``), revoke everything owned, then
+        ``then()`` once on_revoke's Future (a handler runner finishing them) is done."""
+
+        def after_commit(err: KafkaError | None) -> None:
+            self._report_err(err)
+            self._after(self.ownership.revoke(list(self.owned)), then)
+
+        if commit and self.options.auto_commit and self.owned:
+            self.commit_positions(None, after_commit, only_advanced=True)
+        else:
+            after_commit(None)
+
+    @staticmethod
+    def _after(pending: asyncio.Future[Any] | None, then: Callable[[], object]) -> None:
+        if pending is None:
+            then()
+        else:
+            pending.add_done_callback(lambda _done: then())
+
+    # --- timers -----------------------------------------------------------------------------------
+    def _arm_heartbeat(self, delay_s: float) -> None:
+        self._stop_heartbeat()
+        self._heartbeat_handle = self.ctx.loop.call_later(delay_s, self._heartbeat)
+
+    def _heartbeat_sent(self) -> None:
+        self._heartbeat_in_flight = True
+        self._heartbeat_sent_at = self.ctx.loop.time()
+
+    def _arm_next_heartbeat(self) -> None:
+        """The next heartbeat one interval after the last one was sent, as the interval is meant
+        (the Java client's timer too): counted from its answer, each round trip would be added."""
+        self._arm_heartbeat(max(0.0, self._heartbeat_sent_at + self._interval_s - self.ctx.loop.time()))
+
+    def _stop_heartbeat(self) -> None:
+        if self._heartbeat_handle is not None:
+            self._heartbeat_handle.cancel()
+            self._heartbeat_handle = None
+
+    def _stop_timers(self) -> None:
+        self._stop_heartbeat()
+        self.auto_commit.stop()
+
+    def _auto_commit(self) -> None:
+        if self._may_auto_commit():
+            self.commit_positions(None, self._report_err, only_advanced=True)
+
+    def _report_err(self, err: KafkaError | None) -> None:
+        """A background commit's outcome: an error goes to on_error."""
+        if err is not None:
+            self.ctx.report(err)
+
+    def _fatal(self, err: KafkaError) -> None:
+        self.state = GroupState.FAILED
+        self._stop_timers()
+        self.ownership.lose()
+        self.ctx.report(err)
 
 
 class Membership(Protocol):

@@ -328,7 +328,11 @@ class OffsetManager:
                 committed = result.get(tp)
                 if committed is not None and committed.offset >= 0:
                     state.seek(committed.offset, committed.leader_epoch)
-                    state.request_validation()
+                    # KIP-320: a leader still in the epoch the offset was committed in has every
+                    # record of it (one leader per epoch, its log not truncated within its own
+                    # epoch): nothing to check, and a first fetch one round trip sooner.
+                    if committed.leader_epoch != ctx.leader(tp.topic, tp.partition)[1]:
+                        state.request_validation()
                     continue
                 policy = ctx.auto_offset_reset
                 if policy == "error":
