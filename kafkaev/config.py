@@ -60,6 +60,9 @@ KNOWN_ASSIGNORS = ("cooperative-sticky", "range", "roundrobin")
 
 # The broker's default message.max.bytes: the largest record batch it accepts.
 DEFAULT_MAX_REQUEST_SIZE = 1048588
+# A batch may grow to 1 MiB (librdkafka's batch.size is 1,000,000 bytes): the broker appends
+# large batches at far less cost per record, and a batch reserves memory only as it fills.
+DEFAULT_BATCH_SIZE = 1024 * 1024
 # The idempotent producer keeps at most this many batches in flight per partition:
 # the broker caches only the last five batch sequences per producer and partition.
 MAX_IN_FLIGHT_IDEMPOTENT = 5
@@ -267,7 +270,7 @@ class ClientConfig:
     # --- producer ---
     acks: int = ACKS_ALL
     linger_ms: float = 5.0
-    batch_size: int = 16384
+    batch_size: int = DEFAULT_BATCH_SIZE  # a limit: a batch reserves memory as it fills (producer/accumulator.py)
     compression: str | None = None
     idempotent: bool = False
     partitioner: Callable[[str, bytes | None, int], int] | None = None

@@ -16,7 +16,7 @@ def test_defaults_are_valid_and_derived_fields_filled(monkeypatch, tmp_path):
     monkeypatch.setenv("HOME", str(tmp_path))
     cfg = ClientConfig()
     assert cfg.bootstrap == (("127.0.0.1", 9092),)
-    assert cfg.acks == -1 and cfg.linger_ms == 5.0 and cfg.batch_size == 16384
+    assert cfg.acks == -1 and cfg.linger_ms == 5.0 and cfg.batch_size == 1 << 20
     assert cfg.isolation == 0 and cfg.compression_type == 0
     assert cfg.assignors == ("cooperative-sticky", "range")
 
