@@ -138,7 +138,7 @@ def _latency_panel(axis: Any, scenario: dict[str, Any] | None, title: str) -> No
     if scenario is None:
         axis.set_axis_off()
         return
-    percentiles = [m["name"] for m in scenario["metrics"]]
+    percentiles = [m["name"] for m in scenario["metrics"] if m["unit"] == "us"]
     labels = [lab for lab, c in scenario["clients"].items() if c["median"]]
     width = 0.8 / max(1, len(labels))
     for index, label in enumerate(labels):
