@@ -109,6 +109,14 @@ def test_tls_and_sasl_normalised_to_typed_settings():
         ClientConfig(sasl={"mechanism": "GSSAPI", "username": "u", "password": "p"})
 
 
+def test_buffer_memory_below_batch_size_needs_room_for_a_first_step_only():
+    # batches grow only as far as buffer_memory allows: a small buffer makes smaller batches
+    assert ClientConfig(buffer_memory=256 * 1024).batch_size == 1 << 20
+    with pytest.raises(ValueError, match="'buffer_memory' must be at least 16384"):
+        ClientConfig(buffer_memory=16383)
+    assert ClientConfig(buffer_memory=4096, batch_size=4096).buffer_memory == 4096
+
+
 def test_batch_size_bounded_by_max_request_size():
     with pytest.raises(ValueError, match="'batch_size'"):
         ClientConfig(batch_size=2_000_000)

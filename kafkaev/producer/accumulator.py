@@ -36,23 +36,18 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from ..config import ClientConfig
+from ..config import BATCH_FIRST_STEP, ClientConfig
 from ..errors import QUEUE_FULL, KafkaError
 from ..protocol.codec import BATCH_HEADER_SIZE, read_records
 from .core import MemoryBudget, PartitionState, ProducerBatch, ReadySet, TopicState
 
-__all__ = ["Accumulator", "BufferFullError", "MemoryBudget", "PartitionState", "ProducerBatch", "ReadySet",
+__all__ = ["BATCH_FIRST_STEP", "Accumulator", "BufferFullError", "MemoryBudget", "PartitionState", "ProducerBatch", "ReadySet",
            "TopicState"]
 
 # Emptied builders kept for the next batches: their grown buffers are reused instead of being
 # reallocated (and page-faulted in) batch after batch. Each holds up to batch_size bytes
 # outside buffer_memory.
 SPARE_BUILDERS_MAX = 4
-# What a new batch reserves from buffer_memory (and its builder allocates) before it grows:
-# the Java client's whole batch.size. A batch grows by doubling, each step reserved as its
-# records reach it, up to batch_size: a partition sending a few records a linger period
-# holds this much, a busy one grows to a full batch within a few steps.
-BATCH_FIRST_STEP = 16384
 # At linger_ms=0 a lingered batch goes out once its partition has fewer requests than this in
 # flight: one being answered while the next is on the wire keeps the connection busy. More
 # small requests only queue in the broker, which answers a connection's requests one at a
@@ -183,7 +178,7 @@ class Accumulator:
         part.queue.append(batch)
 
     def recycle(self, builder: Any) -> None:
-        """The builder of a completed batch: kept, emptied, for a later batch of the default size."""
+        """The builder of a completed batch: kept, emptied, for a later batch (not one sized for a record above batch_size)."""
         if (self._recycles and len(self._spare_builders) < SPARE_BUILDERS_MAX
                 and builder.max_batch_size <= self._config.batch_size):
             builder.reset()
