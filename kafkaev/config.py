@@ -74,6 +74,11 @@ MAX_IN_FLIGHT_IDEMPOTENT = 5
 # More produce connections than this per broker only add sockets: a broker node has a handful
 # of request threads, and the default num.io.threads is 8.
 MAX_PRODUCE_CONNECTIONS = 8
+# A broker appends one request per connection at a time: three lanes let it append three
+# partitions' batches at once (1.8-2.4x the acknowledged rate at 10,000-byte values in
+# same-run pairs). A lane opens only when a partition is given it, so a producer writing to one
+# partition per broker still opens one.
+DEFAULT_PRODUCE_CONNECTIONS = 3
 
 
 def _fail(name: str, expected: str, value: object) -> ValueError:
@@ -281,7 +286,7 @@ class ClientConfig:
     partitioner: Callable[[str, bytes | None, int], int] | None = None
     delivery_timeout_ms: int = 120000
     max_in_flight: int = 5  # produce requests in flight per partition
-    produce_connections: int = 1  # produce connections per broker; a partition always uses the same one
+    produce_connections: int = DEFAULT_PRODUCE_CONNECTIONS  # per broker, at most; a partition always uses the same one
     buffer_memory: int = 32 * 1024 * 1024
     max_request_size: int = DEFAULT_MAX_REQUEST_SIZE
     retry_backoff_ms: int = 100
