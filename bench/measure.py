@@ -155,6 +155,11 @@ def make_value(size: int, seed: int = 7) -> bytes:
     return "".join(parts).encode()[:size]
 
 
+def record_keys(spec: RunSpec) -> list[bytes] | None:
+    """The keys a produce run's records carry in turn (the same for every client), or None: keyless."""
+    return [b"key-%d" % i for i in range(spec.keys)] if spec.keys else None
+
+
 def stamp(value: bytes) -> bytes:
     """The e2e payload: the send time in front of ``value`` (same total size)."""
     return SEND_TIME.pack(time.perf_counter_ns()) + value[SEND_TIME.size:]

@@ -9,6 +9,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from bench.scenarios import PEAK_RSS_MB
 from bench.spec import RunResult
 
 LABEL_WIDTH = 32
@@ -138,7 +139,7 @@ def _latency_panel(axis: Any, scenario: dict[str, Any] | None, title: str) -> No
     if scenario is None:
         axis.set_axis_off()
         return
-    percentiles = [m["name"] for m in scenario["metrics"]]
+    percentiles = [m["name"] for m in scenario["metrics"] if m["name"] != PEAK_RSS_MB.name]  # microseconds only
     labels = [lab for lab, c in scenario["clients"].items() if c["median"]]
     width = 0.8 / max(1, len(labels))
     for index, label in enumerate(labels):

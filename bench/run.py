@@ -23,7 +23,7 @@ from typing import Any
 from bench import report
 from bench.broker import ExistingCluster, landed_records, prefill, start_embedded
 from bench.machine import describe, machine_info
-from bench.scenarios import Entry, Scenario, all_scenarios
+from bench.scenarios import PEAK_RSS_MB, Entry, Scenario, all_scenarios
 from bench.spec import (
     KIND_CONN,
     KIND_CONSUME,
@@ -48,6 +48,7 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 # Seconds a worker may take beyond its own planned work (interpreter, imports, connecting, JVM start).
 RUN_OVERHEAD_S = 60.0
 PRODUCE_PARTITIONS = 3
+KIB_PER_MIB = 1024  # ru_maxrss is in KiB
 # rebalance: settling (up to 60 s), then the two phases of bench/rebalance.py, with room to spare.
 REBALANCE_TIME_CAP_S = 90.0
 
@@ -87,6 +88,8 @@ class EntryOutcome:
 def derive(kind: str, result: RunResult, landed: int | None) -> dict[str, float]:
     """The reported figures of one run, from its raw counters."""
     figures: dict[str, float] = {}
+    if result.peak_rss_kb:
+        figures[PEAK_RSS_MB.name] = result.peak_rss_kb / KIB_PER_MIB
     if kind in THROUGHPUT_KINDS and result.elapsed_s > 0 and result.records > 0:
         figures["msgs_per_s"] = result.records / result.elapsed_s
         figures["mb_per_s"] = result.bytes / result.elapsed_s / 1e6
@@ -128,7 +131,7 @@ class Runner:
         spec = RunSpec(client=entry.client, kind=scenario.kind, bootstrap=self.bootstrap, topic="",
                        duration_s=plan.duration_s, warmup_s=plan.warmup_s, **scenario.params)
         if scenario.kind in (KIND_PRODUCE, KIND_TXN_PRODUCE):
-            spec.partitions = PRODUCE_PARTITIONS
+            spec.partitions = scenario.params.get("partitions", PRODUCE_PARTITIONS)
         elif scenario.kind == KIND_ROUNDTRIP:
             spec.count = plan.roundtrips
         elif scenario.kind == KIND_E2E:

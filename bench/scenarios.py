@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bench.spec import (
@@ -10,6 +10,7 @@ from bench.spec import (
     CONSUME_BATCH,
     CONSUME_GETMANY,
     CONSUME_PER_MESSAGE,
+    DEFAULTS_LINGER_MS,
     HANDLE_ASYNC,
     HANDLE_SYNC,
     KIND_CONN,
@@ -44,6 +45,13 @@ TXN_SIZES = (1000, 10_000)  # records per transaction of the transactional produ
 # (examples/eos_pipeline.py's default).
 EOS_TXN_RECORDS = 500
 TXN_CLIENTS = (SUBJECT, "confluent", "aiokafka")  # the clients with transactions
+# The defaults scenarios: every client as it comes, only linger_ms aligned (DEFAULTS_LINGER_MS).
+DEFAULTS_CLIENTS = (SUBJECT, "confluent", "aiokafka")
+DEFAULTS_SIZES = (100, 1000, 10_000)
+# ... and on a topic this wide, with keyed records spread over every partition: what a large
+# default batch size costs in memory when each partition has a batch open.
+MANY_PARTITIONS = 1000
+MANY_PARTITIONS_KEYS = 10 * MANY_PARTITIONS
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +69,8 @@ DELIVERED_PER_S = Metric("delivered_per_s", "delivered msg/s", True)
 RECORDS_PER_S = Metric("records_per_s", "records/s CPU", True)
 NS_PER_RECORD = Metric("ns_per_record", "ns CPU/record", False)
 REQUESTS_PER_S = Metric("requests_per_s", "pipelined req/s", True)
+# Every scenario reports it: the worker process's peak resident set (bench/worker.py).
+PEAK_RSS_MB = Metric("peak_rss_mb", "MiB peak RSS", False)
 PAUSE_METRICS = (Metric("max_pause", "us", False), Metric("median_pause", "us", False))
 REBALANCE_PARTITIONS = 48
 REBALANCE_RATE = 5_000
@@ -189,6 +199,24 @@ def all_scenarios(*, quick: bool) -> list[Scenario]:
             _entries(*sweep_clients), produce_metrics, {"acks": 1, "value_size": 100, "compression": codec},
             group="codec"))
     scenarios += _aio_scenarios(produce_metrics)
+    scenarios += _defaults_scenarios(produce_metrics)
+    return [replace(s, metrics=(*s.metrics, PEAK_RSS_MB)) for s in scenarios]
+
+
+def _defaults_scenarios(metrics: tuple[Metric, ...]) -> list[Scenario]:
+    """Each client at its own defaults (acks, batch size, buffers, connections), linger aligned."""
+    scenarios = [
+        Scenario(f"defaults_{size}B", f"At each client's defaults, linger_ms={DEFAULTS_LINGER_MS}: pipelined produce, "
+                 f"{size}-byte values", KIND_PRODUCE, _entries(*DEFAULTS_CLIENTS), metrics,
+                 {"value_size": size, "defaults": True}, group="defaults")
+        for size in DEFAULTS_SIZES
+    ]
+    scenarios.append(Scenario(
+        f"defaults_{MANY_PARTITIONS}p", f"At each client's defaults, linger_ms={DEFAULTS_LINGER_MS}: pipelined produce "
+        f"to {MANY_PARTITIONS:,} partitions, 100-byte values, {MANY_PARTITIONS_KEYS:,} keys in turn", KIND_PRODUCE,
+        _entries(*DEFAULTS_CLIENTS), metrics,
+        {"value_size": 100, "defaults": True, "partitions": MANY_PARTITIONS, "keys": MANY_PARTITIONS_KEYS},
+        group="defaults"))
     return scenarios
 
 

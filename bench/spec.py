@@ -17,6 +17,9 @@ RESULT_PREFIX = "BENCH-RESULT "
 PRODUCE_BUFFER_BYTES = 256 * 1024 * 1024
 # How long a producer loop whose buffer is full waits for acknowledgements before it tries again.
 BUFFER_FULL_WAIT_S = 0.001
+# The defaults scenarios' one setting aligned across clients: kafkaev's default linger, and the
+# linger.ms every throughput comparison uses.
+DEFAULTS_LINGER_MS = 5
 # The e2e producer loops sleep this long between two rounds of producing what is due. One
 # millisecond for every client: uvloop's timers count whole milliseconds and run a shorter
 # delay at once, so an event-loop client asked to wait 0.2 ms spins instead, taking a core the
@@ -73,6 +76,10 @@ class RunSpec:
     stats_interval_ms: int = 0  # kafkaev: statistics collected (stats_cb this often) or, at 0, not
     txn_records: int = 0  # txn_produce: records per transaction; eos: input records per transaction, at most
     source_topic: str = ""  # eos: the pre-filled input topic (`topic` is the output)
+    # produce: each client at its own defaults, only linger_ms aligned (DEFAULTS_LINGER_MS), instead
+    # of the throughput settings each client's module chooses
+    defaults: bool = False
+    keys: int = 0  # produce: records carry this many distinct keys in turn (every partition busy); 0: no key
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -97,6 +104,7 @@ class RunResult:
     latency_us: dict[str, float] = field(default_factory=dict)  # percentile name -> microseconds
     histogram: list[tuple[float, int]] = field(default_factory=list)  # (upper bound us, count)
     settings: dict[str, Any] = field(default_factory=dict)  # the client configuration used
+    peak_rss_kb: int = 0  # the worker process's peak resident set (or its largest child's, the JVM's)
     note: str = ""
 
     def to_json(self) -> str:

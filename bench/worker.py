@@ -9,6 +9,7 @@ from __future__ import annotations
 import faulthandler
 import importlib
 import os
+import resource
 import sys
 
 from bench.spec import MICRO_KINDS, RESULT_PREFIX, RunSpec
@@ -42,6 +43,13 @@ def run(spec: RunSpec):
     return scenario(spec)
 
 
+def peak_rss_kb() -> int:
+    """The run's peak resident set in KiB (Linux's ru_maxrss unit): this process's, or a waited-for
+    child's when larger (the Java client runs in a JVM child)."""
+    return max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+               resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python -m bench.worker '<RunSpec JSON>'", file=sys.stderr)
@@ -52,6 +60,7 @@ def main(argv: list[str]) -> int:
         faulthandler.dump_traceback_later(max(1.0, float(deadline) - DUMP_MARGIN_S), exit=True)
     result = run(RunSpec.from_json(argv[0]))
     faulthandler.cancel_dump_traceback_later()
+    result.peak_rss_kb = peak_rss_kb()
     sys.stdout.write("\n" + RESULT_PREFIX + result.to_json() + "\n")
     sys.stdout.flush()
     return 0

@@ -60,12 +60,25 @@ KNOWN_ASSIGNORS = ("cooperative-sticky", "range", "roundrobin")
 
 # The broker's default message.max.bytes: the largest record batch it accepts.
 DEFAULT_MAX_REQUEST_SIZE = 1048588
+# A batch may grow to 1 MiB (librdkafka's batch.size is 1,000,000 bytes): the broker appends
+# large batches at far less cost per record, and a batch reserves memory only as it fills.
+DEFAULT_BATCH_SIZE = 1024 * 1024
+# What a new batch reserves from buffer_memory (and its builder allocates) before it grows:
+# the Java client's whole batch.size. A batch grows by doubling, each step reserved as its
+# records reach it, up to batch_size: a partition sending a few records a linger period
+# holds this much, a busy one grows to a full batch within a few steps.
+BATCH_FIRST_STEP = 16384
 # The idempotent producer keeps at most this many batches in flight per partition:
 # the broker caches only the last five batch sequences per producer and partition.
 MAX_IN_FLIGHT_IDEMPOTENT = 5
 # More produce connections than this per broker only add sockets: a broker node has a handful
 # of request threads, and the default num.io.threads is 8.
 MAX_PRODUCE_CONNECTIONS = 8
+# A broker appends one request per connection at a time: three lanes let it append three
+# partitions' batches at once (1.8-2.4x the acknowledged rate at 10,000-byte values in
+# same-run pairs). A lane opens only when a partition is given it, so a producer writing to one
+# partition per broker still opens one.
+DEFAULT_PRODUCE_CONNECTIONS = 3
 
 
 def _fail(name: str, expected: str, value: object) -> ValueError:
@@ -267,13 +280,13 @@ class ClientConfig:
     # --- producer ---
     acks: int = ACKS_ALL
     linger_ms: float = 5.0
-    batch_size: int = 16384
+    batch_size: int = DEFAULT_BATCH_SIZE  # a limit: a batch reserves memory as it fills (producer/accumulator.py)
     compression: str | None = None
     idempotent: bool = False
     partitioner: Callable[[str, bytes | None, int], int] | None = None
     delivery_timeout_ms: int = 120000
     max_in_flight: int = 5  # produce requests in flight per partition
-    produce_connections: int = 1  # produce connections per broker; a partition always uses the same one
+    produce_connections: int = DEFAULT_PRODUCE_CONNECTIONS  # per broker, at most; a partition always uses the same one
     buffer_memory: int = 32 * 1024 * 1024
     max_request_size: int = DEFAULT_MAX_REQUEST_SIZE
     retry_backoff_ms: int = 100
@@ -416,8 +429,11 @@ class ClientConfig:
         if self.batch_size > self.max_request_size:
             raise _fail("batch_size", f"at most max_request_size ({self.max_request_size})", self.batch_size)
         _check_int("buffer_memory", self.buffer_memory, 1)
-        if self.buffer_memory < self.batch_size:
-            raise _fail("buffer_memory", f"at least batch_size ({self.batch_size})", self.buffer_memory)
+        # a new batch's first step must fit; batches then grow only as far as the budget allows
+        first_step = min(self.batch_size, BATCH_FIRST_STEP)
+        if self.buffer_memory < first_step:
+            raise _fail("buffer_memory", f"at least {first_step} (a new batch's first step: "
+                        f"min(batch_size, {BATCH_FIRST_STEP}))", self.buffer_memory)
         _check_int("retry_backoff_ms", self.retry_backoff_ms, 0)
         _check_int("retry_backoff_max_ms", self.retry_backoff_max_ms, self.retry_backoff_ms)
         put(self, "retry_backoff", BackoffPolicy(self.retry_backoff_ms, self.retry_backoff_max_ms))

@@ -157,9 +157,9 @@ def test_split_halves_take_their_originals_place_at_any_depth(loop):
     tstate = acc.add_topic("t")
     tstate.update([(1, 0)])
     part = tstate.parts[0]
-    first = acc.new_batch(part, 10)
+    first = acc.new_batch(part, 8 * 5100)  # opened big enough for the eight records
     for i in range(8):
-        first.builder.append(0, None, b"%d" % i + b"." * 5000, None)  # referenced values, too
+        assert first.builder.append(0, None, b"%d" % i + b"." * 5000, None) >= 0  # referenced values, too
     acc.close_batch(first)
     second = acc.new_batch(part, 10)
     second.builder.append(0, None, b"8", None)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from bench.measure import histogram, percentile, summarize_latencies
+from bench.scenarios import PEAK_RSS_MB, all_scenarios
 from bench.spec import RunResult, RunSpec
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -87,6 +88,33 @@ def test_harness_runs_one_scenario_and_writes_table_json_chart(kafka, tmp_path):
     assert run["figures"]["delivered"] == run["raw"]["calls"]
     assert confluent["median"]["call_rate"] > 0
     assert confluent["settings"]["acks"] == 0
+    # the worker's peak resident set, reported for every run (librdkafka's threads and queues included)
+    assert run["raw"]["peak_rss_kb"] > 10 * 1024 and confluent["median"]["peak_rss_mb"] > 10
+
+
+def test_every_scenario_reports_peak_rss():
+    assert all(s.metrics[-1] is PEAK_RSS_MB for s in all_scenarios(quick=False))
+
+
+# What a run's settings record beside the configuration: versions, the API used, the bootstrap.
+DESCRIPTIVE_SETTINGS = {"kafkaev", "confluent_kafka", "librdkafka", "aiokafka", "loop", "api", "bootstrap.servers",
+                        "bootstrap_servers"}
+
+
+def test_defaults_scenarios_run_each_client_at_its_own_defaults(kafka, tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", "--quick", "--brokers", kafka.bootstrap, "--scenarios", "defaults_100B",
+         "--duration", "0.3", "--no-chart", "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    [json_path] = tmp_path.glob("*.json")
+    clients = json.loads(json_path.read_text())["scenarios"]["defaults_100B"]["clients"]
+    assert set(clients) == {"kafkaev", "confluent", "aiokafka"}
+    for label, client in clients.items():
+        assert client["errors"] == [], label
+        settings = {k: v for k, v in client["settings"].items() if k not in DESCRIPTIVE_SETTINGS}
+        assert settings in ({"linger_ms": 5}, {"linger.ms": 5}), (label, settings)  # nothing but linger set
+        assert client["median"]["msgs_per_s"] > 0 and client["median"]["peak_rss_mb"] > 10
 
 
 def test_micro_benchmark_figures():

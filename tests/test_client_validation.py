@@ -16,7 +16,7 @@ def test_defaults_are_valid_and_derived_fields_filled(monkeypatch, tmp_path):
     monkeypatch.setenv("HOME", str(tmp_path))
     cfg = ClientConfig()
     assert cfg.bootstrap == (("127.0.0.1", 9092),)
-    assert cfg.acks == -1 and cfg.linger_ms == 5.0 and cfg.batch_size == 16384
+    assert cfg.acks == -1 and cfg.linger_ms == 5.0 and cfg.batch_size == 1 << 20
     assert cfg.isolation == 0 and cfg.compression_type == 0
     assert cfg.assignors == ("cooperative-sticky", "range")
 
@@ -107,6 +107,14 @@ def test_tls_and_sasl_normalised_to_typed_settings():
     assert cfg.sasl == SASLConfig("SCRAM-SHA-256", "u", "p")
     with pytest.raises(ValueError, match="'sasl'"):
         ClientConfig(sasl={"mechanism": "GSSAPI", "username": "u", "password": "p"})
+
+
+def test_buffer_memory_below_batch_size_needs_room_for_a_first_step_only():
+    # batches grow only as far as buffer_memory allows: a small buffer makes smaller batches
+    assert ClientConfig(buffer_memory=256 * 1024).batch_size == 1 << 20
+    with pytest.raises(ValueError, match="'buffer_memory' must be at least 16384"):
+        ClientConfig(buffer_memory=16383)
+    assert ClientConfig(buffer_memory=4096, batch_size=4096).buffer_memory == 4096
 
 
 def test_batch_size_bounded_by_max_request_size():

@@ -12,7 +12,7 @@ import pytest
 
 from kafkaev.config import ClientConfig
 from kafkaev.errors import DESTROY, MESSAGE_TOO_LARGE, STATE, KafkaError
-from kafkaev.producer.accumulator import Accumulator, BufferFullError
+from kafkaev.producer.accumulator import BATCH_FIRST_STEP, Accumulator, BufferFullError
 from kafkaev.producer.core import Deliveries, ProducerCore, ProducerLifecycle
 from kafkaev.producer.partitioner import custom_partition
 from kafkaev.protocol.codec import RecordBatchBuilder, decode_record_batches, murmur2
@@ -310,3 +310,52 @@ def test_readmit_is_not_refused_for_memory_and_produce_still_is(loop):
     with pytest.raises(BufferFullError):
         env.core.produce("t", None, b"x", partition=2)  # the waiver lasted that one call
     assert [(r.value, r.timestamp) for r in env.records(1)] == [(b"waited for the topic", 123)]
+
+
+def test_a_batch_reserves_its_first_step_and_grows_as_records_fill_it(loop):
+    env = Env(loop)  # the default batch_size (1 MiB) and buffer_memory (32 MiB)
+    value = b"v" * 1000
+    env.core.produce("t", None, value, partition=0)
+    batch = env.tstate.parts[0].batch
+    assert env.acc.budget.reserved == BATCH_FIRST_STEP == batch.builder.max_batch_size
+    limits = []
+    while batch.builder.estimated_size + len(value) + 100 <= env.acc._config.batch_size:
+        env.core.produce("t", None, value, partition=0)
+        if batch.builder.max_batch_size not in limits:
+            limits.append(batch.builder.max_batch_size)
+        assert env.acc.budget.reserved == batch.builder.max_batch_size  # each step reserved as it is reached
+    assert limits == [BATCH_FIRST_STEP << i for i in range(7)]  # doubling, 16 KiB to 1 MiB
+    count = len(env.records(0))
+    env.core.produce("t", None, value, partition=0)  # past batch_size: the batch closes, a new one opens
+    assert env.tstate.parts[0].queue and env.tstate.parts[0].batch is not batch
+    assert env.acc.budget.reserved == (1 << 20) + BATCH_FIRST_STEP
+    assert len(env.records(0)) == count + 1 and all(r.value == value for r in env.records(0))
+
+
+def test_a_thousand_partitions_at_the_defaults_fit_the_default_buffer(loop):
+    env = Env(loop)
+    env.tstate.update([(1, 0)] * 1000)
+    for p in range(1000):
+        env.core.produce("t", b"k", b"v" * 100, partition=p)
+    assert env.acc.budget.reserved == 1000 * BATCH_FIRST_STEP <= env.acc.budget.limit
+
+
+def test_a_batch_the_budget_cannot_grow_is_full(loop):
+    # Room for three first steps: partition 1's batch holds one, so partition 0's grows once
+    # (two steps) and then is full; the record that did not fit needs a new batch, for which
+    # there is no room.
+    step = BATCH_FIRST_STEP
+    env = Env(loop, buffer_memory=3 * step, batch_size=3 * step)
+    env.core.produce("t", None, b"a", partition=1)
+    value = b"x" * 1000
+    produced = 0
+    with pytest.raises(BufferFullError):
+        for _ in range(3 * step // len(value)):
+            env.core.produce("t", None, value, partition=0)
+            produced += 1
+    part = env.tstate.parts[0]
+    (full,) = part.queue
+    assert part.batch is None and full.builder.max_batch_size == 2 * step
+    assert env.acc.budget.reserved == 3 * step
+    assert 2 * step - len(value) - 100 < full.builder.estimated_size <= 2 * step
+    assert [r.value for r in env.records(0)] == [value] * produced  # the refused record is not in it

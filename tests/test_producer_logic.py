@@ -151,7 +151,7 @@ def test_offsets_partitions_and_one_request_per_leader(loop, fake_cluster):
     from kafkaev.protocol.codec import murmur2
 
     cluster = cluster_with_topic(fake_cluster, 4, nodes=(1, 2))
-    env = make(loop, cluster, linger_ms=20)
+    env = make(loop, cluster, linger_ms=20, produce_connections=1)  # one connection per leader carries all
     results, cb_for = collect()
     for i in range(40):
         env.producer.produce(TOPIC, f"k{i}", f"v{i}", cb_for(i))
@@ -216,6 +216,20 @@ def test_a_partition_keeps_its_produce_connection_between_bursts(loop, fake_clus
     # the other lanes are never opened: the node saw the bootstrap socket and that one
     assert len(cluster.connections) == 2
     assert values(cluster, 0) == [b"%d" % i for i in range(40)]
+
+
+@pytest.mark.parametrize("partitions", [1, 3, 5])
+def test_at_the_defaults_a_lane_opens_per_partition_up_to_three(loop, fake_cluster, partitions):
+    cluster = cluster_with_topic(fake_cluster, partitions)
+    env = make(loop, cluster, linger_ms=0)  # produce_connections at its default
+    results, cb_for = collect()
+    for i in range(10 * partitions):
+        env.producer.produce(TOPIC, None, b"%d" % i, cb_for(i), partition=i % partitions)
+    run_until(loop, lambda: len(results) == 10 * partitions)
+    results.assert_each_once(range(10 * partitions))
+    assert len({s.request.connection for s in produces(cluster)}) == min(partitions, 3)
+    for p in range(partitions):
+        assert values(cluster, p) == [b"%d" % i for i in range(p, 10 * partitions, partitions)]
 
 
 def test_produce_connections_is_checked():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 import uuid
 from collections.abc import Callable
@@ -21,12 +22,14 @@ from bench.measure import (
     histogram,
     latency_us_of,
     make_value,
+    record_keys,
     stamp,
     summarize_latencies,
 )
 from bench.spec import (
     CONSUME_ASYNC_FOR,
     CONSUME_GETMANY,
+    DEFAULTS_LINGER_MS,
     E2E_TICK_S,
     HANDLE_ASYNC,
     PRODUCE_AWAIT,
@@ -72,6 +75,11 @@ def _throughput_settings(spec: RunSpec) -> dict[str, Any]:
     }
 
 
+def _defaults_settings(spec: RunSpec) -> dict[str, Any]:
+    """aiokafka as it comes (acks=1, max_batch_size 16 KiB), linger aligned."""
+    return {"bootstrap_servers": spec.bootstrap, "linger_ms": DEFAULTS_LINGER_MS}
+
+
 def _latency_settings(spec: RunSpec) -> dict[str, Any]:
     return {
         "bootstrap_servers": spec.bootstrap,
@@ -105,13 +113,15 @@ def _partitions(spec: RunSpec) -> list[TopicPartition]:
 
 
 async def _produce_for(producer: AIOKafkaProducer, topic: str, value: bytes, seconds: float,
-                       deliveries: Deliveries) -> int:
+                       deliveries: Deliveries, keys: list[bytes] | None = None) -> int:
+    """Produce for ``seconds``; with ``keys``, each record carries the next one in turn."""
     calls = 0
     send = producer.send
+    next_key = itertools.cycle(keys).__next__ if keys else None
     deadline = time.perf_counter() + seconds
     while time.perf_counter() < deadline:
         for _ in range(CALLS_PER_CLOCK_CHECK):
-            future = await send(topic, value)
+            future = await (send(topic, value) if next_key is None else send(topic, value, next_key()))
             future.add_done_callback(deliveries)
             calls += 1
     return calls
@@ -146,18 +156,19 @@ async def _produce_async_modes(spec: RunSpec) -> RunResult:
 async def _produce(spec: RunSpec) -> RunResult:
     if spec.mode in (PRODUCE_AWAIT, PRODUCE_WINDOW):
         return await _produce_async_modes(spec)
-    settings = _throughput_settings(spec)
+    settings = _defaults_settings(spec) if spec.defaults else _throughput_settings(spec)
     producer = AIOKafkaProducer(**settings)
     await producer.start()
     deliveries = Deliveries()
     value = make_value(spec.value_size)
+    keys = record_keys(spec)
     try:
-        warm = await _produce_for(producer, spec.topic, value, spec.warmup_s, deliveries)
+        warm = await _produce_for(producer, spec.topic, value, spec.warmup_s, deliveries, keys)
         await producer.flush()
         await _wait_delivered(deliveries, warm)
         acked_before, failed_before = deliveries.acked, deliveries.failed
         with Section() as section:
-            calls = await _produce_for(producer, spec.topic, value, spec.duration_s, deliveries)
+            calls = await _produce_for(producer, spec.topic, value, spec.duration_s, deliveries, keys)
             call_elapsed = time.perf_counter() - section.started
             await producer.flush()
             await _wait_delivered(deliveries, warm + calls)

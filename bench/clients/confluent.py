@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 import uuid
@@ -17,11 +18,19 @@ from bench.measure import (
     histogram,
     latency_us_of,
     make_value,
+    record_keys,
     stamp,
     summarize_latencies,
 )
 from bench.rebalance import REBALANCE_MEMBERS, PauseTracker, SteadyProducer, run_timeline
-from bench.spec import BUFFER_FULL_WAIT_S, E2E_TICK_S, PRODUCE_BUFFER_BYTES, RunResult, RunSpec
+from bench.spec import (
+    BUFFER_FULL_WAIT_S,
+    DEFAULTS_LINGER_MS,
+    E2E_TICK_S,
+    PRODUCE_BUFFER_BYTES,
+    RunResult,
+    RunSpec,
+)
 
 CALLS_PER_CLOCK_CHECK = 1000
 CONSUME_BATCH = 10000
@@ -63,6 +72,11 @@ def _throughput_settings(spec: RunSpec) -> dict[str, Any]:
     }
 
 
+def _defaults_settings(spec: RunSpec) -> dict[str, Any]:
+    """confluent-kafka as it comes (acks=all, batch.size 1,000,000, its queue limits), linger aligned."""
+    return {"bootstrap.servers": spec.bootstrap, "linger.ms": DEFAULTS_LINGER_MS}
+
+
 def _latency_settings(spec: RunSpec) -> dict[str, Any]:
     return {
         "bootstrap.servers": spec.bootstrap,
@@ -93,15 +107,21 @@ def _version() -> dict[str, Any]:
     return {"confluent_kafka": confluent_kafka.version()[0], "librdkafka": confluent_kafka.libversion()[0]}
 
 
-def _produce_for(producer: Producer, topic: str, value: bytes, seconds: float) -> int:
+def _produce_for(producer: Producer, topic: str, value: bytes, seconds: float, keys: list[bytes] | None = None) -> int:
+    """Produce for ``seconds``; with ``keys``, each record carries the next one in turn."""
     calls = 0
     produce = producer.produce
+    next_key = itertools.cycle(keys).__next__ if keys else None
     deadline = time.perf_counter() + seconds
     while time.perf_counter() < deadline:
         for _ in range(CALLS_PER_CLOCK_CHECK):
+            key = None if next_key is None else next_key()
             while True:
                 try:
-                    produce(topic, value)
+                    if key is None:  # the keyless call as it was, for the other scenarios' figures
+                        produce(topic, value)
+                    else:
+                        produce(topic, value, key)
                     break
                 except BufferError:  # local queue full: serve delivery reports, then retry
                     producer.poll(BUFFER_FULL_WAIT_S)
@@ -111,15 +131,16 @@ def _produce_for(producer: Producer, topic: str, value: bytes, seconds: float) -
 
 
 def produce(spec: RunSpec) -> RunResult:
-    settings = _throughput_settings(spec)
+    settings = _defaults_settings(spec) if spec.defaults else _throughput_settings(spec)
     deliveries = Deliveries()
     producer = Producer({**settings, "on_delivery": deliveries})
     value = make_value(spec.value_size)
-    warmup_calls = _produce_for(producer, spec.topic, value, spec.warmup_s)
+    keys = record_keys(spec)
+    warmup_calls = _produce_for(producer, spec.topic, value, spec.warmup_s, keys)
     producer.flush()
     acked_before, failed_before = deliveries.acked, deliveries.failed
     with Section() as section:
-        calls = _produce_for(producer, spec.topic, value, spec.duration_s)
+        calls = _produce_for(producer, spec.topic, value, spec.duration_s, keys)
         call_elapsed = time.perf_counter() - section.started
         remaining = producer.flush(60)
     acked = deliveries.acked - acked_before

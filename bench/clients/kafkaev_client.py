@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import sys
 import time
 import uuid
@@ -17,6 +18,7 @@ from bench.measure import (
     histogram,
     latency_us_of,
     make_value,
+    record_keys,
     stamp,
     summarize_latencies,
 )
@@ -24,6 +26,7 @@ from bench.rebalance import REBALANCE_MEMBERS, PauseTracker, SteadyProducer, run
 from bench.spec import (
     BUFFER_FULL_WAIT_S,
     CONSUME_PER_MESSAGE,
+    DEFAULTS_LINGER_MS,
     E2E_TICK_S,
     HANDLE_ASYNC,
     PRODUCE_BUFFER_BYTES,
@@ -69,6 +72,11 @@ def _throughput_settings(spec: RunSpec) -> dict[str, Any]:
             "produce_connections": PRODUCE_CONNECTIONS, "compression": _compression(spec)}
 
 
+def _defaults_settings(spec: RunSpec) -> dict[str, Any]:
+    """kafkaev as it comes (acks=-1, its batch size, buffer and connections), linger aligned."""
+    return {"linger_ms": DEFAULTS_LINGER_MS}
+
+
 def _latency_settings(spec: RunSpec) -> dict[str, Any]:
     return {"acks": spec.acks, "linger_ms": 0, "compression": _compression(spec)}
 
@@ -112,20 +120,28 @@ def _close(client: Client) -> None:
     loop.run_until_complete(future)
 
 
-def _produce_for(client: Client, topic: str, value: bytes, seconds: float, cb: Deliveries) -> int:
-    """Produce from inside the loop in chunks, so the loop sends between chunks."""
+def _produce_for(client: Client, topic: str, value: bytes, seconds: float, cb: Deliveries,
+                 keys: list[bytes] | None = None) -> int:
+    """Produce from inside the loop in chunks, so the loop sends between chunks; with ``keys``,
+    each record carries the next one in turn."""
     loop = client.loop
     produce = client.produce
     state = {"calls": 0}
     deadline = time.perf_counter() + seconds
+    next_key = itertools.cycle(keys).__next__ if keys else None
 
     def pump() -> None:
         calls = state["calls"]
         full = False
         try:
-            for _ in range(CALLS_PER_TICK):
-                produce(topic, None, value, cb)
-                calls += 1
+            if next_key is None:
+                for _ in range(CALLS_PER_TICK):
+                    produce(topic, None, value, cb)
+                    calls += 1
+            else:
+                for _ in range(CALLS_PER_TICK):
+                    produce(topic, next_key(), value, cb)
+                    calls += 1
         except BufferFullError:
             full = True
         state["calls"] = calls
@@ -144,16 +160,17 @@ def _produce_for(client: Client, topic: str, value: bytes, seconds: float, cb: D
 
 
 def produce(spec: RunSpec) -> RunResult:
-    settings = _throughput_settings(spec)
+    settings = _defaults_settings(spec) if spec.defaults else _throughput_settings(spec)
     client = Client(spec.bootstrap, **settings, **_stats_settings(spec))
     _connect(client)
     deliveries = Deliveries()
     value = make_value(spec.value_size)
-    warm = _produce_for(client, spec.topic, value, spec.warmup_s, deliveries)
+    keys = record_keys(spec)
+    warm = _produce_for(client, spec.topic, value, spec.warmup_s, deliveries, keys)
     _flush(client)
     acked_before, failed_before = deliveries.acked, deliveries.failed
     with Section() as section:
-        calls = _produce_for(client, spec.topic, value, spec.duration_s, deliveries)
+        calls = _produce_for(client, spec.topic, value, spec.duration_s, deliveries, keys)
         call_elapsed = time.perf_counter() - section.started
         _flush(client)
     _close(client)

@@ -7,14 +7,18 @@ the partition becomes *ready* for the sender.
 
 * One timer for all lingering batches: open batches are kept in creation order, so the
   timer only ever looks at the oldest.
-* ``buffer_memory`` is a ``MemoryBudget``: each batch reserves its capacity when it opens
-  (its encoded size once built) and gives it back when it completes; a full buffer raises
-  ``BufferFullError`` from ``produce``. ``when_room(cb)`` calls ``cb()`` once a batch of the
-  default size fits again (``Client.on_buffer_room``, the awaited produce of ``kafkaev.aio``).
+* ``buffer_memory`` is a ``MemoryBudget``: a batch opens with ``BATCH_FIRST_STEP`` bytes (or
+  its first record's size) and reserves more, doubling up to ``batch_size``, only as records
+  fill it (``grow``); built, it holds its encoded size, and it gives that back when it
+  completes. So a large ``batch_size`` costs a quiet partition nothing, and a thousand
+  partitions do not reserve a thousand full batches. A batch that cannot grow is full; a
+  full buffer raises ``BufferFullError`` from ``produce``. ``when_room(cb)`` calls ``cb()``
+  once a new batch fits again (``Client.on_buffer_room``, the awaited produce of
+  ``kafkaev.aio``).
 * Each partition's ``PartitionQueue`` holds its closed batches and those in flight, and keeps
   the partition in the ``ReadySet`` exactly while it has a batch to send.
 * A batch's builder stays with it until the batch completes, then is emptied and kept for
-  the next batch of the default size (a few at most). Uncompressed, the builder's buffer is
+  the next batch (a few at most; not one sized for a record above ``batch_size``). Uncompressed, the builder's buffer is
   the batch (``RecordBatchBuilder.finish``): up to 128 KiB handed over, the builder
   allocating a new one at its next record; above, lent as a view and taken back once the
   batch is done with it, so a large buffer is reused rather than allocated again.
@@ -32,17 +36,17 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from ..config import ClientConfig
+from ..config import BATCH_FIRST_STEP, ClientConfig
 from ..errors import QUEUE_FULL, KafkaError
 from ..protocol.codec import BATCH_HEADER_SIZE, read_records
 from .core import MemoryBudget, PartitionState, ProducerBatch, ReadySet, TopicState
 
-__all__ = ["Accumulator", "BufferFullError", "MemoryBudget", "PartitionState", "ProducerBatch", "ReadySet",
+__all__ = ["BATCH_FIRST_STEP", "Accumulator", "BufferFullError", "MemoryBudget", "PartitionState", "ProducerBatch", "ReadySet",
            "TopicState"]
 
-# Emptied builders kept for the next batches of the default size: their grown buffers are
-# reused instead of being reallocated (and page-faulted in) batch after batch. Each holds
-# up to batch_size bytes outside buffer_memory.
+# Emptied builders kept for the next batches: their grown buffers are reused instead of being
+# reallocated (and page-faulted in) batch after batch. Each holds up to batch_size bytes
+# outside buffer_memory.
 SPARE_BUILDERS_MAX = 4
 # At linger_ms=0 a lingered batch goes out once its partition has fewer requests than this in
 # flight: one being answered while the next is on the wire keeps the connection busy. More
@@ -105,6 +109,7 @@ class Accumulator:
                                     else config.max_in_flight)
         self._linger_timer: asyncio.TimerHandle | None = None
         self.budget = MemoryBudget(config.buffer_memory)
+        self._first_step = min(config.batch_size, BATCH_FIRST_STEP)  # what a new batch reserves
         self.incomplete = 0  # batches not yet completed (open, queued or in flight)
         # Called once when the budget has room for a batch again (when_room), then forgotten.
         self._room_waiters: list[Callable[[], object]] = []
@@ -125,7 +130,7 @@ class Accumulator:
         ``readmitted``: for a record that already waited for its topic (``ProducerCore.readmit``),
         admitted against buffer_memory then, so not refused for memory now."""
         config = self._config
-        capacity = max(config.batch_size, record_size + BATCH_HEADER_SIZE)
+        capacity = max(self._first_step, record_size + BATCH_HEADER_SIZE)
         budget = self.budget
         if not readmitted and not budget.can_reserve(capacity):
             raise BufferFullError(
@@ -134,8 +139,9 @@ class Accumulator:
             )
         now = self._loop.time()
         spare = self._spare_builders
-        if spare and capacity == config.batch_size:
+        if spare and capacity == self._first_step:
             builder = spare.pop()
+            builder.max_batch_size = capacity  # its buffer may be larger: only what is reserved is used
         else:
             builder = self._new_builder(config.compression_type, capacity)
         batch = ProducerBatch(next(self._ids), part, builder, now, now + self._delivery_timeout_s)
@@ -146,6 +152,18 @@ class Accumulator:
         if self._linger_timer is None:
             self._linger_timer = self._loop.call_at(now + self._linger_s, self._linger_expired)
         return batch
+
+    def grow(self, batch: ProducerBatch) -> bool:
+        """``batch``, open, has no room for its next record: raise its limit to the next step
+        (double, at most ``batch_size``) if ``buffer_memory`` has room for the difference.
+        False when it is at ``batch_size`` or the budget is short: it is full, and closes."""
+        builder = batch.builder
+        limit = builder.max_batch_size
+        target = min(limit * 2, self._config.batch_size)
+        if target <= limit or not self.budget.extend(batch, target - limit):
+            return False
+        builder.max_batch_size = target
+        return True
 
     def close_batch(self, batch: ProducerBatch) -> None:
         """Stop appending to ``batch`` and queue it for the sender."""
@@ -160,9 +178,9 @@ class Accumulator:
         part.queue.append(batch)
 
     def recycle(self, builder: Any) -> None:
-        """The builder of a completed batch: kept, emptied, for a later batch of the default size."""
+        """The builder of a completed batch: kept, emptied, for a later batch (not one sized for a record above batch_size)."""
         if (self._recycles and len(self._spare_builders) < SPARE_BUILDERS_MAX
-                and builder.max_batch_size == self._config.batch_size):
+                and builder.max_batch_size <= self._config.batch_size):
             builder.reset()
             self._spare_builders.append(builder)
 
@@ -181,12 +199,12 @@ class Accumulator:
 
     # --- waiting for room ------------------------------------------------------------------------
     def has_room(self) -> bool:
-        """Would a batch of the default size fit in buffer_memory now?"""
-        return self.budget.can_reserve(self._config.batch_size)
+        """Would a new batch (its first step) fit in buffer_memory now?"""
+        return self.budget.can_reserve(self._first_step)
 
     def when_room(self, cb: Callable[[], object]) -> None:
-        """``cb()`` once, from the loop, as soon as a batch of the default size fits (at the
-        next turn if one fits now)."""
+        """``cb()`` once, from the loop, as soon as a new batch fits (at the next turn if one
+        fits now)."""
         self._room_waiters.append(cb)
         if self.has_room():
             self.room_freed()

@@ -234,7 +234,8 @@ cdef class ProducerCore:
         part = <PartitionState>tstate.parts[p]
         batch = part.batch
         if batch is not None:
-            if _append_record(batch, timestamp, None, value, cb, headers) >= 0:
+            if (_append_record(batch, timestamp, None, value, cb, headers) >= 0
+                    or self._append_grown(batch, timestamp, None, value, cb, headers) >= 0):
                 return 0
             # the sticky partition's batch is full: send it and move on to another partition
             self._acc.close_batch(batch)
@@ -247,11 +248,21 @@ cdef class ProducerCore:
     cdef int _append(self, PartitionState part, int64_t timestamp, key, value, cb, headers) except -1:
         batch = part.batch
         if batch is not None:
-            if _append_record(batch, timestamp, key, value, cb, headers) >= 0:
+            if (_append_record(batch, timestamp, key, value, cb, headers) >= 0
+                    or self._append_grown(batch, timestamp, key, value, cb, headers) >= 0):
                 return 0
             self._acc.close_batch(batch)
             self._wake()
         return self._append_new(part, timestamp, key, value, cb, headers)
+
+    cdef Py_ssize_t _append_grown(self, ProducerBatch batch, int64_t timestamp, key, value, cb, headers) except -2:
+        """The record did not fit the open batch's reserved size: grow the batch a step at a
+        time while the memory budget allows, and append (its offset delta), or -1 when the
+        batch is full."""
+        cdef Py_ssize_t delta = -1
+        while delta < 0 and self._acc.grow(batch):
+            delta = _append_record(batch, timestamp, key, value, cb, headers)
+        return delta
 
     cdef int _append_new(self, PartitionState part, int64_t timestamp, key, value, cb, headers) except -1:
         """Open a batch for ``part`` sized for this record, and append the record."""

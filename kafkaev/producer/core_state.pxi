@@ -307,7 +307,8 @@ cdef class MemoryBudget:
     """``buffer_memory``: the bytes of records produced and not yet completed.
 
     Two accounts share the limit. ``reserved``: what batches hold, from the capacity they
-    open with (then their encoded size, once built) until they complete. ``held``: records
+    open with, raised step by step as they fill (``extend``), then their encoded size once
+    built, until they complete. ``held``: records
     waiting for their topic's metadata, at their own size until they are appended or failed.
     Neither ever goes below 0. A new batch or a held record is refused when it would take the
     two together above the limit (records waiting for metadata count, as in librdkafka); the one excess allowed is a re-admitted batch (its records were
@@ -344,6 +345,17 @@ cdef class MemoryBudget:
                                 f"of {self.limit}")
         self.reserved += size
         batch.reserved = size
+
+    cpdef bint extend(self, ProducerBatch batch, int64_t extra) except -1:
+        """``batch``, still open, grows by ``extra`` bytes: True when they fit beside what the
+        others hold (then it holds them until it completes), False (nothing changes) when not."""
+        if extra < 0:
+            raise ValueError(f"a batch cannot grow by {extra} bytes")
+        if self.reserved + self.held + extra > self.limit:
+            return False
+        self.reserved += extra
+        batch.reserved += extra
+        return True
 
     cpdef void rebase(self, ProducerBatch batch, int64_t size) except *:
         """``batch`` was built: from now on it holds its encoded ``size``, not its capacity."""

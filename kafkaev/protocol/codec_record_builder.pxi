@@ -359,8 +359,9 @@ cdef class RecordBatchBuilder:
             return 0
         if self._storage is NULL:
             # The batch's whole capacity at once: append refuses to go past it (only a
-            # first record may be larger), so the records never move, and pages of it
-            # that no record reaches are never touched.
+            # first record may be larger), so the records move only when the limit is
+            # raised (max_batch_size), and pages of it that no record reaches are never
+            # touched.
             new_capacity = max(needed, self._max_batch_size - BATCH_HEADER_SIZE)
             storage = PyBytes_FromStringAndSize(NULL, BATCH_HEADER_SIZE + new_capacity)
             Py_INCREF(storage)  # the builder's own reference, released in finish() or __dealloc__
@@ -701,7 +702,17 @@ cdef class RecordBatchBuilder:
 
     @property
     def max_batch_size(self):
+        """The limit ``append`` checks. The producer raises it as its memory budget allows,
+        so a batch's buffer grows with its records instead of being reserved up front."""
         return self._max_batch_size
+
+    @max_batch_size.setter
+    def max_batch_size(self, Py_ssize_t size):
+        if size < BATCH_HEADER_SIZE + self._records_len + self._referenced_len:
+            raise ValueError(
+                f"RecordBatchBuilder: 'max_batch_size' must be at least the batch so far "
+                f"({BATCH_HEADER_SIZE + self._records_len + self._referenced_len} bytes), got {size}")
+        self._max_batch_size = size
 
     @property
     def codec(self):
