@@ -976,8 +976,12 @@ cdef class BaseConnection:
         cdef int32_t correlation_id = self._next_correlation_id
         cdef _InFlight entry
         cdef double deadline
+        cdef bint idle
         if self._reauth_phase != REAUTH_NONE and not self._auth_bypass:
             return self._send_held(api_key, version, body, cb, timeout_s, expect_response)
+        # Nothing waiting on this socket and nothing encoded yet: the broker is idle, so the
+        # request goes out now. Otherwise it joins the write at the end of the loop iteration.
+        idle = not self._inflight and not self._flush_scheduled and buf.total_length() == 0
         # encode_request rewinds its own half-written frame on failure: the buffer holds
         # other requests too.
         encode_request(buf, api_key, version, correlation_id, self._client_id, body)
@@ -993,7 +997,7 @@ cdef class BaseConnection:
                 self._arm_timer(deadline)
         else:
             self._after_flush.append(cb)
-        if buf.total_length() >= FLUSH_THRESHOLD:
+        if idle or buf.total_length() >= FLUSH_THRESHOLD:
             self._flush(False)
         elif not self._flush_scheduled:
             self._flush_scheduled = True
