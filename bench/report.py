@@ -9,6 +9,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from bench.scenarios import E2E_RATES, e2e_scenario_name
 from bench.spec import RunResult
 
 LABEL_WIDTH = 32
@@ -151,7 +152,8 @@ def _latency_panel(axis: Any, scenario: dict[str, Any] | None, title: str) -> No
     axis.legend(fontsize=7)
 
 
-LATENCY_SCENARIOS = (("roundtrip", "Sequential round trip latency"), ("e2e", "End-to-end latency at a fixed rate"))
+LATENCY_SCENARIOS = (("roundtrip", "Sequential round trip latency"),
+                     *((e2e_scenario_name(rate), f"End-to-end latency at {rate:,} msg/s") for rate in E2E_RATES))
 
 
 def latency_cdf(client: dict[str, Any]) -> list[tuple[float, float]]:
@@ -201,7 +203,10 @@ def chart(document: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axes = plt.subplots(3, 2, figsize=(13, 13))
+    # Row 0: throughput; rows 1 and 2: each latency scenario's percentiles and CDF, side by side.
+    figure, axes = plt.subplots(3, len(LATENCY_SCENARIOS), figsize=(6.5 * len(LATENCY_SCENARIOS), 13))
+    for axis in axes[0][2:]:
+        axis.set_axis_off()
     for axis, metric, unit in ((axes[0][0], "msgs_per_s", "acked msg/s"), (axes[0][1], "mb_per_s", "MB/s")):
         for label, points in _series_by_size(document, metric).items():
             axis.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=label, color=_color(label))
