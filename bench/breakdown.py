@@ -74,18 +74,20 @@ class Path:
     floor: str  # the raw-socket path it is compared with, or ""
 
 
-ROUNDTRIP = Path("round trip", "before produce()", (
+# Both producing paths start alike: the record's request on its way out.
+PRODUCE_SENT = (
     Point("produce() entered", PRODUCE),
     Point("Produce encoded", ENCODE, API_PRODUCE),
     Point("Produce written", WRITE, API_PRODUCE),
+)
+ROUNDTRIP = Path("round trip", "before produce()", (
+    *PRODUCE_SENT,
     Point("answer read", READ, API_PRODUCE),
     Point("answer framed", FRAME, API_PRODUCE),
     Point("answer decoded", CALLBACK, API_PRODUCE),
 ), "ack callback", "raw Produce round trip")
 E2E = Path("end to end", "before produce()", (
-    Point("produce() entered", PRODUCE),
-    Point("Produce encoded", ENCODE, API_PRODUCE),
-    Point("Produce written", WRITE, API_PRODUCE),
+    *PRODUCE_SENT,
     Point("Fetch answer read", READ, API_FETCH),
     Point("Fetch answer framed", FRAME, API_FETCH),
     Point("Fetch answer decoded", CALLBACK, API_FETCH),

@@ -301,33 +301,10 @@ def test_fetch_is_written_inside_the_call(loop):
     run(loop, main())
 
 
-def test_request_to_an_idle_connection_is_written_inside_the_call(loop):
-    """Nothing in flight and nothing encoded: the request is written at once (no loop turn
-    between the call and the socket); one made while it is in flight waits for the turn's end."""
-    async def main():
-        broker = await FakeBroker().start()
-        try:
-            conn = Connection(loop)
-            assert await connect(conn, f"127.0.0.1:{broker.port}") is None
-            before = conn.writes
-            rec = Recorder(2, loop)
-            conn.metadata(None, rec.cb(0))
-            assert conn.writes - before == 1
-            conn.metadata(None, rec.cb(1))
-            assert conn.writes - before == 1  # coalesced until the iteration ends
-            await asyncio.wait_for(rec.all_done, 10)
-            rec.assert_each_once()
-            assert conn.writes - before == 2
-            conn.disconnect()
-        finally:
-            await broker.stop()
-
-    run(loop, main())
-
-
 def test_writes_are_coalesced(loop):
-    """Requests issued in one loop iteration behind one in flight reach the broker in one
-    segment, not one each (the first, to an idle connection, goes out at once)."""
+    """A request to an idle connection (nothing in flight, nothing encoded) is written inside
+    the call; the requests issued behind it in the same loop iteration reach the broker in one
+    segment when the iteration ends, not one each."""
     async def main():
         broker = await FakeBroker().start()
         try:
@@ -335,8 +312,11 @@ def test_writes_are_coalesced(loop):
             assert await connect(conn, f"127.0.0.1:{broker.port}") is None
             before = conn.writes
             rec = Recorder(500, loop)
-            for i in range(500):
+            conn.metadata(None, rec.cb(0))
+            assert conn.writes - before == 1  # no loop turn in between
+            for i in range(1, 500):
                 conn.metadata(None, rec.cb(i))
+            assert conn.writes - before == 1  # coalesced until the iteration ends
             await asyncio.wait_for(rec.all_done, 10)
             rec.assert_each_once()
             assert conn.writes - before == 2
