@@ -981,7 +981,11 @@ cdef class BaseConnection:
             return self._send_held(api_key, version, body, cb, timeout_s, expect_response)
         # Nothing waiting on this socket and nothing encoded yet: the broker is idle, so the
         # request goes out now. Otherwise it joins the write at the end of the loop iteration.
-        idle = not self._inflight and not self._flush_scheduled and buf.total_length() == 0
+        # An acks=0 produce is never answered, so it cannot tell an idle broker: it stays
+        # coalesced, completed from the loop's flush (written at once, its callbacks took one
+        # more turn each, and the acks=0 run's CPU per record rose beyond noise in A/B pairs).
+        idle = (expect_response and not self._inflight and not self._flush_scheduled
+                and buf.total_length() == 0)
         # encode_request rewinds its own half-written frame on failure: the buffer holds
         # other requests too.
         encode_request(buf, api_key, version, correlation_id, self._client_id, body)
