@@ -62,7 +62,7 @@ def table(document: dict[str, Any]) -> str:
                 value = client["median"].get(metric["name"])
                 cells.append("FAILED" if value is None and client["errors"] else format_value(value))
             arrow = "^" if metric["higher_is_better"] else "v"  # which way is better
-            unit = metric["unit"] if metric["name"] not in ("p50", "p90", "p99", "p99.9") else f"{metric['name']} us"
+            unit = metric["unit"] if metric["unit"] != "us" else f"{metric['name']} us"
             lines.append(_row(f"{unit} {arrow}", cells, width))
             for subject in (lab for lab in labels if scenario["clients"][lab]["role"] == "subject"):
                 ratios = scenario["ratios"].get(metric["name"], {})
@@ -256,7 +256,7 @@ def markdown(document: dict[str, Any]) -> str:
                 cells.append(text)
             arrow = "↑" if metric["higher_is_better"] else "↓"
             row = name if len(subjects) == 1 else f"{name} {subject}"
-            lines.append(f"| {row} | {metric['unit'] if not metric['name'].startswith('p') else metric['name'] + ' us'} "
+            lines.append(f"| {row} | {metric['unit'] if metric['unit'] != 'us' else metric['name'] + ' us'} "
                          f"{arrow} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
