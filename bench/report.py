@@ -9,7 +9,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from bench.scenarios import PEAK_RSS_MB
+from bench.scenarios import E2E_RATES, PEAK_RSS_MB, e2e_scenario_name
 from bench.spec import RunResult
 
 LABEL_WIDTH = 32
@@ -62,7 +62,7 @@ def table(document: dict[str, Any]) -> str:
                 value = client["median"].get(metric["name"])
                 cells.append("FAILED" if value is None and client["errors"] else format_value(value))
             arrow = "^" if metric["higher_is_better"] else "v"  # which way is better
-            unit = metric["unit"] if metric["name"] not in ("p50", "p90", "p99", "p99.9") else f"{metric['name']} us"
+            unit = metric["unit"] if metric["unit"] != "us" else f"{metric['name']} us"
             lines.append(_row(f"{unit} {arrow}", cells, width))
             for subject in (lab for lab in labels if scenario["clients"][lab]["role"] == "subject"):
                 ratios = scenario["ratios"].get(metric["name"], {})
@@ -152,7 +152,8 @@ def _latency_panel(axis: Any, scenario: dict[str, Any] | None, title: str) -> No
     axis.legend(fontsize=7)
 
 
-LATENCY_SCENARIOS = (("roundtrip", "Sequential round trip latency"), ("e2e", "End-to-end latency at a fixed rate"))
+LATENCY_SCENARIOS = (("roundtrip", "Sequential round trip latency"),
+                     *((e2e_scenario_name(rate), f"End-to-end latency at {rate:,} msg/s") for rate in E2E_RATES))
 
 
 def latency_cdf(client: dict[str, Any]) -> list[tuple[float, float]]:
@@ -202,7 +203,10 @@ def chart(document: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axes = plt.subplots(3, 2, figsize=(13, 13))
+    # Row 0: throughput; rows 1 and 2: each latency scenario's percentiles and CDF, side by side.
+    figure, axes = plt.subplots(3, len(LATENCY_SCENARIOS), figsize=(6.5 * len(LATENCY_SCENARIOS), 13))
+    for axis in axes[0][2:]:
+        axis.set_axis_off()
     for axis, metric, unit in ((axes[0][0], "msgs_per_s", "acked msg/s"), (axes[0][1], "mb_per_s", "MB/s")):
         for label, points in _series_by_size(document, metric).items():
             axis.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=label, color=_color(label))
@@ -252,7 +256,7 @@ def markdown(document: dict[str, Any]) -> str:
                 cells.append(text)
             arrow = "↑" if metric["higher_is_better"] else "↓"
             row = name if len(subjects) == 1 else f"{name} {subject}"
-            lines.append(f"| {row} | {metric['unit'] if not metric['name'].startswith('p') else metric['name'] + ' us'} "
+            lines.append(f"| {row} | {metric['unit'] if metric['unit'] != 'us' else metric['name'] + ' us'} "
                          f"{arrow} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

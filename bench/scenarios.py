@@ -39,7 +39,8 @@ ASYNCIO_FLOOR = "asyncio-floor"
 VALUE_SIZES = (10, 100, 1000, 10000)
 CODECS = ("gzip", "snappy", "lz4", "zstd")
 STATS_INTERVAL_MS = 100  # the statistics scenarios' stats_interval_ms
-E2E_RATE = 10_000
+E2E_RATE = 10_000  # the "e2e" scenario's offered rate; E2E_RATES adds one scenario per other rate
+E2E_RATES = (1_000, E2E_RATE, 100_000)
 TXN_SIZES = (1000, 10_000)  # records per transaction of the transactional produce scenarios
 # Input records per transaction of the EOS pipeline, at most: the crash-tested pipeline's size
 # (examples/eos_pipeline.py's default).
@@ -75,6 +76,11 @@ PAUSE_METRICS = (Metric("max_pause", "us", False), Metric("median_pause", "us", 
 REBALANCE_PARTITIONS = 48
 REBALANCE_RATE = 5_000
 LATENCY_METRICS = tuple(Metric(name, "us", False) for name in ("p50", "p90", "p99", "p99.9"))
+E2E_METRICS = (*LATENCY_METRICS, Metric("max", "us", False))
+
+
+def e2e_scenario_name(rate: int) -> str:
+    return "e2e" if rate == E2E_RATE else f"e2e_{rate}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,8 +138,9 @@ def all_scenarios(*, quick: bool) -> list[Scenario]:
                  _entries(*clients), (CALL_RATE, DELIVERED_PER_S, CPU_US_PER_RECORD), {"acks": 0, "value_size": 100}),
         Scenario("roundtrip", "Sequential round trip (produce one, wait for the ack), linger 0", KIND_ROUNDTRIP,
                  _entries(*clients, "raw-socket"), LATENCY_METRICS, {"acks": 1, "value_size": 100}),
-        Scenario("e2e", f"End-to-end latency at {E2E_RATE:,} msg/s offered, produce to consumer callback",
-                 KIND_E2E, _entries(*clients), LATENCY_METRICS, {"acks": 1, "value_size": 100, "rate": E2E_RATE}),
+        *(Scenario(e2e_scenario_name(rate), f"End-to-end latency at {rate:,} msg/s offered, produce to consumer "
+                   "callback", KIND_E2E, _entries(*clients), E2E_METRICS, {"acks": 1, "value_size": 100, "rate": rate},
+                   group="e2e") for rate in E2E_RATES),
         Scenario("consume", "Consume 100-byte records from a pre-filled topic", KIND_CONSUME,
                  (Entry("kafkaev[on_message]", SUBJECT, {"mode": CONSUME_PER_MESSAGE}),
                   Entry("kafkaev[on_batch]", SUBJECT, {"mode": CONSUME_BATCH}),

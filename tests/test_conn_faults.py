@@ -302,7 +302,9 @@ def test_fetch_is_written_inside_the_call(loop):
 
 
 def test_writes_are_coalesced(loop):
-    """Requests issued in one loop iteration reach the broker in one segment, not one each."""
+    """A request to an idle connection (nothing in flight, nothing encoded) is written inside
+    the call; the requests issued behind it in the same loop iteration reach the broker in one
+    segment when the iteration ends, not one each."""
     async def main():
         broker = await FakeBroker().start()
         try:
@@ -310,11 +312,14 @@ def test_writes_are_coalesced(loop):
             assert await connect(conn, f"127.0.0.1:{broker.port}") is None
             before = conn.writes
             rec = Recorder(500, loop)
-            for i in range(500):
+            conn.metadata(None, rec.cb(0))
+            assert conn.writes - before == 1  # no loop turn in between
+            for i in range(1, 500):
                 conn.metadata(None, rec.cb(i))
+            assert conn.writes - before == 1  # coalesced until the iteration ends
             await asyncio.wait_for(rec.all_done, 10)
             rec.assert_each_once()
-            assert conn.writes - before == 1
+            assert conn.writes - before == 2
             assert conn.requests_sent >= 501 and conn.bytes_sent > 500 * 20
             conn.disconnect()
         finally:

@@ -1,5 +1,5 @@
-"""Fetcher policy against a FakeCluster (tests/fake_broker.py, real Connections on loopback sockets): the next Fetch is out before a response's records
-are handed over, a partition's records are decoded only when its turn comes, a set of control
+"""Fetcher policy against a FakeCluster (tests/fake_broker.py, real Connections on loopback sockets): the next Fetch is out before a large response's records
+are handed over (after a small one's), a partition's records are decoded only when its turn comes, a set of control
 records only moves the position, and a corrupt batch stops its own partition alone, after the
 batches before it, once and reported. Real-broker tests: test_consumer_fetch.py.
 """
@@ -17,6 +17,7 @@ from kafkaev.cluster.metadata import Metadata
 from kafkaev.cluster.pool import ConnectionPool, Role
 from kafkaev.config import ClientConfig
 from kafkaev.consumer import Consumer
+from kafkaev.consumer.fetcher import DELIVER_FIRST_BYTES
 from kafkaev.errors import OFFSET_OUT_OF_RANGE, PROTOCOL, REQUEST_TIMED_OUT, KafkaError
 from kafkaev.protocol.codec import ApiKey, RecordBatchBuilder, crc32c
 from kafkaev.types import TopicPartition
@@ -110,7 +111,9 @@ def run_until(loop: asyncio.AbstractEventLoop, predicate: Any, timeout: float = 
 
 
 def test_next_fetch_is_out_before_the_records_are_handed_over(loop, cluster):
-    with_logs(cluster, {0: [batch(0, 3), batch(3, 2)], 1: [batch(0, 4)]})
+    """A response of DELIVER_FIRST_BYTES or more: the broker reads the log while it is handed over."""
+    big = b"v" * (DELIVER_FIRST_BYTES // 4)
+    with_logs(cluster, {0: [batch(0, 3, tag=big), batch(3, 2, tag=big)], 1: [batch(0, 4, tag=big)]})
     seen: list[tuple[int, list[int], int]] = []  # (partition, offsets, requests sent so far on the FETCH socket)
 
     def on_batch(messages: list[Any]) -> None:
@@ -134,6 +137,27 @@ def test_next_fetch_is_out_before_the_records_are_handed_over(loop, cluster):
     consumer.close()
 
 
+def test_a_small_response_is_handed_over_before_the_next_fetch(loop, cluster):
+    """Under DELIVER_FIRST_BYTES the records go first: their latency does not include building
+    and writing the next Fetch; it goes out right after, from where they end."""
+    with_logs(cluster, {0: [batch(0, 3)], 1: [batch(0, 2)]})
+    assert sum(len(b.raw) for b in cluster.log(TOPIC, 0).batches + cluster.log(TOPIC, 1).batches) < DELIVER_FIRST_BYTES
+    seen: list[tuple[int, int]] = []  # (partition, Fetch requests sent so far on the FETCH socket)
+
+    def on_message(msg: Any) -> None:
+        seen.append((msg.partition, consumer.ctx.pool.ready(NODE, Role.FETCH).requests_sent))
+
+    consumer, errors = consumer_for(loop, cluster, on_message=on_message)
+    consumer.assign([(TOPIC, 0, 0), (TOPIC, 1, 0)])
+    consumer.start()
+    run_until(loop, lambda: len(seen) == 5 and cluster.held_fetches == 1)
+    # The handshake and the first Fetch only, for every record: the second came after them.
+    assert seen == [(0, 2)] * 3 + [(1, 2)] * 2
+    assert fetch_offsets(cluster) == [{0: 0, 1: 0}, {0: 3, 1: 2}]
+    assert errors == []
+    consumer.close()
+
+
 def test_a_corrupt_batch_stops_its_partition_alone_after_the_good_ones_and_is_reported_once(loop, cluster):
     with_logs(cluster, {0: [batch(0, 3), corrupt(batch(3, 3)), batch(6, 2)], 1: [batch(0, 2)]})
     delivered: list[tuple[int, int]] = []
@@ -151,9 +175,9 @@ def test_a_corrupt_batch_stops_its_partition_alone_after_the_good_ones_and_is_re
     assert (consumer.position(TOPIC, 0), consumer.position(TOPIC, 1)) == (-1, 2)  # -1: failed
     failed = consumer.ctx.subscription.get(TopicPartition(TOPIC, 0))
     assert (failed.position, failed.fetch_offset) == (3, 3)  # stopped at the corrupt batch
-    # The Fetch that went out past the corrupt set (offset 8) was stale once the set failed;
-    # partition 0 is not fetched again until seek/reassignment.
-    assert [f.get(0) for f in fetch_offsets(cluster)] == [0, 8]
+    # A small answer is delivered before the next Fetch: partition 0 had failed by then, so it
+    # is not in it, nor fetched again until seek/reassignment.
+    assert [f.get(0) for f in fetch_offsets(cluster)] == [0, None]
     consumer.close()
 
 

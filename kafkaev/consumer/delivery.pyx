@@ -15,6 +15,8 @@ from inside the callback count everything handed over so far, the running record
 cimport cython
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 
+from kafkaev.protocol.probes cimport PROBES_COMPILED, STAGE_DELIVER, mark
+
 # How many deliveries were interrupted since the module loaded; only compared for change.
 cdef unsigned long long interruptions = 0
 # Loops that kafkaev.stop() was called for and that have not been turned again since.
@@ -101,6 +103,8 @@ def deliver_each(object on_message, list messages, object state, object report, 
         for i in range(PyList_GET_SIZE(messages)):
             msg = <object>PyList_GET_ITEM(messages, i)
             cursor.index = i
+            if PROBES_COMPILED:
+                mark(STAGE_DELIVER, 0)
             try:
                 on_message(msg)
             except Exception as exc:

@@ -62,6 +62,12 @@ SESSION_ERRORS = frozenset({FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EP
 # moved to a new address, or the connection was retired): nothing the user must hear of, fetch again.
 CLOSED_BY_THE_POOL = frozenset({DESTROY, STATE})
 
+# A response with fewer record bytes than this is handed over before the next Fetch goes out:
+# a few dozen small records are delivered in less time than building and writing that Fetch
+# takes (one record's end-to-end latency paid for the next request first). A larger one keeps
+# the broker reading its log while the callbacks run.
+DELIVER_FIRST_BYTES = 16 * 1024
+
 
 class _Sent:
     """What one partition looked like when its fetch went out."""
@@ -310,11 +316,18 @@ class Fetcher:
                 leader.backoff.reset()
                 leader.session.completed(plan, resp.session_id)
                 deliveries = self._apply(leader, plan, sent, resp)
-            # The next Fetch goes out before the records are handed over: the broker reads
-            # the log while the callbacks run.
-            self.kick()
-            for delivery in deliveries:
-                self._hand_over(delivery)
+            if sum(len(d.records) for d in deliveries) < DELIVER_FIRST_BYTES:
+                try:
+                    for delivery in deliveries:
+                        self._hand_over(delivery)
+                finally:
+                    self.kick()
+            else:
+                # The next Fetch goes out before the records are handed over: the broker reads
+                # the log while the callbacks run.
+                self.kick()
+                for delivery in deliveries:
+                    self._hand_over(delivery)
         finally:
             waiters, leader.round_waiters = leader.round_waiters, []
             for cb in waiters:

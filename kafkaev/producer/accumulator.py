@@ -91,7 +91,7 @@ class Accumulator:
         self._recycles = builder_factory is None
         self._spare_builders: list[Any] = []
         self._loop = loop
-        self._on_ready = on_ready  # the sender's "something is ready" hook
+        self._on_ready = on_ready  # the sender's "something is ready" hook, called from the linger timer
         self._linger_s = config.linger_ms / 1000.0
         self._delivery_timeout_s = config.delivery_timeout_ms / 1000.0
         self._ids = itertools.count(1)

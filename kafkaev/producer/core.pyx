@@ -23,6 +23,7 @@ from libc.stdint cimport int32_t, int64_t
 # RECORD_OVERHEAD_MAX: what a record adds to a batch beyond key, value and headers, at most: the
 # bound of the oversize check and the memory reserved for a batch.
 from kafkaev.protocol.codec cimport RECORD_OVERHEAD_MAX, RecordBatchBuilder, murmur2_positive
+from kafkaev.protocol.probes cimport PROBES_COMPILED, STAGE_PRODUCE, mark
 
 import asyncio
 import random

@@ -174,6 +174,8 @@ cdef class ProducerCore:
         cdef int64_t timestamp
         cdef Py_ssize_t p, num_partitions
         cdef TopicState tstate
+        if PROBES_COMPILED:
+            mark(STAGE_PRODUCE, 0)
         if headers is not None:
             headers = coerce_headers(headers)
         if timestamp_ms is None:

@@ -144,6 +144,16 @@ class Sender:
         if self._sweep_timer is None and not self._closed:
             self._sweep_timer = self._loop.call_later(self._sweep_s, self._sweep)
 
+    def send_now(self) -> None:
+        """Something became ready and the caller is a loop callback (the linger timer), not
+        ``produce()``: send in this turn. Waking instead cost one more turn of the loop between
+        the linger's end and the write, paid by every record at ``linger_ms=0``."""
+        if self._closed:
+            return
+        if self._sweep_timer is None:
+            self._sweep_timer = self._loop.call_later(self._sweep_s, self._sweep)
+        self.send_ready()
+
     def _run(self) -> None:
         self._scheduled = False
         self.send_ready()
