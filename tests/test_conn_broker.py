@@ -14,6 +14,7 @@ from kafkaev import errors
 from kafkaev.errors import KafkaError
 from kafkaev.protocol import codec
 from kafkaev.protocol.connection import Connection, FetchPosition, OffsetToCommit, ProducePartition
+from kafkaev.testing.cluster import LocalCluster
 from kafkaev.types import TopicPartition
 
 TOPIC_RESOURCE = 2  # DescribeConfigs resource type of a topic
@@ -295,8 +296,21 @@ def test_connect_refused_tries_every_address_and_reports_transport(loop):
     run(loop, main())
 
 
-def test_request_timeout_on_paused_broker(secure_kafka, loop):
-    kafka = secure_kafka
+@pytest.fixture(scope="module")
+def own_broker(tmp_path_factory):
+    """A broker of this module's own, for the tests that pause and restart one: the session's shared
+    cluster is never restarted under the rest of the suite (a restart is what these tests check, and
+    the shared cluster's state, its SASL users included, must not depend on how one went)."""
+    cluster = LocalCluster(nodes=1, security=False, directory=tmp_path_factory.mktemp("kafka-restarted"))
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def test_request_timeout_on_paused_broker(own_broker, loop):
+    kafka = own_broker
 
     async def main():
         conn = Connection(loop, request_timeout_ms=1500)
@@ -330,8 +344,9 @@ def test_request_timeout_on_paused_broker(secure_kafka, loop):
     run(loop, main())
 
 
-def test_broker_restart_fails_pending_once_and_auto_reconnects(secure_kafka, topic, loop):
-    kafka = secure_kafka
+def test_broker_restart_fails_pending_once_and_auto_reconnects(own_broker, loop):
+    kafka = own_broker
+    topic = kafka.create_topic(kafka.unique_topic_name("restart"), partitions=1)
 
     async def main():
         conn = Connection(loop, auto_reconnect=True, reconnect_backoff_ms=50, reconnect_backoff_max_ms=500)
