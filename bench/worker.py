@@ -43,11 +43,25 @@ def run(spec: RunSpec):
     return scenario(spec)
 
 
+PROC_STATUS = "/proc/self/status"
+PEAK_RSS_FIELD = "VmHWM:"  # this address space's resident high-water mark, in kB
+
+
+def _own_peak_rss_kb() -> int:
+    # Not ru_maxrss: Linux carries the forking process's high-water mark across fork and exec into
+    # it, so every worker the bench runner starts would report at least the runner's own size.
+    # VmHWM belongs to the address space exec made, so it is this client's alone.
+    with open(PROC_STATUS) as status:
+        for line in status:
+            if line.startswith(PEAK_RSS_FIELD):
+                return int(line.split()[1])
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
 def peak_rss_kb() -> int:
-    """The run's peak resident set in KiB (Linux's ru_maxrss unit): this process's, or a waited-for
-    child's when larger (the Java client runs in a JVM child)."""
-    return max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-               resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+    """The run's peak resident set in KiB: this process's, or a waited-for child's when larger (the
+    Java client runs in a JVM child, which the worker starts, so its figure is its own)."""
+    return max(_own_peak_rss_kb(), resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
 
 
 def main(argv: list[str]) -> int:
