@@ -316,18 +316,17 @@ class Fetcher:
                 leader.backoff.reset()
                 leader.session.completed(plan, resp.session_id)
                 deliveries = self._apply(leader, plan, sent, resp)
-            if sum(len(d.records) for d in deliveries) < DELIVER_FIRST_BYTES:
-                try:
-                    for delivery in deliveries:
-                        self._hand_over(delivery)
-                finally:
-                    self.kick()
-            else:
+            deliver_first = sum(len(d.records) for d in deliveries) < DELIVER_FIRST_BYTES
+            if not deliver_first:
                 # The next Fetch goes out before the records are handed over: the broker reads
                 # the log while the callbacks run.
                 self.kick()
+            try:
                 for delivery in deliveries:
                     self._hand_over(delivery)
+            finally:
+                if deliver_first:
+                    self.kick()
         finally:
             waiters, leader.round_waiters = leader.round_waiters, []
             for cb in waiters:
