@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import time
 
-import pytest
 from conn_support import connect
 from secret_guard import no_secret_in_output  # noqa: F401  (autouse: no secret in any output)
 
@@ -56,32 +55,47 @@ class Pipeline:
             self.send()
 
 
-@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-512", "OAUTHBEARER"])
-def test_reauthenticates_on_the_same_connection_with_requests_in_flight(secured_kafka, loop, mechanism):
-    sasl = _sasl(secured_kafka, mechanism)
-    conn = Connection(loop, sasl=sasl, tls=TLSConfig(cafile=str(secured_kafka.local.ca_cert)))
-    disconnects: list[object] = []
-    conn.on_disconnect = disconnects.append
+MECHANISMS = ("PLAIN", "SCRAM-SHA-512", "OAUTHBEARER")
 
-    async def main() -> Pipeline:
-        assert await connect(conn, secured_kafka.local.sasl_ssl_bootstrap) is None
-        pipeline = Pipeline(conn)
-        for _ in range(PIPELINE_DEPTH):
-            pipeline.send()
+
+def test_reauthenticates_on_the_same_connection_with_requests_in_flight(secured_kafka, loop):
+    """One connection per mechanism, side by side on the loop: each re-authenticates on its own
+    session's clock, so sharing the run's seconds changes nothing a connection sees."""
+    sasls = {mechanism: _sasl(secured_kafka, mechanism) for mechanism in MECHANISMS}
+    conns = {mechanism: Connection(loop, sasl=sasl, tls=TLSConfig(cafile=str(secured_kafka.local.ca_cert)))
+             for mechanism, sasl in sasls.items()}
+    disconnects: dict[str, list[object]] = {mechanism: [] for mechanism in MECHANISMS}
+    for mechanism, conn in conns.items():
+        conn.on_disconnect = disconnects[mechanism].append
+
+    async def main() -> dict[str, Pipeline]:
+        for conn in conns.values():
+            assert await connect(conn, secured_kafka.local.sasl_ssl_bootstrap) is None
+        pipelines = {mechanism: Pipeline(conn) for mechanism, conn in conns.items()}
+        for pipeline in pipelines.values():
+            for _ in range(PIPELINE_DEPTH):
+                pipeline.send()
         await asyncio.sleep(RUN_S)
-        pipeline.running = False
+        for pipeline in pipelines.values():
+            pipeline.running = False
         deadline = time.monotonic() + 10
-        while conn.pending and time.monotonic() < deadline:
+        while any(conn.pending for conn in conns.values()) and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
-        return pipeline
+        return pipelines
 
-    pipeline = loop.run_until_complete(main())
-    assert not pipeline.failures and not disconnects
-    conn.disconnect()
-    assert pipeline.answered == list(range(pipeline.sent))  # every request answered, in order
-    assert conn.reauthentications >= MIN_REAUTHS, conn.reauthentications
-    if mechanism == "OAUTHBEARER":
-        assert sasl.tokens is not None and sasl.tokens.fetches >= 1
+    try:
+        pipelines = loop.run_until_complete(main())
+        dropped = {mechanism: list(seen) for mechanism, seen in disconnects.items()}  # before ours below
+    finally:
+        for conn in conns.values():
+            conn.disconnect()
+    for mechanism, pipeline in pipelines.items():
+        assert not pipeline.failures and not dropped[mechanism], mechanism
+        # every request answered, in order
+        assert pipeline.answered == list(range(pipeline.sent)), mechanism
+        assert conns[mechanism].reauthentications >= MIN_REAUTHS, (mechanism, conns[mechanism].reauthentications)
+    tokens = sasls["OAUTHBEARER"].tokens
+    assert tokens is not None and tokens.fetches >= 1
 
 
 def test_without_reauthentication_the_broker_ends_the_session(secured_kafka, loop):
