@@ -10,6 +10,7 @@ from admin_helpers import commit, fill
 from confluent_kafka import Consumer
 
 from kafkaev.admin import Admin, NewTopic
+from kafkaev.admin.core import CLIENT_CONNECTION_OPTIONS
 from kafkaev.client import Client
 from kafkaev.errors import GROUP_ID_NOT_FOUND, TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_OR_PARTITION, KafkaError
 from kafkaev.types import TopicPartition
@@ -115,6 +116,26 @@ def test_admin_shares_a_clients_loop_and_brokers(kafka, topic):
         assert topic in admin.run(admin.list_topics)
     finally:
         admin.close()
+
+
+def test_admin_from_a_client_takes_its_connection_settings_and_an_option_given_wins():
+    """A hung broker is given up on after the client's connect timeout, not the default's."""
+    settings = {"client_id": "tuned", "request_timeout_ms": 1500, "connect_timeout_ms": 700,
+                "reconnect_backoff_ms": 30, "reconnect_backoff_max_ms": 300, "retry_backoff_ms": 40,
+                "retry_backoff_max_ms": 400, "metadata_max_age_ms": 9000, "metadata_min_refresh_ms": 20,
+                "debug": "admin"}
+    assert set(settings) | {"tls", "sasl"} == set(CLIENT_CONNECTION_OPTIONS)
+    client = Client("127.0.0.1:1", **settings)
+    admins = [Admin(client), Admin(client, connect_timeout_ms=5000)]
+    try:
+        for name, value in settings.items():
+            assert getattr(admins[0].config, name) == value, name
+        assert admins[0].config.reconnect_backoff == client.config.reconnect_backoff
+        assert admins[1].config.connect_timeout_ms == 5000
+        assert admins[1].config.request_timeout_ms == settings["request_timeout_ms"]
+    finally:
+        for admin in admins:
+            admin.close()
 
 
 def test_unreachable_broker_fails_once_with_the_brokers_tried():

@@ -86,7 +86,8 @@ from .transactions import (
 
 class Admin(TopicAdmin, ConfigAdmin, OffsetAdmin, AclAdmin, ScramAdmin, TransactionAdmin, ClusterAdmin):
     """Cluster administration over kafkaev connections: ``Admin(brokers, **options)`` takes the
-    Client's options, or ``Admin(client)`` shares a client's brokers, security and loop."""
+    Client's options, or ``Admin(client)`` shares a client's brokers, loop, security and
+    connection settings (timeouts, backoffs, metadata ages, debug areas; ``CLIENT_CONNECTION_OPTIONS``)."""
 
 
 __all__ = [

@@ -49,6 +49,13 @@ DEFAULT_TIMEOUT_MS = 30000  # the broker-side timeout of calls that wait for the
 # Answers that pass once the coordinator is loaded or found again: the request goes again
 # after the backoff, until request_timeout_ms has passed.
 COORDINATOR_NOT_READY = frozenset({COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR})
+# What ``Admin(client)`` takes from the client: how to reach and talk to its brokers. An admin
+# made from a client with a 1 s connect timeout must not wait 10 s for a broker that hangs.
+CLIENT_CONNECTION_OPTIONS = (
+    "tls", "sasl", "client_id", "request_timeout_ms", "connect_timeout_ms", "reconnect_backoff_ms",
+    "reconnect_backoff_max_ms", "retry_backoff_ms", "retry_backoff_max_ms", "metadata_max_age_ms",
+    "metadata_min_refresh_ms", "debug",
+)
 
 
 def error_or_none(code: int, message: str | None = None) -> KafkaError | None:
@@ -195,9 +202,8 @@ class AdminCore:
     def __init__(self, brokers: Any = None, *, loop: asyncio.AbstractEventLoop | None = None,
                  **options: Any) -> None:
         config = getattr(brokers, "config", None)
-        if isinstance(config, ClientConfig):  # Admin(client): same brokers and security
-            options = {"tls": config.tls, "sasl": config.sasl, "client_id": config.client_id,
-                       "request_timeout_ms": config.request_timeout_ms, **options}
+        if isinstance(config, ClientConfig):  # Admin(client): same brokers, security and timeouts
+            options = {**{name: getattr(config, name) for name in CLIENT_CONNECTION_OPTIONS}, **options}
             loop = loop or getattr(brokers, "loop", None) or config.loop
             brokers = config.brokers
         if not callable(options.get("on_error", print)):
