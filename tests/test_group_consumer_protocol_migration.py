@@ -1,13 +1,17 @@
 """Online migration between the group protocols (Kafka 4.x lets a group hold classic and
 consumer-protocol members at once): a group of kafkaev and confluent-kafka members moves from
 "classic" to "consumer" one member at a time and back, while a producer writes. Nothing is lost,
-and a record is read twice only in a partition that changed hands."""
+and a record is read twice only if it lies in what a member had read and not committed when it
+moved: at each move the member's read position and the group's commit, read at once after it left,
+bound the records a later owner may read again, record by record."""
 
 from __future__ import annotations
 
 import threading
 import time
 import uuid
+from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 import confluent_kafka
@@ -15,6 +19,7 @@ import pytest
 from consumer_helpers import (
     KafkaevMember,
     PeerMember,
+    call,
     close,
     crash,
     run_until,
@@ -23,12 +28,16 @@ from consumer_helpers import (
     sleep,
 )
 
+from kafkaev.admin import Admin
 from kafkaev.types import TopicPartition
 
 PARTITIONS = 12
 PRODUCE_EVERY_S = 0.002
-# At most one record in this many read twice over the whole migration.
-DUPLICATE_SHARE_LIMIT = 20
+# The group's commits are read right after a member left, before the group has handed its
+# partitions on (the next owner's first commit is an auto-commit interval later still).
+COMMIT_READ_TIMEOUT_S = 10
+# Where a partition with no commit is read from (auto.offset.reset "earliest" on a new topic).
+FIRST_OFFSET = 0
 
 
 class Producer:
@@ -80,6 +89,69 @@ def peer_member(bootstrap: str, topic: str, group: str, protocol: str) -> PeerMe
     return PeerMember(bootstrap, topic, group, protocol, **config)
 
 
+@dataclass(frozen=True, slots=True)
+class Uncommitted:
+    """What a member had read of one partition past the group's commit when it moved: the
+    records at offsets [committed, read_end), which the partition's next owner reads again."""
+
+    partition: int
+    committed: int
+    read_end: int
+
+    def holds(self, offset: int) -> bool:
+        return self.committed <= offset < self.read_end
+
+
+def offsets_read(member: KafkaevMember | PeerMember) -> dict[int, list[int]]:
+    """Every offset ``member`` delivered to the application, per partition, in delivery order."""
+    source = member.received.offsets if isinstance(member, KafkaevMember) else member.offsets_read()
+    return {key[1]: list(values) for key, values in source.items()}
+
+
+def uncommitted_at_move(loop: Any, admin: Admin, group: str, member: KafkaevMember | PeerMember,
+                        owned: set[TopicPartition]) -> list[Uncommitted]:
+    """Called right after ``member`` left: per partition it owned, the group's commit (which its
+    leaving made) against one past the last record it read."""
+    read = offsets_read(member)
+    committed = call(loop, lambda cb: admin.list_group_offsets(group, cb, partitions=sorted(owned)),
+                     COMMIT_READ_TIMEOUT_S)
+    found, err = committed
+    assert err is None, err
+    windows = []
+    for tp in owned:
+        if not read.get(tp.partition):
+            continue
+        read_end = max(read[tp.partition]) + 1
+        commit = found[tp].offset
+        # A commit past what the member read is a next owner's: this one came too late to tell.
+        assert commit <= read_end, (tp, commit, read_end)
+        windows.append(Uncommitted(tp.partition, max(commit, FIRST_OFFSET), read_end))
+    return windows
+
+
+def unexplained_rereads(reads: Counter[tuple[int, int]], windows: list[Uncommitted]) -> list[tuple[int, int, int]]:
+    """(partition, offset, times read) of every record read more often than once plus the
+    number of moves that left it uncommitted."""
+    extra = []
+    for (partition, offset), times in sorted(reads.items()):
+        allowed = 1 + sum(1 for w in windows if w.partition == partition and w.holds(offset))
+        if times > allowed:
+            extra.append((partition, offset, times))
+    return extra
+
+
+def read_spans(offsets: list[int]) -> list[tuple[int, int]]:
+    """``offsets`` in delivery order as runs of consecutive offsets (first, last): a re-read
+    shows as a run starting below the end of the one before."""
+    spans: list[list[int]] = []
+    for offset in offsets:
+        if spans and offset == spans[-1][1] + 1:
+            spans[-1][1] = offset
+        else:
+            spans.append([offset, offset])
+    return [(first, last) for first, last in spans]
+
+
 def protocol_of(member: KafkaevMember | PeerMember) -> str:
     if isinstance(member, PeerMember):
         return member.protocol
@@ -93,20 +165,27 @@ def test_online_migration_classic_to_consumer_and_back(kafka, make_topic, loop):
     everything = {TopicPartition(topic, p) for p in range(PARTITIONS)}
     producer = Producer(kafka.bootstrap, topic)
     retired: list[Any] = []
+    windows: list[Uncommitted] = []
+    admin = Admin(kafka.bootstrap, loop=loop)
     members: list[Any] = [kafkaev_member(loop, kafka.bootstrap, topic, group, "classic"),
                           kafkaev_member(loop, kafka.bootstrap, topic, group, "classic"),
                           peer_member(kafka.bootstrap, topic, group, "classic")]
     try:
         run_until(loop, lambda: settled([m.snapshot() for m in members], everything), 60, "the classic group")
         set_group_session(kafka, group, CLASSIC_SESSION_MS)  # the group exists now; consumer members' session
+        call(loop, lambda cb: admin.list_group_offsets(group, cb), COMMIT_READ_TIMEOUT_S)  # its coordinator, found once
         for target in ("consumer", "classic"):
             for index in range(len(members)):
                 old = members[index]
+                owned = old.snapshot()
                 if isinstance(old, KafkaevMember):
                     close(loop, old.client)
-                    members[index] = kafkaev_member(loop, kafka.bootstrap, topic, group, target)
                 else:
                     old.close()
+                windows.extend(uncommitted_at_move(loop, admin, group, old, owned))
+                if isinstance(old, KafkaevMember):
+                    members[index] = kafkaev_member(loop, kafka.bootstrap, topic, group, target)
+                else:
                     members[index] = peer_member(kafka.bootstrap, topic, group, target)
                 retired.append(old)
                 try:
@@ -118,12 +197,11 @@ def test_online_migration_classic_to_consumer_and_back(kafka, make_topic, loop):
                     raise AssertionError(f"{exc}: {state}") from None
                 sleep(loop, 0.5)
         producer.finish()
-        def read_by_all() -> dict[tuple[str, int], list[int]]:
-            offsets: dict[tuple[str, int], list[int]] = {}
+        def read_by_all() -> dict[int, list[int]]:
+            offsets: dict[int, list[int]] = {}
             for m in retired + members:
-                source = m.received.offsets if isinstance(m, KafkaevMember) else m.offsets_read()
-                for key, values in source.items():
-                    offsets.setdefault(key, []).extend(values)
+                for partition, values in offsets_read(m).items():
+                    offsets.setdefault(partition, []).extend(values)
             return offsets
 
         watermark = confluent_kafka.Consumer({"bootstrap.servers": kafka.bootstrap, "group.id": "wm"})
@@ -136,25 +214,25 @@ def test_online_migration_classic_to_consumer_and_back(kafka, make_topic, loop):
 
         def complete() -> bool:
             seen = read_by_all()
-            return all(set(seen.get((topic, p), ())) >= set(range(ends[p])) for p in range(PARTITIONS))
+            return all(set(seen.get(p, ())) >= set(range(ends[p])) for p in range(PARTITIONS))
 
         run_until(loop, complete, 120, "every record written during the migration")
-        seen = read_by_all()
-        twice = {p for p in range(PARTITIONS) if len(seen[(topic, p)]) != len(set(seen[(topic, p)]))}
-        # A record read twice only in a partition that changed hands (what was read but not
-        # committed yet when it moved): one owned by two or more members over the run.
-        owners = {p: sum(1 for m in retired + members if TopicPartition(topic, p) in m.ever) for p in range(PARTITIONS)}
-        changed_hands = {p for p, count in owners.items() if count >= 2}
-        assert twice <= changed_hands, (twice, owners)
-        # Graceful moves commit what was read before letting go: the re-reads are the few records
-        # read between that commit and the revocation, nowhere near a partition read again.
-        duplicates = sum(len(v) - len(set(v)) for v in seen.values())
-        assert duplicates <= producer.sent // DUPLICATE_SHARE_LIMIT, (duplicates, producer.sent)
+        reads = Counter((p, offset) for p, offsets in read_by_all().items() for offset in offsets)
+        # Graceful moves commit what was read before letting go; a record read again must lie in
+        # what one of them read past that commit, once per such move.
+        extra = unexplained_rereads(reads, windows)
+        rereads = sum(times - 1 for times in reads.values())
+        if extra:
+            who = [(type(m).__name__, {p: read_spans(v) for p, v in sorted(offsets_read(m).items())
+                                       if p in {e[0] for e in extra}}) for m in retired + members]
+            raise AssertionError(f"{len(extra)} records read again outside what a move left uncommitted "
+                                 f"(of {rereads} re-reads): {extra[:20]}; windows {windows}; read by {who}")
         for m in retired + members:
             if isinstance(m, KafkaevMember):
                 assert not m.received.errors, m.received.errors
     finally:
         producer.stop.set()
+        admin.close()
         for m in members:
             if isinstance(m, KafkaevMember):
                 crash(loop, m.client)

@@ -9,12 +9,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
-from fake_broker import FakeCluster, ReceivedRequest, in_turn
+from fake_broker import Delay, FakeCluster, ReceivedRequest, in_turn
 
 from kafkaev.cluster.metadata import Metadata
 from kafkaev.cluster.pool import ConnectionPool
 from kafkaev.config import ClientConfig
-from kafkaev.consumer.assignors import CooperativeStickyAssignor
+from kafkaev.consumer.assignors import CooperativeStickyAssignor, RangeAssignor
 from kafkaev.consumer.context import ConsumerContext
 from kafkaev.consumer.group import GroupMember, GroupOptions, GroupState
 from kafkaev.consumer.membership import TopicSelection
@@ -43,11 +43,12 @@ TOPIC = "t"
 
 
 # Scripted answers: each takes the ReceivedRequest, returns the generated response object.
-def joined(member: str, generation: int, leader: str, members: Sequence[tuple[str, bytes]] = ()):
+def joined(member: str, generation: int, leader: str, members: Sequence[tuple[str, bytes]] = (),
+           protocol: str = "cooperative-sticky"):
     def respond(_req: ReceivedRequest) -> Any:
         return codec.JoinGroupResponse(
             error_code=NONE, member_id=member, generation_id=generation, protocol_type="consumer",
-            protocol_name="cooperative-sticky", leader=leader, skip_assignment=False,
+            protocol_name=protocol, leader=leader, skip_assignment=False,
             members=[codec.JoinGroupResponseMember(member_id=m, group_instance_id=None, metadata=md)
                      for m, md in members])
     return respond
@@ -58,9 +59,9 @@ def join_error(code: int, member: str = ""):
                                                 protocol_type="consumer", protocol_name="", leader="", members=[])
 
 
-def synced(partitions: list[int]):
+def synced(partitions: list[int], protocol: str = "cooperative-sticky"):
     return lambda _req: codec.SyncGroupResponse(error_code=NONE, protocol_type="consumer",
-                                                protocol_name="cooperative-sticky",
+                                                protocol_name=protocol,
                                                 assignment=encode_assignment([TP(TOPIC, p) for p in partitions]))
 
 
@@ -187,6 +188,37 @@ def test_cooperative_rebalance_revokes_only_what_moves_then_rejoins(harness):
     assert len(joins) >= 3
     assert h.ctx.subscription.get(TP(TOPIC, 0)).position == 100, "kept partitions keep their position"
     assert h.member.state is GroupState.STABLE
+
+
+# Long enough for the test to look at the member while the eager revocation's commit is unanswered.
+COMMIT_ANSWER_DELAY_S = 0.3
+
+
+def test_an_eager_rebalance_revokes_in_the_turn_its_commit_goes_out(harness):
+    """Eager: the positions are committed and every partition revoked in one turn, and the rejoin
+    waits for the commit's answer. Revoked only once the commit was answered, a partition went
+    on delivering meanwhile, and the next owner read those records again."""
+    h = harness(assignors=(RangeAssignor(),))
+    h.cluster.script(ApiKey.JOIN_GROUP, in_turn(joined("m-1", 1, "other", protocol="range"),
+                                                joined("m-1", 2, "other", protocol="range")))
+    h.cluster.script(ApiKey.SYNC_GROUP, in_turn(synced([0, 1, 2, 3], "range"), synced([0, 1], "range")))
+    h.member.start()
+    h.run_until(lambda: h.stable and h.member.generation_id == 1)
+    for p in range(4):
+        h.ctx.subscription.get(TP(TOPIC, p)).seek(100 + p, 5)
+    h.cluster.script(ApiKey.OFFSET_COMMIT, Delay(COMMIT_ANSWER_DELAY_S))
+    h.cluster.script(ApiKey.HEARTBEAT, in_turn(heartbeat(REBALANCE_IN_PROGRESS), heartbeat(NONE)))
+    h.run_until(lambda: bool(h.asked(ApiKey.OFFSET_COMMIT)))
+    everything = [TP(TOPIC, p) for p in range(4)]
+    assert ("revoke", everything) in h.events, "revoked while the commit is on its way"
+    assert all(h.ctx.subscription.get(tp) is None for tp in everything), "nothing left to deliver"
+    assert len(h.asked(ApiKey.JOIN_GROUP)) == 1, "the rejoin waits for the commit's answer"
+    h.run_until(lambda: h.stable and h.member.generation_id == 2)
+    commits = h.asked(ApiKey.OFFSET_COMMIT)
+    assert {(p.partition_index, p.committed_offset, p.committed_leader_epoch)
+            for t in commits[0].topics for p in t.partitions} == {(p, 100 + p, 5) for p in range(4)}
+    assert ("assign", [TP(TOPIC, 0), TP(TOPIC, 1)]) in h.events
+    assert not h.errors
 
 
 def test_unknown_member_in_heartbeat_loses_partitions_and_rejoins_fresh(harness):

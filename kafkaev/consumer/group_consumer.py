@@ -24,7 +24,6 @@ in a later heartbeat. States: UNJOINED -> JOINING (epoch 0 sent) -> STABLE.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import uuid
 from collections.abc import Callable
@@ -351,22 +350,7 @@ class ConsumerGroupMember(GroupMemberBase):
             return
         # The broker hears of the revocation once the revoked partitions' commit is answered and
         # on_revoke's Future (a handler runner finishing them) is done, whichever comes last.
-        committed: asyncio.Future[KafkaError | None] = self.ctx.loop.create_future()
-        if self.options.auto_commit:
-            self.commit_positions(revoked, committed.set_result, only_advanced=True)
-        else:
-            committed.set_result(None)
-        revoking = self.ownership.revoke(revoked)
-
-        def proceed(_done: object = None) -> None:
-            if revoking is not None and not revoking.done():
-                revoking.add_done_callback(proceed)
-            elif not committed.done():
-                committed.add_done_callback(proceed)
-            else:
-                after_commit(committed.result())
-
-        proceed()
+        self._commit_and_revoke(revoked, after_commit, commit=True)
 
     def _rebalance_done(self) -> None:
         took_ms = self.rebalance_clock.finish()

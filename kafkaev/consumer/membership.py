@@ -314,17 +314,38 @@ class GroupMemberBase(abc.ABC):
         self.offsets.seek_to_committed(added, self._owner_check(), self.on_partitions_changed)
 
     def _give_up_all(self, then: Callable[[], object], *, commit: bool) -> None:
-        """Commit what was read (auto_commit, when ``commit``), revoke everything owned, then
-        ``then()`` once on_revoke's Future (a handler runner finishing them) is done."""
+        """Commit what was read (auto_commit, when ``commit``) and revoke everything owned, then
+        ``then()`` once both are done."""
 
         def after_commit(err: KafkaError | None) -> None:
             self._report_err(err)
-            self._after(self.ownership.revoke(list(self.owned)), then)
+            then()
 
-        if commit and self.options.auto_commit and self.owned:
-            self.commit_positions(None, after_commit, only_advanced=True)
+        self._commit_and_revoke(list(self.owned), after_commit, commit=commit)
+
+    def _commit_and_revoke(self, partitions: list[TopicPartition], then: Callable[[KafkaError | None], object], *,
+                           commit: bool) -> None:
+        """Commit the positions of ``partitions`` (auto_commit, when ``commit``) and revoke them in
+        the same turn: nothing of them is delivered after their positions were taken (records
+        delivered while the commit was in flight were read again by the next owner). Then
+        ``then(commit_err)`` once the commit is answered and on_revoke's Future (a handler runner
+        finishing them) is done, whichever comes last."""
+        committed: asyncio.Future[KafkaError | None] = self.ctx.loop.create_future()
+        if commit and self.options.auto_commit and partitions:
+            self.commit_positions(partitions, committed.set_result, only_advanced=True)
         else:
-            after_commit(None)
+            committed.set_result(None)
+        revoking = self.ownership.revoke(partitions)
+
+        def proceed(_done: object = None) -> None:
+            if revoking is not None and not revoking.done():
+                revoking.add_done_callback(proceed)
+            elif not committed.done():
+                committed.add_done_callback(proceed)
+            else:
+                then(committed.result())
+
+        proceed()
 
     @staticmethod
     def _after(pending: asyncio.Future[Any] | None, then: Callable[[], object]) -> None:
