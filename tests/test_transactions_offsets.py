@@ -13,7 +13,14 @@ from producer_helpers import close as close_producer
 from transaction_helpers import abort, commit, init, peer_read_to_end
 
 from kafkaev.client import Client
-from kafkaev.errors import FENCED_INSTANCE_ID, ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, KafkaError
+from kafkaev.cluster.coordinator import CoordinatorLink
+from kafkaev.errors import (
+    COORDINATOR_LOAD_IN_PROGRESS,
+    FENCED_INSTANCE_ID,
+    ILLEGAL_GENERATION,
+    UNKNOWN_MEMBER_ID,
+    KafkaError,
+)
 from kafkaev.producer.transaction import TxnState
 from kafkaev.types import TopicPartition
 
@@ -129,3 +136,54 @@ def test_a_stale_generation_cannot_send_offsets(kafka, make_topic, uv):
     close_producer(producer, uv)
     close(uv, second)
     close(uv, first)
+
+
+TRANSACTIONS_OF_EVERY_PARTITION = 8
+SINK_PARTITIONS = 3
+
+
+def test_first_batches_and_offsets_are_added_one_ask_at_a_time(kafka, make_topic, uv, caplog, monkeypatch):
+    """Transactions v2: a broker asked twice at once to add partitions of one transactional id
+    to its transaction fails the older ask (a Produce with NOT_ENOUGH_REPLICAS, a TxnOffsetCommit
+    with COORDINATOR_LOAD_IN_PROGRESS), each then waits out the retry backoff. A transaction's
+    first batches to one leader go in one Produce, whatever connection each partition uses, and
+    the offsets go while no first batch is unanswered: nothing is ever sent twice."""
+    source, sink = make_topic(), make_topic(partitions=SINK_PARTITIONS)
+    group = f"eos-asks-{source}"
+    _fill(kafka, source, INPUT_RECORDS, uv)
+    received = Received()
+    consumer = _member(kafka, source, group, received, uv)
+    run_until(uv, lambda: received.count >= INPUT_RECORDS, 60, "the input")
+    producer = Client(kafka.bootstrap, loop=uv, transactional_id=f"eos-asks-{source}", linger_ms=1,
+                      produce_connections=SINK_PARTITIONS)
+    assert init(producer, uv) is None
+    if producer._producer.txn.version < 2:
+        pytest.skip("transactions v1 add partitions with AddPartitionsToTxn, one at a time")
+
+    refusals: list[int] = []
+    answer_code = CoordinatorLink.on_error_code
+    monkeypatch.setattr(CoordinatorLink, "on_error_code",
+                        lambda link, code: refusals.append(code) or answer_code(link, code))
+    caplog.set_level("DEBUG", logger="kafkaev.producer")
+    for n in range(TRANSACTIONS_OF_EVERY_PARTITION):
+        caplog.clear()
+        producer.begin_transaction()
+        delivery = Delivery(SINK_PARTITIONS)
+        for partition in range(SINK_PARTITIONS):
+            producer.produce(sink, None, b"out-%d-%d" % (n, partition), delivery.cb(partition), partition=partition)
+        offsets = {(source, 0): n + 1}
+        (err,) = call(uv, lambda cb, offsets=offsets: producer.send_offsets_to_transaction(
+            offsets, consumer.group_metadata(), cb))
+        assert err is None, err
+        assert commit(producer, uv) is None
+        delivery.assert_each_once()
+        assert not delivery.errors, delivery.errors
+        sends = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Produce to")]
+        assert len(sends) == 1, f"transaction {n}: each first batch once, all in one Produce: {sends}"
+        assert f"{SINK_PARTITIONS} batches" in sends[0], sends
+    assert COORDINATOR_LOAD_IN_PROGRESS not in refusals, refusals
+    close_producer(producer, uv)
+    close(uv, consumer)
+    out = sorted(m.value() for m in peer_read_to_end(kafka.bootstrap, sink, SINK_PARTITIONS, "read_committed"))
+    assert out == sorted(b"out-%d-%d" % (n, p) for n in range(TRANSACTIONS_OF_EVERY_PARTITION)
+                         for p in range(SINK_PARTITIONS))

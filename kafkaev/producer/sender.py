@@ -83,6 +83,9 @@ SEQUENCE_ERRORS = frozenset({OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID})
 CONNECTION_CLOSED = frozenset({DESTROY, STATE})
 # Delivery deadlines are checked this often at most (seconds).
 SWEEP_INTERVAL_MAX_S = 0.1
+# The produce connection (lane) of a leader that carries a transaction's first batches (v2):
+# one Produce for all of them, so the leader asks the coordinator to add them in one request.
+FIRST_BATCH_LANE = 0
 
 
 class _Lane(NamedTuple):
@@ -183,7 +186,7 @@ class Sender:
                 self._wake_at(part.retry_at)
                 continue
             if txn is not None and not txn.may_send(part):
-                continue  # outside the open transaction, or (v1) not added to it yet
+                continue  # outside the open transaction, or not added to it yet (v1) or being added (v2)
             in_flight = queue.in_flight_count
             if part.retrying:
                 if in_flight:
@@ -196,7 +199,9 @@ class Sender:
             if part.leader < 0:
                 self._md.request_refresh()
                 continue
-            key = (part.leader, self._lane(part))
+            # a transaction's first batches (v2) share one Produce: their leader adds them at once
+            lane = FIRST_BATCH_LANE if txn is not None and txn.first_batch_lane(part) else self._lane(part)
+            key = (part.leader, lane)
             group = by_connection.get(key)
             if group is None:
                 by_connection[key] = [part]
@@ -241,6 +246,7 @@ class Sender:
             self.wake()
 
     def _send_to(self, conn: Connection, parts: list[PartitionState]) -> None:
+        txn = self.txn
         max_in_flight = self._max_in_flight
         max_size = self._max_request_size
         while parts:
@@ -261,6 +267,8 @@ class Sender:
                 queue.send_head()
                 request.append(batch)
                 size += len(data)
+                if txn is not None and txn.first_batch_sent(part):
+                    continue  # the rest follows its answer (on the partition's own lane)
                 if queue and queue.in_flight_count < max_in_flight and not batch.split and not queue.head.split:
                     again.append(part)
             self._send_request(conn, request)
@@ -342,6 +350,9 @@ class Sender:
                     self._succeeded(b, answer.base_offset, answer.log_append_time_ms)
                 else:
                     self._failed(b, KafkaError(code, answer.error_message), answer, endpoints)
+        if self.txn is not None:
+            for b in batches:
+                self.txn.batch_answered(b.part)
         self.send_ready()
 
     def _succeeded(self, batch: ProducerBatch, base_offset: int, log_append_time: int) -> None:

@@ -120,6 +120,8 @@ class TransactionManager:
         self.version = TRANSACTION_V1  # chosen again at each InitProducerId
         self._adding = False  # v1: an AddPartitionsToTxn in flight
         self._requests = 0  # coordinator requests in flight (adds, offsets)
+        self._offset_commits = 0  # v2: TxnOffsetCommits in flight (each adds the group)
+        self._after_verifying: list[Callable[[], object]] = []  # v2: offset commits held by first batches
         self._idle_waiters: list[Callable[[], object]] = []
         self._commit: _PendingCommit | None = None  # the commit_transaction() not answered yet
         self._closed = False
@@ -149,18 +151,51 @@ class TransactionManager:
 
     def may_send(self, part: PartitionState) -> bool:
         """May ``part``'s next batch go out now? Only while the transaction is open or
-        committing, and (v1) once the partition is in it."""
+        committing; with v1 once the partition is in it; with v2 not while its first batch
+        (which adds it) is unanswered, and a first batch not while a TxnOffsetCommit adds the
+        group (see ``first_batch_sent``)."""
         txn = self.txn
         if not txn.sending:
             return False
         if part in txn.added:
-            return True
+            return part not in txn.verifying
         if self.version >= TRANSACTION_V2:
-            txn.added.add(part)  # Produce v12+ adds it: the coordinator knows the transaction now
-            return True
+            return not self._offset_commits
         txn.want(part)
         self._add_partitions()
         return False
+
+    def first_batch_lane(self, part: PartitionState) -> bool:
+        """v2: is ``part``'s next batch its first of the transaction? The sender puts every such
+        batch for a leader into one Produce on one connection (``first_batch_sent``)."""
+        return self.version >= TRANSACTION_V2 and part not in self.txn.added
+
+    def first_batch_sent(self, part: PartitionState) -> bool:
+        """A batch of ``part`` went out; True when it was the partition's first of the
+        transaction (v2): its leader now asks the coordinator to add the partition, and nothing
+        more of the partition goes until it is answered (``batch_answered``). A broker that is
+        asked twice at once for one transactional id (two connections' Produce, or a Produce
+        and the group coordinator's TxnOffsetCommit) fails the older ask: the Produce with
+        NOT_ENOUGH_REPLICAS, the TxnOffsetCommit with COORDINATOR_LOAD_IN_PROGRESS, each then
+        retried after the retry backoff."""
+        txn = self.txn
+        if self.version < TRANSACTION_V2 or part in txn.added:
+            return False
+        txn.added.add(part)  # Produce v12+ adds it: the coordinator knows the transaction now
+        txn.verifying.add(part)
+        return True
+
+    def batch_answered(self, part: PartitionState) -> None:
+        """A Produce with a batch of ``part`` was answered (or failed): a partition's first batch
+        no longer holds the rest, nor the offset commits waiting for every first batch."""
+        txn = self.txn
+        if part not in txn.verifying:
+            return
+        txn.verifying.discard(part)
+        if not txn.verifying and self._after_verifying:
+            waiting, self._after_verifying = self._after_verifying, []
+            for send in waiting:
+                send()
 
     def record_failed(self, err: KafkaError, had_sequence: bool) -> KafkaError:
         """A batch of the transaction failed: the error its records get (marked), and the
@@ -413,10 +448,19 @@ class TransactionManager:
         if link is None:
             link = self._group_links[meta.group_id] = CoordinatorLink(
                 self._config, self._loop, self._md, self._pool, meta.group_id, CoordinatorType.GROUP, Role.TXN)
-        if self.version >= TRANSACTION_V2:
+        v2 = self.version >= TRANSACTION_V2
+        if v2:
+            if self.txn.verifying:  # the group is added after the partitions (first_batch_sent)
+                self._after_verifying.append(lambda: self._txn_offset_commit(rows, meta, done))
+                return
             self.txn.offsets_sent = True  # TxnOffsetCommit v5 adds the group to the transaction
+            self._offset_commits += 1
 
         def answered(resp: TxnOffsetCommitResponse | None, err: KafkaError | None) -> None:
+            if v2:
+                self._offset_commits -= 1
+                if not self._offset_commits:
+                    self._producer.wake()  # first batches held by the offset commit
             done(err)
 
         self._coordinator(link, f"TxnOffsetCommit for group {meta.group_id!r}",
