@@ -6,6 +6,7 @@ committed past. Real-broker tests: test_handlers.py, test_handlers_crash.py."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -106,6 +107,31 @@ def test_the_budget_ends_the_run_after_at_least_one_record_and_halted_too() -> N
     seen.clear()
     assert run.run(halting, batch(0, 4), 0, FAR) == 1
     assert seen == [0] and run.stopped == inline.STOPPED_BUDGET
+
+
+def test_a_slow_handler_is_stopped_near_the_deadline_although_the_clock_is_read_every_few_records() -> None:
+    # 2 ms a record against a 10 ms budget: about five records. Reading the clock only every
+    # CLOCK_STRIDE_MAX (64) records, whatever the pace, would run every one of them.
+    seen: list[int] = []
+
+    def slow(msg: Message) -> None:
+        seen.append(msg.offset)
+        time.sleep(0.002)
+
+    run = inline.InlineRun()
+    stop = run.run(slow, batch(0, 100), 0, time.monotonic() + 0.010)
+    assert run.stopped == inline.STOPPED_BUDGET and stop == len(seen)
+    assert 1 <= stop <= 10, f"ran {stop} records of 2 ms in a 10 ms budget"
+
+
+def test_fast_records_run_to_the_end_of_a_far_deadline_and_stop_at_a_passed_one() -> None:
+    # Past the first record the clock is read in strides: a batch longer than a stride still
+    # runs whole under a far deadline, and a deadline already passed still stops after one.
+    count = 1000
+    run = inline.InlineRun()
+    assert run.run(lambda m: None, batch(0, count), 0, time.monotonic() + 60) == count
+    assert run.stopped == inline.STOPPED_NONE
+    assert run.run(lambda m: None, batch(0, count), 0, PAST) == 1 and run.stopped == inline.STOPPED_BUDGET
 
 
 # --- the scheduler's batch path -------------------------------------------------------------------

@@ -253,7 +253,10 @@ cdef list _rr_build_headers(const uint8_t *p, Py_ssize_t count, const uint8_t *e
 # ------------------------------------------------------------------ public result types
 
 @cython.final
-@cython.freelist(512)
+# A 1 MiB fetch of 100-byte records is ~9,500 Messages, all freed together once handled: kept
+# for the next set instead of given back, their memory is not faulted in again each time
+# (the allocator returns an emptied arena to the system). ~1.5 MiB held once it filled.
+@cython.freelist(16384)
 @cython.no_gc      # holds no container but the headers list, which stays tracked itself:
                    # skipping the collector's bookkeeping halves the consumer's per-record cost
 cdef class Message:
