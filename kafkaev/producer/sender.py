@@ -292,9 +292,16 @@ class Sender:
         self.in_flight += len(batches)
         # With every topic's id known the request may name topics by id (Produce v13+).
         payload = []
+        topic_ids: dict[str, uuid.UUID | None] = {}  # looked up once per topic, not per batch
         for b in batches:
             assert b.data is not None  # encoded by _send_to
-            payload.append(ProducePartition(b.part.topic, b.part.partition, b.data, self._topic_id(b.part.topic)))
+            part = b.part
+            topic = part.topic
+            if topic in topic_ids:
+                topic_id = topic_ids[topic]
+            else:
+                topic_id = topic_ids[topic] = self._topic_id(topic)
+            payload.append(ProducePartition(topic, part.partition, b.data, topic_id))
 
         def on_response(resp: ProduceResponse | None, err: KafkaError | None) -> None:
             self._on_response(batches, resp, err)
