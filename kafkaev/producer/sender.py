@@ -332,12 +332,14 @@ class Sender:
         elif resp is None:  # acks=0: complete at write time, no offsets
             for b in batches:
                 self._succeeded(b, NO_OFFSET, NO_TIMESTAMP)
+            self._on_batch_done()
         else:
             answers: dict[tuple[str, int], PartitionProduceResponse] = {}
             for t in resp.responses:  # named by the connection, also when the request gave ids
                 for p in t.partition_responses:
                     answers[(t.name, p.index)] = p
             endpoints = resp.node_endpoints
+            succeeded = False
             for b in batches:
                 answer = answers.get((b.part.topic, b.part.partition))
                 if answer is None:
@@ -347,19 +349,23 @@ class Sender:
                 code = answer.error_code
                 if code == NONE or code == DUPLICATE_SEQUENCE_NUMBER:
                     self._succeeded(b, answer.base_offset, answer.log_append_time_ms)
+                    succeeded = True
                 else:
                     self._failed(b, KafkaError(code, answer.error_message), answer, endpoints)
+            if succeeded:
+                self._on_batch_done()
         self.send_ready()
 
     def _succeeded(self, batch: ProducerBatch, base_offset: int, log_append_time: int) -> None:
-        batch.part.queue.answered(batch)
+        """``batch`` was written; the caller calls ``_on_batch_done`` once for the response's
+        batches (a frame per batch counts when most carry a record or two)."""
+        part = batch.part
+        part.queue.answered(batch)
         if self._earlier_identity:
             self._earlier_identity.discard(batch)
-        part = batch.part
         part.count_delivered(batch)  # before release: the batch's reserved bytes are its size
         self._acc.release(batch)
         batch.deliveries.complete(part.topic, part.partition, base_offset, log_append_time, self._report)
-        self._on_batch_done()
 
     def _failed(self, batch: ProducerBatch, err: KafkaError, answer: PartitionProduceResponse | None,
                 endpoints: Sequence[ProduceResponseNodeEndpoint]) -> None:
