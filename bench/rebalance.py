@@ -16,8 +16,6 @@ import threading
 import time
 from collections.abc import Callable
 
-import confluent_kafka
-
 from bench.measure import make_value, percentile
 from bench.spec import RunResult, RunSpec
 
@@ -34,6 +32,10 @@ class SteadyProducer:
     """``rate`` records a second, partitions in turn, until stopped."""
 
     def __init__(self, spec: RunSpec) -> None:
+        # Imported here, not with the module: every client's worker imports this module, and
+        # librdkafka loaded into kafkaev's or aiokafka's would count in their peak RSS.
+        import confluent_kafka
+
         self.producer = confluent_kafka.Producer({"bootstrap.servers": spec.bootstrap, "linger.ms": 5})
         self.spec = spec
         self.value = make_value(spec.value_size)

@@ -5,6 +5,8 @@ limits, and corrupt payloads surfacing as ProtocolError naming the codec."""
 import gzip
 import os
 import struct
+import subprocess
+import sys
 import zlib
 
 import lz4.frame
@@ -232,3 +234,26 @@ def test_corrupt_payloads_raise_protocol_error_naming_the_codec(name: str) -> No
 def test_zlib_stream_is_also_accepted_for_gzip() -> None:
     # Some old producers wrote zlib-wrapped deflate under the gzip codec.
     assert decompress(GZIP, zlib.compress(b"zlib data")) == b"zlib data"
+
+
+CODEC_LIBRARIES = {"gzip": "isal", "snappy": "snappy", "lz4": "lz4", "zstd": "zstandard"}
+
+
+@pytest.mark.parametrize("name", list(CODEC_LIBRARIES))
+def test_a_codec_library_is_imported_at_its_first_batch_only(name: str) -> None:
+    # A client that never meets a codec does not carry its library (~3 MiB resident for the four).
+    script = (
+        "import sys\n"
+        "import kafkaev.client\n"
+        "from kafkaev.protocol.codec import compress, decompress\n"
+        f"libraries = {sorted(CODEC_LIBRARIES.values())!r}\n"
+        "assert not [m for m in libraries if m in sys.modules], [m for m in libraries if m in sys.modules]\n"
+        f"data = compress({CODECS[name]}, b'records ' * 100)\n"
+        f"assert decompress({CODECS[name]}, data) == b'records ' * 100\n"
+        f"assert {CODEC_LIBRARIES[name]!r} in sys.modules\n"
+        f"print([m for m in libraries if m in sys.modules])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False,
+                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == repr([CODEC_LIBRARIES[name]])

@@ -5,6 +5,7 @@ re-stamped for idempotent retries."""
 
 import struct
 import time
+import tracemalloc
 
 import pytest
 from aiokafka.record import _crc32c as pure_python_crc32c
@@ -156,16 +157,22 @@ def test_rebuild_restamps_header_and_keeps_records(codec_name):
 HANDOVER_MAX_SIZE = 128 * 1024
 
 
-@pytest.mark.parametrize("max_batch_size", [16384, 1 << 20], ids=["handed-over", "lent"])
+# (max_batch_size, records of ~115 bytes): a batch under the handover size, one past it.
+FINISH_SHAPES = {"handed-over": (16384, 40), "small-under-a-large-limit": (1 << 20, 40), "lent": (1 << 20, 1500)}
+
+
+@pytest.mark.parametrize("shape", list(FINISH_SHAPES))
 @pytest.mark.parametrize("codec_name", list(CODECS))
-def test_finish_equals_build_then_empties_the_builder(codec_name, max_batch_size):
+def test_finish_equals_build_then_empties_the_builder(codec_name, shape):
+    max_batch_size, records = FINISH_SHAPES[shape]
     builder = RecordBatchBuilder(codec=CODECS[codec_name], max_batch_size=max_batch_size)
-    for i in range(40):
+    for i in range(records):
         builder.append(1_000 + i, b"key-%d" % i, b"x" * 100, [("h", b"%d" % i)])
     stamp = {"base_offset": 7, "producer_id": 9, "producer_epoch": 2, "base_sequence": 40, "transactional": True}
     expected = builder.build(**stamp)
     finished = builder.finish(**stamp)
-    lent = codec_name == "none" and max_batch_size > HANDOVER_MAX_SIZE
+    # Lent once its buffer grew past the handover size; a small batch is handed over whatever its limit.
+    lent = codec_name == "none" and len(expected) > HANDOVER_MAX_SIZE
     assert type(finished) is EncodedBatch and bytes(finished) == expected and len(finished) == len(expected)
     (whole,) = finished.pieces  # no value referenced: one piece, the batch
     assert type(whole) is (memoryview if lent else bytes) and whole == expected
@@ -178,7 +185,29 @@ def test_finish_equals_build_then_empties_the_builder(codec_name, max_batch_size
     builder.append(5_000, None, b"next", None)
     assert bytes(finished) == expected
     assert [r.value for r in DefaultRecordBatch(bytes(builder.finish()))] == [b"next"]
-    assert DefaultRecordBatch(bytes(finished)).validate_crc() and len(list(DefaultRecordBatch(bytes(finished)))) == 40
+    assert DefaultRecordBatch(bytes(finished)).validate_crc() and len(list(DefaultRecordBatch(bytes(finished)))) == records
+
+
+def test_a_buffer_grows_with_its_records_not_to_its_limit():
+    # A producer over many partitions opens a batch per partition, most holding a record or
+    # two when they are sent: each builder allocates for its records, not its max_batch_size.
+    builders = [RecordBatchBuilder(max_batch_size=16384) for _ in range(1000)]
+    tracemalloc.start()
+    try:
+        for i, builder in enumerate(builders):
+            builder.append(1_000, b"key-%d" % i, b"v" * 100, None)
+        grown, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert grown < 1000 * 1024  # a buffer of the whole limit each: 16 MiB
+    # and one that fills up still takes every record up to the limit, in order
+    builder = builders[0]
+    while builder.append(2_000, None, b"w" * 100, None) >= 0:
+        pass
+    assert 16384 - 200 < builder.estimated_size <= 16384
+    count = builder.record_count
+    batch = bytes(builder.finish())
+    assert DefaultRecordBatch(batch).validate_crc() and len(list(DefaultRecordBatch(batch))) == count
 
 
 @pytest.mark.parametrize("value_sizes", [[1000] * 100, [40_000, 10, 70_000, 3] * 3, [5] * 7000],

@@ -38,7 +38,7 @@ from typing import Any
 
 from ..config import BATCH_FIRST_STEP, ClientConfig
 from ..errors import QUEUE_FULL, KafkaError
-from ..protocol.codec import BATCH_HEADER_SIZE, read_records
+from ..protocol.codec import BATCH_HEADER_SIZE, RecordBatchBuilder, read_records
 from .core import MemoryBudget, PartitionState, ProducerBatch, ReadySet, TopicState
 
 __all__ = ["BATCH_FIRST_STEP", "Accumulator", "BufferFullError", "MemoryBudget", "PartitionState", "ProducerBatch", "ReadySet",
@@ -54,13 +54,6 @@ SPARE_BUILDERS_MAX = 4
 # time, and every record waits behind them (at 10,000 msg/s, 5 outstanding instead of 2
 # doubled the acknowledgement's median). Full batches still pipeline up to max_in_flight.
 LOW_LATENCY_PIPELINE_DEPTH = 2
-
-
-def default_builder_factory(compression_type: int, capacity: int) -> Any:
-    """A RecordBatchBuilder from the codec module for one batch of at most ``capacity`` bytes."""
-    from ..protocol.codec import RecordBatchBuilder
-
-    return RecordBatchBuilder(compression_type, capacity)
 
 
 class BufferFullError(KafkaError):
@@ -86,7 +79,9 @@ class Accumulator:
                  builder_factory: Callable[[int, int], Any] | None = None, *,
                  report: Callable[[BaseException], object] | None = None) -> None:
         self._config = config
-        self._new_builder = builder_factory if builder_factory is not None else default_builder_factory
+        # RecordBatchBuilder(compression_type, capacity): the class itself, called from C (a batch
+        # of a record or two is the common case over many partitions, and each frame counts)
+        self._new_builder = builder_factory if builder_factory is not None else RecordBatchBuilder
         # only RecordBatchBuilders are recycled (reset() empties one, keeping its memory)
         self._recycles = builder_factory is None
         self._spare_builders: list[Any] = []

@@ -10,7 +10,9 @@ cdef struct DeliverySlot:
     int32_t offset_delta    # the record's index in its batch
 
 cdef enum:
-    INITIAL_DELIVERY_SLOTS = 64
+    # Doubled as records come: over many partitions most batches carry a record or two, and
+    # thousands of them may wait for their answers at once (64 slots were 1 KiB each).
+    INITIAL_DELIVERY_SLOTS = 4
 
 cdef extern from *:
     """

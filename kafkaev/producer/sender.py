@@ -300,9 +300,16 @@ class Sender:
         self.in_flight += len(batches)
         # With every topic's id known the request may name topics by id (Produce v13+).
         payload = []
+        topic_ids: dict[str, uuid.UUID | None] = {}  # looked up once per topic, not per batch
         for b in batches:
             assert b.data is not None  # encoded by _send_to
-            payload.append(ProducePartition(b.part.topic, b.part.partition, b.data, self._topic_id(b.part.topic)))
+            part = b.part
+            topic = part.topic
+            if topic in topic_ids:
+                topic_id = topic_ids[topic]
+            else:
+                topic_id = topic_ids[topic] = self._topic_id(topic)
+            payload.append(ProducePartition(topic, part.partition, b.data, topic_id))
 
         def on_response(resp: ProduceResponse | None, err: KafkaError | None) -> None:
             self._on_response(batches, resp, err)
@@ -333,12 +340,14 @@ class Sender:
         elif resp is None:  # acks=0: complete at write time, no offsets
             for b in batches:
                 self._succeeded(b, NO_OFFSET, NO_TIMESTAMP)
+            self._on_batch_done()
         else:
             answers: dict[tuple[str, int], PartitionProduceResponse] = {}
             for t in resp.responses:  # named by the connection, also when the request gave ids
                 for p in t.partition_responses:
                     answers[(t.name, p.index)] = p
             endpoints = resp.node_endpoints
+            succeeded = False
             for b in batches:
                 answer = answers.get((b.part.topic, b.part.partition))
                 if answer is None:
@@ -348,22 +357,26 @@ class Sender:
                 code = answer.error_code
                 if code == NONE or code == DUPLICATE_SEQUENCE_NUMBER:
                     self._succeeded(b, answer.base_offset, answer.log_append_time_ms)
+                    succeeded = True
                 else:
                     self._failed(b, KafkaError(code, answer.error_message), answer, endpoints)
+            if succeeded:
+                self._on_batch_done()
         if self.txn is not None:
             for b in batches:
                 self.txn.batch_answered(b.part)
         self.send_ready()
 
     def _succeeded(self, batch: ProducerBatch, base_offset: int, log_append_time: int) -> None:
-        batch.part.queue.answered(batch)
+        """``batch`` was written; the caller calls ``_on_batch_done`` once for the response's
+        batches (a frame per batch counts when most carry a record or two)."""
+        part = batch.part
+        part.queue.answered(batch)
         if self._earlier_identity:
             self._earlier_identity.discard(batch)
-        part = batch.part
         part.count_delivered(batch)  # before release: the batch's reserved bytes are its size
         self._acc.release(batch)
         batch.deliveries.complete(part.topic, part.partition, base_offset, log_append_time, self._report)
-        self._on_batch_done()
 
     def _failed(self, batch: ProducerBatch, err: KafkaError, answer: PartitionProduceResponse | None,
                 endpoints: Sequence[ProduceResponseNodeEndpoint]) -> None:

@@ -17,10 +17,7 @@
 import struct as _struct
 import threading
 
-import lz4.frame as _lz4_frame
-from isal import isal_zlib as _isal_zlib
-import snappy as _snappy
-import zstandard as _zstd
+import importlib
 
 from kafkaev.errors import ProtocolError
 
@@ -62,6 +59,42 @@ DEFAULT_MAX_UNCOMPRESSED_SIZE = 256 * 1024 * 1024
 # (zstandard releases the GIL), so each thread keeps its own.
 _zstd_local = threading.local()
 
+# The codec libraries are imported at their first batch, not with this module: most
+# producers and consumers never meet three of the four, and together they are ~3 MiB
+# of a process's resident memory.
+cdef object _lz4_frame_module = None
+cdef object _isal_zlib_module = None
+cdef object _snappy_module = None
+cdef object _zstd_module = None
+
+
+cdef object _lz4_frame():
+    global _lz4_frame_module
+    if _lz4_frame_module is None:
+        _lz4_frame_module = importlib.import_module("lz4.frame")
+    return _lz4_frame_module
+
+
+cdef object _isal_zlib():
+    global _isal_zlib_module
+    if _isal_zlib_module is None:
+        _isal_zlib_module = importlib.import_module("isal.isal_zlib")
+    return _isal_zlib_module
+
+
+cdef object _snappy():
+    global _snappy_module
+    if _snappy_module is None:
+        _snappy_module = importlib.import_module("snappy")
+    return _snappy_module
+
+
+cdef object _zstd():
+    global _zstd_module
+    if _zstd_module is None:
+        _zstd_module = importlib.import_module("zstandard")
+    return _zstd_module
+
 
 def codec_name(int codec):
     """The lower-case name of a compression codec number ("none", "gzip", ...)."""
@@ -85,14 +118,14 @@ cdef object _zstd_compressor(int level):
         cache = _zstd_local.compressors = {}
     cctx = cache.get(level)
     if cctx is None:
-        cctx = cache[level] = _zstd.ZstdCompressor(level=level)
+        cctx = cache[level] = _zstd().ZstdCompressor(level=level)
     return cctx
 
 
 cdef object _zstd_decompressor():
     dctx = getattr(_zstd_local, "decompressor", None)
     if dctx is None:
-        dctx = _zstd_local.decompressor = _zstd.ZstdDecompressor()
+        dctx = _zstd_local.decompressor = _zstd().ZstdDecompressor()
     return dctx
 
 
@@ -105,7 +138,7 @@ cdef bytes _snappy_xerial_compress(object data):
     parts = [_XERIAL_HEADER]
     while pos < n:
         end = min(pos + _XERIAL_BLOCK_SIZE, n)
-        block = _snappy.compress(mv[pos:end] if pos or end < n else data)
+        block = _snappy().compress(mv[pos:end] if pos or end < n else data)
         parts.append(_XERIAL_BLOCK_LENGTH.pack(len(block)))
         parts.append(block)
         pos = end
@@ -116,16 +149,16 @@ cdef bytes compress_payload_level(int codec, object data, int level):
     """Compress a batch's records section with `codec` at `level` (-1: codec default)."""
     if codec == COMPRESSION_GZIP:
         level = _GZIP_DEFAULT_LEVEL if level < 0 else level
-        gz = _isal_zlib.compressobj(min(level // _ZLIB_LEVELS_PER_ISAL_LEVEL, _ISAL_MAX_LEVEL), _DEFLATED,
+        gz = _isal_zlib().compressobj(min(level // _ZLIB_LEVELS_PER_ISAL_LEVEL, _ISAL_MAX_LEVEL), _DEFLATED,
                                     _GZIP_WRITE_WBITS)
         return gz.compress(data) + gz.flush()
     if codec == COMPRESSION_SNAPPY:
         return _snappy_xerial_compress(data)
     if codec == COMPRESSION_LZ4:
-        return _lz4_frame.compress(
+        return _lz4_frame().compress(
             data,
             compression_level=_LZ4_DEFAULT_LEVEL if level < 0 else level,
-            block_size=_lz4_frame.BLOCKSIZE_MAX64KB,
+            block_size=_lz4_frame().BLOCKSIZE_MAX64KB,
             block_linked=False,      # Kafka's LZ4 reader refuses dependent blocks
             content_checksum=False,
             store_size=False,
@@ -150,7 +183,7 @@ cdef bytes _gzip_decompress(object data, Py_ssize_t max_size):
     chunks = []
     pending = data
     while True:
-        d = _isal_zlib.decompressobj(_GZIP_READ_WBITS)
+        d = _isal_zlib().decompressobj(_GZIP_READ_WBITS)
         while True:
             chunk = d.decompress(pending, max_size + 1 - produced)
             produced += len(chunk)
@@ -191,7 +224,7 @@ cdef bytes _snappy_raw_block(object block, Py_ssize_t budget, Py_ssize_t max_siz
     if declared > _SNAPPY_MAX_EXPANSION * view.shape[0] + 16:
         raise _corrupt(COMPRESSION_SNAPPY,
                        f"block of {view.shape[0]} bytes claims {declared} uncompressed bytes")
-    return _snappy.uncompress(block)
+    return _snappy().uncompress(block)
 
 
 cdef bytes _snappy_decompress(object data, Py_ssize_t max_size):
@@ -234,7 +267,7 @@ cdef object _lz4_decompress_whole(object mv):
     while pos < n:
         if n - pos >= 5 and mv[pos + 4] & _LZ4_FLG_CONTENT_SIZE:
             return None
-        chunk, used = _lz4_frame.decompress(mv[pos:], return_bytes_read=True)
+        chunk, used = _lz4_frame().decompress(mv[pos:], return_bytes_read=True)
         if used <= 0:
             raise _corrupt(COMPRESSION_LZ4, "frame made no progress")
         chunks.append(chunk)
@@ -257,7 +290,7 @@ cdef bytes _lz4_decompress(object data, Py_ssize_t max_size):
     chunks = []
     pending = data
     while True:
-        d = _lz4_frame.LZ4FrameDecompressor()
+        d = _lz4_frame().LZ4FrameDecompressor()
         chunk = d.decompress(pending, min(_DECOMPRESS_CHUNK, max_size + 1 - produced))
         while True:
             produced += len(chunk)

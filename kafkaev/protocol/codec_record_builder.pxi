@@ -56,6 +56,11 @@ cdef enum:
     # one memcpy costs less than a chunk's bookkeeping (a reference, an iovec, a gap).
     VALUE_REFERENCE_MIN_SIZE = 4096
     INITIAL_VALUE_REFS = 16
+    BYTES_OBJECT_OVERHEAD = 33  # a bytes object's size beyond its contents: header and the trailing NUL
+    # A fresh buffer's room for records: with the batch header in front, a bytes object
+    # CPython's small-object allocator still serves (up to 512 bytes), so a batch of a record
+    # or two never reaches malloc. It doubles from there, up to max_batch_size.
+    FIRST_RECORDS_CAPACITY = 512 - BYTES_OBJECT_OVERHEAD - BATCH_HEADER_SIZE
 
 
 cdef inline int _varint_size(int64_t v) noexcept nogil:
@@ -353,16 +358,20 @@ cdef class RecordBatchBuilder:
 
     cdef int _grow(self, Py_ssize_t extra) except -1:
         cdef Py_ssize_t needed = self._records_len + extra
-        cdef Py_ssize_t new_capacity
+        cdef Py_ssize_t new_capacity, limit
         cdef object storage
         if self._storage is NULL and self._take_back_lent() and self._capacity >= needed:
             return 0
+        # Never more than the batch may hold (append refuses to go past max_batch_size;
+        # only a first record may be larger).
+        limit = max(needed, self._max_batch_size - BATCH_HEADER_SIZE)
         if self._storage is NULL:
-            # The batch's whole capacity at once: append refuses to go past it (only a
-            # first record may be larger), so the records move only when the limit is
-            # raised (max_batch_size), and pages of it that no record reaches are never
-            # touched.
-            new_capacity = max(needed, self._max_batch_size - BATCH_HEADER_SIZE)
+            # A small first buffer, doubled as records come: most batches of a producer
+            # spread over many partitions hold a record or two, and a buffer of the whole
+            # capacity for each, shrunk at finish(), left the freed rest of every one
+            # scattered between the live batches: at 1,000 partitions the heap grew to
+            # five times what was in use.
+            new_capacity = min(limit, max(needed, FIRST_RECORDS_CAPACITY))
             storage = PyBytes_FromStringAndSize(NULL, BATCH_HEADER_SIZE + new_capacity)
             Py_INCREF(storage)  # the builder's own reference, released in finish() or __dealloc__
             self._storage = <PyObject *>storage
@@ -370,6 +379,7 @@ cdef class RecordBatchBuilder:
             new_capacity = self._capacity * 2
             while new_capacity < needed:
                 new_capacity *= 2
+            new_capacity = min(new_capacity, limit)
             try:
                 _PyBytes_Resize(&self._storage, BATCH_HEADER_SIZE + new_capacity)
             except MemoryError:
