@@ -11,7 +11,7 @@ plus two answers per leader: the one being put, and the next one, sent before it
 A record counts as delivered when it is taken: the partition's position (what ``commit()``
 and auto-commit send) is past it from then on, never when it is merely buffered, so a crash
 loses nothing that was not handed out. ``take_one`` does not write ``state.position`` per
-record (two attribute writes and two reads were a third of an ``async for`` record's cost):
+record (two attribute writes and two reads were a third of what an ``async for`` record cost the client):
 it moves the set's index, and ``delivered(state)`` (read by ``commit()`` and ``position()``
 through ``ConsumerContext.delivered``, as they read the callback API's ``DeliveryCursor``)
 says where the partition stands; the index is written through to ``state.position`` whenever
