@@ -10,7 +10,7 @@ being pushed to ``on_message``, and every other method is its callback method aw
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, overload
 
@@ -120,6 +120,14 @@ class Client(ProducingClient):
         return await fut
 
     # --- producer: produce() and produce_nowait() are ProducingClient's (C) ------------------------
+    if TYPE_CHECKING:  # declared here too, so that a type checker's messages name Client
+        def produce(self, topic: str, key: RecordBytes, value: RecordBytes, *, partition: int | None = None,
+                    headers: Headers | None = None, timestamp_ms: int | None = None) -> Awaitable[RecordMetadata]: ...
+
+        def produce_nowait(self, topic: str, key: RecordBytes, value: RecordBytes, *, partition: int | None = None,
+                           headers: Headers | None = None, timestamp_ms: int | None = None,
+                           ) -> asyncio.Future[RecordMetadata]: ...
+
     async def _produce_after_room(self, topic: str, key: RecordBytes, value: RecordBytes,
                                   fut: asyncio.Future[RecordMetadata], partition: int | None,
                                   headers: Headers | None, timestamp_ms: int | None) -> RecordMetadata:
