@@ -41,11 +41,7 @@ cdef class ProducingClient:
         if self._room_waiters:  # others wait for room: queue behind them
             return self._produce_after_room(topic, key, value, fut, partition, headers, timestamp_ms)
         try:
-            if partition is None and headers is None and timestamp_ms is None:
-                self._core_produce(topic, key, value, fut)
-            else:
-                self._core_produce(topic, key, value, fut, partition=partition, headers=headers,
-                                   timestamp_ms=timestamp_ms)
+            self._queue(topic, key, value, fut, partition, headers, timestamp_ms)
         except BufferFullError:
             return self._produce_after_room(topic, key, value, fut, partition, headers, timestamp_ms)
         return fut
@@ -55,9 +51,14 @@ cdef class ProducingClient:
         many records). Raises BufferFullError when ``buffer_memory`` is full (``await
         produce()`` waits instead). Cancelling the Future does not take the record back."""
         fut = self._new_future()
+        self._queue(topic, key, value, fut, partition, headers, timestamp_ms)
+        return fut
+
+    cdef inline int _queue(self, topic, key, value, fut, partition, headers, timestamp_ms) except -1:
+        """Hand the record and its Future to the producer (no keywords on the common path)."""
         if partition is None and headers is None and timestamp_ms is None:
             self._core_produce(topic, key, value, fut)
         else:
             self._core_produce(topic, key, value, fut, partition=partition, headers=headers,
                                timestamp_ms=timestamp_ms)
-        return fut
+        return 0
