@@ -43,6 +43,7 @@ EXTENSIONS = (
     "kafkaev.consumer.delivery",
     "kafkaev.consumer.buffer",
     "kafkaev.aio.pull",
+    "kafkaev.aio.send",
     "kafkaev.handlers.inline",
 )
 names = os.environ["KAFKAEV_EXTENSIONS"].split(",") if os.environ.get("KAFKAEV_EXTENSIONS") else list(EXTENSIONS)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import pickle
 import struct
+import time
 
 import pytest
 
@@ -272,3 +273,31 @@ def test_records_waiting_for_metadata_take_room_from_batches(loop):
         acc.new_batch(tstate.parts[0], 10)
     acc.budget.unhold(30000)
     acc.new_batch(tstate.parts[0], 10)
+
+
+# A loop turn kept busy after a batch opened (1,000 woken producers take ~5 ms), and a margin
+# for a loaded machine: the linger must end once the turn is over, not a whole linger after it.
+BUSY_TURN_S = 0.08
+LINGER_MS = 40
+LATE_MARGIN_S = 0.03
+
+
+def test_linger_ends_on_time_after_a_busy_turn(new_loop):
+    """On uvloop, libuv reads its clock when a timer starts and not again before it polls: a
+    linger timer started early in a long turn waited its whole delay after the turn's end."""
+    loop = new_loop("uvloop")
+    acc, tstate, ready = make(loop, linger_ms=LINGER_MS)
+    opened: list[float] = []
+
+    def open_then_stay_busy() -> None:
+        opened.append(loop.time())
+        acc.new_batch(tstate.parts[0], 10).builder.append(0, None, b"v", None)
+        time.sleep(BUSY_TURN_S)  # the rest of the turn: other callbacks
+
+    async def main() -> None:
+        loop.call_soon(open_then_stay_busy)  # the last callback of its turn: no timer starts after it
+        await asyncio.sleep(BUSY_TURN_S + 2 * LINGER_MS / 1000)
+
+    loop.run_until_complete(main())
+    assert len(ready) == 1
+    assert ready[0] - opened[0] < BUSY_TURN_S + LATE_MARGIN_S  # not BUSY_TURN_S + the linger

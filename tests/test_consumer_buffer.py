@@ -39,9 +39,12 @@ class Harness:
                                         3, error, SET_BYTES))
 
     def position(self, tp: TopicPartition) -> int:
+        """What commit() and position() see (ConsumerContext.delivered): the buffer's count of
+        records pulled one by one, else state.position."""
         state = self.subscription.get(tp)
         assert state is not None
-        return state.position
+        pulled = self.buffer.delivered(state)
+        return state.position if pulled is None else pulled[0]
 
 
 def test_position_moves_when_records_are_taken_not_when_buffered():
@@ -141,3 +144,22 @@ def test_close_wakes_waiters():
     h.buffer.when_records(lambda: woken.append(1))
     h.buffer.close()
     assert woken == [1] and h.buffer.closed and not h.buffer.ready()
+
+
+def test_take_one_writes_the_position_through_when_the_set_stops_being_taken_one_by_one():
+    """take_one() moves only the set's index; state.position catches up at the set's end, before
+    take(), at a drop and at close, and a seek in between is never overwritten."""
+    h = Harness()
+    state = h.subscription.get(TP0)
+    assert state is not None
+    h.put(TP0, 0, 4)
+    h.put(TP0, 4, 4)
+    assert [h.buffer.take_one().offset for _ in range(2)] == [0, 1]
+    assert (state.position, h.buffer.delivered(state)) == (0, (2, 3))  # counted, not yet written
+    assert len(h.buffer.take(3)[TP0]) == 3  # offsets 2, 3, 4
+    assert (state.position, h.buffer.delivered(state)) == (5, None)
+    assert h.buffer.take_one().offset == 5
+    state.seek(100)  # a seek mid-set: its position stands
+    assert h.buffer.delivered(state) is None
+    h.buffer.close()
+    assert state.position == 100

@@ -8,7 +8,7 @@ the callback methods awaited. It runs on whatever asyncio loop is running (the d
 uvloop), starts no thread and needs no ``kafkaev.run()``.
 
 Files: ``client`` (the ``Client``), ``bridge`` (a callback method as an awaitable),
-``pull`` (``async for`` in C), ``iteration`` (waiting for fetched records), ``room`` (awaited produce() calls waiting for
+``send`` (produce() and produce_nowait() in C), ``pull`` (``async for`` in C), ``iteration`` (waiting for fetched records), ``room`` (awaited produce() calls waiting for
 buffer room, in turn), ``admin`` (``Admin``, every callback method awaited).
 """
 

@@ -27,6 +27,7 @@ from .bridge import call, resolve
 from .iteration import getmany, next_record, wait_for_records
 from .pull import MessageIterator
 from .room import RoomQueue
+from .send import ProducingClient
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -62,7 +63,7 @@ def _record_future_factory(loop: asyncio.AbstractEventLoop) -> Callable[[], asyn
     return partial(_Future, loop=loop)
 
 
-class Client:
+class Client(ProducingClient):
     """An asyncio Kafka client: ``Client(brokers="host:port,...", **options)`` with the options
     of ``kafkaev.Client`` (``ClientConfig``), built inside a running loop (asyncio's or
     uvloop's), or given ``loop=``. ``async with`` closes it."""
@@ -84,10 +85,10 @@ class Client:
         self.loop: asyncio.AbstractEventLoop = loop
         self._buffer = self._client._consumer.use_buffer()
         self._produce = self._client._producer.produce  # the per-record C call
-        self._new_future = _record_future_factory(loop)
         self._budget = self._client._producer._acc.budget
         self._room = RoomQueue(loop, self._client.on_buffer_room, self._client._producer._acc.has_room)
-        self._room_waiters = self._room.waiters
+        # produce() and produce_nowait() are ProducingClient's, in C (kafkaev.aio.send).
+        self._init_producing(self._produce, _record_future_factory(loop), self._room.waiters)
 
     @property
     def config(self) -> ClientConfig:
@@ -118,49 +119,21 @@ class Client:
         self._client.connect(done)
         return await fut
 
-    # --- producer --------------------------------------------------------------------------------
-    def produce(self, topic: str, key: RecordBytes, value: RecordBytes, *, partition: int | None = None,
-                headers: Headers | None = None, timestamp_ms: int | None = None) -> Awaitable[RecordMetadata]:
-        """Send one record; awaiting it waits for its acknowledgement: its RecordMetadata, or
-        the KafkaError it failed with. Waits for room while ``buffer_memory`` is full (in turn
-        with the other waiting calls). A bad argument raises at once. Cancelling the await does
-        not take the record back: once it was queued it is sent (and acknowledged or failed)
-        all the same, only its outcome is no longer reported; cancelled while it still waited
-        for room, it was never queued.
+    # --- producer: produce() and produce_nowait() are ProducingClient's (C) ------------------------
+    if TYPE_CHECKING:  # declared here too, so that a type checker's messages name Client
+        def produce(self, topic: str, key: RecordBytes, value: RecordBytes, *, partition: int | None = None,
+                    headers: Headers | None = None, timestamp_ms: int | None = None) -> Awaitable[RecordMetadata]: ...
 
-        With room in the buffer the awaitable is the record's Future itself (no coroutine per
-        record); otherwise a coroutine that waits for room first. ``asyncio.ensure_future``
-        takes either."""
-        fut: asyncio.Future[RecordMetadata] = self._new_future()
-        if self._room_waiters:  # others wait for room: queue behind them
-            return self._produce_after_room(topic, key, value, fut, partition, headers, timestamp_ms)
-        try:
-            if partition is None and headers is None and timestamp_ms is None:
-                self._produce(topic, key, value, fut)
-            else:
-                self._produce(topic, key, value, fut, partition=partition, headers=headers, timestamp_ms=timestamp_ms)
-        except BufferFullError:
-            return self._produce_after_room(topic, key, value, fut, partition, headers, timestamp_ms)
-        return fut
+        def produce_nowait(self, topic: str, key: RecordBytes, value: RecordBytes, *, partition: int | None = None,
+                           headers: Headers | None = None, timestamp_ms: int | None = None,
+                           ) -> asyncio.Future[RecordMetadata]: ...
 
     async def _produce_after_room(self, topic: str, key: RecordBytes, value: RecordBytes,
                                   fut: asyncio.Future[RecordMetadata], partition: int | None,
                                   headers: Headers | None, timestamp_ms: int | None) -> RecordMetadata:
+        """produce()'s slow path: wait for room (in turn), queue the record, await its Future."""
         await self._produce_when_room(topic, key, value, fut, partition, headers, timestamp_ms)
         return await fut
-
-    def produce_nowait(self, topic: str, key: RecordBytes, value: RecordBytes, *, partition: int | None = None,
-                       headers: Headers | None = None, timestamp_ms: int | None = None,
-                       ) -> asyncio.Future[RecordMetadata]:
-        """Queue one record and return at once a Future of its RecordMetadata (for pipelining
-        many records). Raises BufferFullError when ``buffer_memory`` is full (``await
-        produce()`` waits instead). Cancelling the Future does not take the record back."""
-        fut: asyncio.Future[RecordMetadata] = self._new_future()
-        if partition is None and headers is None and timestamp_ms is None:
-            self._produce(topic, key, value, fut)
-        else:
-            self._produce(topic, key, value, fut, partition=partition, headers=headers, timestamp_ms=timestamp_ms)
-        return fut
 
     async def _produce_when_room(self, topic: str, key: RecordBytes, value: RecordBytes,
                                  fut: asyncio.Future[RecordMetadata], partition: int | None,

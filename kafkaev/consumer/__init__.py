@@ -315,7 +315,7 @@ class Consumer:
             result = {}
             for state in states:
                 end = answers[state.tp].offset
-                position = state.position if state.phase is Phase.FETCHING else NO_OFFSET
+                position = self.ctx.delivered(state)[0] if state.phase is Phase.FETCHING else NO_OFFSET
                 lag = max(end - position, 0) if position >= 0 else LAG_UNKNOWN
                 result[(state.topic, state.partition)] = (position, end, lag)
             self.ctx.call(cb, result, None)

@@ -28,6 +28,9 @@ cdef class RecordBuffer:
     cdef bint _at_boundary  # the last take_one() ended a record set
     cdef readonly bint closed  # close(): the consumer is gone
     cdef BufferedRecords _current  # the head set take_one() is handing out
+    cdef bint _unsynced  # take_one() took from _current past what state.position says
+
+    cdef void _sync(self) except *
 
     cdef BufferedRecords _head(self)
     cdef void _pop(self) except *

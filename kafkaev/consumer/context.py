@@ -26,6 +26,7 @@ from kafkaev.errors import (
 )
 from kafkaev.types import NO_LEADER_EPOCH
 
+from .buffer import RecordBuffer
 from .delivery import DeliveryCursor
 from .subscription import PartitionState, SubscriptionState
 
@@ -57,6 +58,9 @@ class ConsumerContext:
     auto_offset_reset: str = "earliest"  # "earliest" | "latest" | "error"; subscribe() may change it
     # The delivery in progress, if any: what commit() and position() count as handed over.
     delivery: DeliveryCursor = field(init=False)
+    # With kafkaev.aio (Fetcher.use_buffer): the records pulled one by one and not yet written
+    # through to state.position count too.
+    pulled: RecordBuffer | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         self.delivery = DeliveryCursor(self.loop)
@@ -64,8 +68,11 @@ class ConsumerContext:
     def delivered(self, state: PartitionState) -> tuple[int, int]:
         """(position, leader epoch) of ``state`` counting every record handed to a callback so
         far, the one whose callback is running included (``state.position`` only moves once
-        the callback returns for the whole set)."""
+        the callback returns for the whole set), or pulled by ``async for`` from the record set
+        it is taking from (written through at the set's end)."""
         current = self.delivery.delivered(state)
+        if current is None and self.pulled is not None:
+            current = self.pulled.delivered(state)
         return (state.position, state.position_epoch) if current is None else current
 
     def leader(self, topic: str, partition: int) -> tuple[int, int]:

@@ -389,7 +389,7 @@ class Fetcher:
     def _diverged(self, state: PartitionState, diverging: codec.FetchResponseEpochEndOffset) -> None:
         """KIP-320: the leader's log no longer holds what was fetched below the fetch offset (an
         unclean leader change truncated it): go back to where the last common epoch ends."""
-        if diverging.end_offset < state.position:
+        if diverging.end_offset < self.ctx.delivered(state)[0]:  # counting records pulled mid-set
             self.positions.resume_after_truncation(state, diverging.epoch, diverging.end_offset, diverging.epoch)
         else:  # only what was fetched and not yet delivered is gone
             state.fetch_offset = diverging.end_offset
@@ -506,6 +506,7 @@ class Fetcher:
         take, instead of being handed to on_message/on_batch; fetching waits while it is full."""
         if self.buffer is None:
             self.buffer = RecordBuffer(self.ctx.subscription, limit, self._settle_buffered, self.kick)
+            self.ctx.pulled = self.buffer
         return self.buffer
 
     def _deliver(self, state: PartitionState, messages: list[codec.Message]) -> codec.Message | None:

@@ -296,8 +296,9 @@ class PositionResolver:
                         # Try again after a backoff (metadata was refreshed by the request).
                         failed.append(state)
                     continue
-                if 0 <= answer.end_offset < state.position:
-                    self.resume_after_truncation(state, state.position_epoch, answer.end_offset, answer.leader_epoch)
+                delivered, delivered_epoch = self.ctx.delivered(state)  # counting records pulled mid-set
+                if 0 <= answer.end_offset < delivered:
+                    self.resume_after_truncation(state, delivered_epoch, answer.end_offset, answer.leader_epoch)
                 else:
                     self._validated(state)
             self._back_off(failed)

@@ -56,6 +56,10 @@ SPARE_BUILDERS_MAX = 4
 LOW_LATENCY_PIPELINE_DEPTH = 2
 
 
+def _turn() -> None:
+    """Nothing: a callback queued only so that the loop does not block before its next turn."""
+
+
 class BufferFullError(KafkaError):
     """``buffer_memory`` is exhausted (records waiting for their topic's metadata count too).
 
@@ -145,7 +149,7 @@ class Accumulator:
         part.open_batch(batch)
         self.open.append(batch)
         if self._linger_timer is None:
-            self._linger_timer = self._loop.call_at(now + self._linger_s, self._linger_expired)
+            self._arm_linger(now + self._linger_s)
         return batch
 
     def grow(self, batch: ProducerBatch) -> bool:
@@ -223,6 +227,15 @@ class Accumulator:
                     raise
                 self._report(exc)
 
+    def _arm_linger(self, when: float) -> None:
+        """Run ``_linger_expired`` at ``when``, and let the loop turn once first. uvloop (libuv)
+        reads its clock when a timer starts, not again before it polls: the poll then waits the
+        whole delay counted from the timer's start, after the rest of the turn's callbacks (1,000
+        woken producers: ~5 ms), and the linger ran that much late. With a callback queued the
+        poll does not block, the next turn reads the clock, and the timer fires when due."""
+        self._linger_timer = self._loop.call_at(when, self._linger_expired)
+        self._loop.call_soon(_turn)
+
     def _linger_expired(self) -> None:
         self._linger_timer = None
         open_batches = self.open
@@ -243,7 +256,7 @@ class Accumulator:
             self.close_batch(batch)
             closed = True
         if open_batches:
-            self._linger_timer = self._loop.call_at(open_batches[0].created + self._linger_s, self._linger_expired)
+            self._arm_linger(open_batches[0].created + self._linger_s)
         if closed:
             self._on_ready()
 

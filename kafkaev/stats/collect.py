@@ -184,11 +184,12 @@ class StatsCollector:
         result = []
         consumed: dict[tuple[str, int], int] = {}
         fetched: dict[tuple[str, int], int] = {}
-        for state in self._client._consumer.ctx.subscription:
+        ctx = self._client._consumer.ctx
+        for state in ctx.subscription:
             key = (state.topic, state.partition)
             consumed[key] = state.records_delivered
             fetched[key] = state.fetches
-            position, high = state.position, state.high_watermark
+            position, high = ctx.delivered(state)[0], state.high_watermark
             lag = high - position if position >= 0 and high >= 0 else LAG_UNKNOWN
             result.append(ConsumerPartitionStats(
                 topic=state.topic, partition=state.partition,
