@@ -230,6 +230,25 @@ class MessageStruct:
 cdef Py_ssize_t _UNKNOWN_TAGS_OFFSET = _slot_offset(MessageStruct, "unknown_tagged_fields")
 
 
+def built_unchecked(cls, *values):
+    """A ``cls`` message holding ``values`` in its fields' schema order, with none of the keyword
+    constructor's checks: for the connection's own requests, whose typed request records
+    checked every value when they were made (on the produce path the three structs of a
+    one-batch request cost ~14 µs through the keyword constructor)."""
+    cdef _StructSpec spec = <_StructSpec?>cls._spec
+    cdef _FieldSpec f
+    cdef Py_ssize_t i
+    if len(values) != len(spec.all_fields):
+        raise TypeError(f"built_unchecked: {spec.name} has {len(spec.all_fields)} fields, got {len(values)} values")
+    cdef object o = <object>PyType_GenericAlloc(spec.type, 0)
+    Py_DECREF(o)  # <object> took a second reference to the new object
+    for i in range(len(values)):
+        f = <_FieldSpec>spec.all_fields[i]
+        _slot_set(o, f.offset, values[i])
+    _slot_set(o, _UNKNOWN_TAGS_OFFSET, None)
+    return o
+
+
 def _plain(value):
     if isinstance(value, MessageStruct):
         return value.to_dict()
