@@ -87,10 +87,6 @@ class Producer(ProducerCore):
             self.txn = TransactionManager(config, loop, metadata, pool, self._sender.identity, self, report)
             self._sender.txn = self.txn
             self.set_admission(self.txn.admit)  # records only inside a transaction
-        elif config.linger_ms == 0 and config.acks != 0:
-            # a record for an idle partition and connection goes out inside produce(); an
-            # acks=0 produce is never answered, so it cannot tell an idle broker and stays coalesced
-            self.set_send_alone(self._sender.send_alone)
         metadata.add_listener(self._on_metadata)
 
     def on_buffer_room(self, cb: Callable[[], object]) -> None:

@@ -177,18 +177,6 @@ class Accumulator:
             return
         part.queue.append(batch)
 
-    def close_alone(self, batch: ProducerBatch) -> None:
-        """Close ``batch``, just opened by produce(), for the sender to send in this call
-        (``Sender.send_alone``): it leaves the linger list, and the timer stops when it was the
-        only batch lingering."""
-        open_batches = self.open
-        if open_batches and open_batches[-1] is batch:
-            open_batches.pop()
-            if not open_batches and self._linger_timer is not None:
-                self._linger_timer.cancel()
-                self._linger_timer = None
-        self.close_batch(batch)
-
     def recycle(self, builder: Any) -> None:
         """The builder of a completed batch: kept, emptied, for a later batch (not one sized for a record above batch_size)."""
         if (self._recycles and len(self._spare_builders) < SPARE_BUILDERS_MAX

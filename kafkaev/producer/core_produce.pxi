@@ -125,9 +125,6 @@ cdef class ProducerCore:
     # admit(part, readmitted), or None: asked before a batch opens (a transactional producer
     # refuses records outside a transaction); raises to refuse the record.
     cdef object _admit
-    # send_alone(batch), or None: called once a new batch holds its first record; at
-    # linger_ms=0 it sends the batch in this call when its partition and connection are idle.
-    cdef object _send_alone
 
     def __init__(self, accumulator, wake, custom_partition, Py_ssize_t max_request_size, unknown_topic):
         self._acc = accumulator
@@ -139,7 +136,6 @@ cdef class ProducerCore:
         self._lifecycle = OPEN
         self._readmitting = False
         self._admit = None
-        self._send_alone = None
 
     @property
     def lifecycle(self):
@@ -161,15 +157,6 @@ cdef class ProducerCore:
         if admit is not None and not callable(admit):
             raise TypeError(f"set_admission: 'admit' must be callable or None, got {type(admit).__name__}")
         self._admit = admit
-
-    def set_send_alone(self, send_alone):
-        """``send_alone(batch)`` is called once a new batch holds its first record (a readmitted
-        record's batch excepted: the records that waited go on joining it); it may close and
-        send the batch at once instead of leaving it to the linger timer."""
-        if send_alone is not None and not callable(send_alone):
-            raise TypeError(f"set_send_alone: 'send_alone' must be callable or None, "
-                            f"got {type(send_alone).__name__}")
-        self._send_alone = send_alone
 
     def _finish_closing(self):
         """CLOSING -> CLOSED: everything not sent has been failed."""
@@ -304,7 +291,5 @@ cdef class ProducerCore:
         if _append_record(batch, timestamp, key, value, cb, headers) < 0:
             # cannot happen with capacity >= size; never lose the record silently
             raise KafkaError(MESSAGE_TOO_LARGE, f"produce: record of {size} bytes did not fit an empty batch")
-        if self._send_alone is not None and not self._readmitting:
-            self._send_alone(batch)
         return 0
 

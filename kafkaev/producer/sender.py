@@ -154,33 +154,6 @@ class Sender:
             self._sweep_timer = self._loop.call_later(self._sweep_s, self._sweep)
         self.send_ready()
 
-    def send_alone(self, batch: ProducerBatch) -> None:
-        """At linger_ms=0, ``batch`` has just opened with produce()'s record. When nothing of
-        its partition is queued or in flight and its connection has nothing pending, it is
-        closed and sent in this call: the linger timer's turn and the sender's round over the
-        ready set cost that record ~15 µs before the write. Otherwise it lingers as any batch
-        does, and records produced meanwhile join it. Sequencing, the memory budget, answers
-        and retries are the ordinary ones: only the moment of the send differs."""
-        part = batch.part
-        queue = part.queue
-        if (queue or queue.in_flight_count or part.retrying or part.leader < 0 or self._closed
-                or self.txn is not None or self._earlier_identity):
-            return
-        identity = self.identity
-        if identity is not None and (self._bump_needed or not identity.ready):
-            return
-        if part.retry_at > self._loop.time():
-            return
-        conn = self._pool.ready(part.leader, Role.PRODUCE, self._lane(part))
-        if conn is None or conn.pending or not conn.writable:
-            return
-        if conn.on_writable is None:
-            conn.on_writable = self._on_writable
-        if self._sweep_timer is None:
-            self._sweep_timer = self._loop.call_later(self._sweep_s, self._sweep)
-        self._acc.close_alone(batch)
-        self._send_to(conn, [part])
-
     def _run(self) -> None:
         self._scheduled = False
         self.send_ready()
