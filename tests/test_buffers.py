@@ -184,6 +184,16 @@ def test_uuid():
         encode("uuid", b"short")
 
 
+def test_a_decoded_uuid_is_built_once_and_every_id_stays_its_own():
+    u = uuid.uuid4()
+    first, second = decode_all("uuid", u.bytes), decode_all("uuid", u.bytes)
+    assert first == u and first is second  # the topic id of every answer: one object
+    # far more ids than the cache keeps: each still decodes to itself
+    ids = [uuid.UUID(int=i * 7919 + 1) for i in range(10_000)]
+    assert [decode_all("uuid", i.bytes) for i in ids] == ids
+    assert decode_all("uuid", u.bytes) == u
+
+
 def test_tagged_fields_read_kept_and_skipped():
     assert encode("tagged_fields", None) == b"\x00"
     assert decode_all("tagged_fields", b"\x00") is None

@@ -306,6 +306,22 @@ def test_bad_arguments_fail_at_once_naming_them():
     assert P.encode_request_frame(3, 1, 1, None, req)  # null means "all topics" from v1
 
 
+def test_a_message_built_unchecked_equals_the_keyword_built_one_and_encodes_alike():
+    topic_id = uuid.UUID(int=7)
+    by_keywords = P.ProduceRequest(transactional_id="tx", acks=-1, timeout_ms=30000, topic_data=[
+        P.TopicProduceData(name="t", topic_id=topic_id,
+                           partition_data=[P.PartitionProduceData(index=2, records=b"batch")])])
+    unchecked = P.built_unchecked(P.ProduceRequest, "tx", -1, 30000, [
+        P.built_unchecked(P.TopicProduceData, "t", topic_id,
+                          [P.built_unchecked(P.PartitionProduceData, 2, b"batch")])])
+    assert unchecked == by_keywords and unchecked.unknown_tagged_fields is None
+    for version in (3, 9, 12, 13):
+        assert (P.encode_request_frame(0, version, 1, "c", unchecked)
+                == P.encode_request_frame(0, version, 1, "c", by_keywords))
+    with pytest.raises(TypeError, match="PartitionProduceData has 2 fields, got 1 values"):
+        P.built_unchecked(P.PartitionProduceData, 2)
+
+
 def test_failed_encode_is_named_by_field_path():
     req = P.ProduceRequest(topic_data=[P.TopicProduceData(name="t", partition_data=[P.PartitionProduceData()])])
     req.topic_data[0].partition_data[0].index = "x"

@@ -35,8 +35,14 @@ cdef enum:
     # copied into it, and goes to the socket as its own write chunk; below it one memcpy is
     # cheaper than one more chunk.
     REFERENCE_MIN_SIZE = 16384
+    # Topic ids decoded before, kept as their uuid.UUID objects: each Produce and Fetch v13+
+    # answer names its topics by id, and building a uuid.UUID (Python code) cost ~2 µs per
+    # topic per answer. Emptied when full: a client rarely sees this many topics.
+    UUID_CACHE_MAX = 4096
 
 cdef char _EMPTY[1]
+# the raw 16 bytes -> that id's uuid.UUID (immutable, so one object serves every answer)
+cdef dict _decoded_uuids = {}
 
 
 cdef extern from "Python.h":
@@ -817,7 +823,13 @@ cdef class ReadBuffer:
 
     cdef object read_uuid(self):
         cdef const char *p = self.read_raw(UUID_SIZE)
-        return _UUID(bytes=PyBytes_FromStringAndSize(p, UUID_SIZE))
+        raw = PyBytes_FromStringAndSize(p, UUID_SIZE)
+        found = _decoded_uuids.get(raw)
+        if found is None:
+            if len(_decoded_uuids) >= UUID_CACHE_MAX:
+                _decoded_uuids.clear()
+            found = _decoded_uuids[raw] = _UUID(bytes=raw)
+        return found
 
     # --- tagged fields ---
 

@@ -5,6 +5,13 @@
 
 include "connection_records.pxi"
 
+# The Produce request's structs, built by the produce path without the keyword constructor
+# (ProducePartition checked every value when it was made).
+_built_unchecked = codec.built_unchecked
+_ProduceRequest = codec.ProduceRequest
+_TopicProduceData = codec.TopicProduceData
+_PartitionProduceData = codec.PartitionProduceData
+
 
 cdef class Connection(BaseConnection):
     """One pipelined connection to one Kafka broker; see kafkaev/protocol/connection.pyi for the contract."""
@@ -75,11 +82,10 @@ cdef class Connection(BaseConnection):
             seen.add(key)
             topic_data = by_topic.get(batch.topic)
             if topic_data is None:
-                topic_data = codec.TopicProduceData(
-                    name=batch.topic, topic_id=batch.topic_id if batch.topic_id is not None else ZERO_UUID,
-                    partition_data=[])
+                topic_data = _built_unchecked(_TopicProduceData, batch.topic,
+                                              batch.topic_id if batch.topic_id is not None else ZERO_UUID, [])
                 by_topic[batch.topic] = topic_data
-            topic_data.partition_data.append(codec.PartitionProduceData(index=batch.partition, records=batch.records))
+            topic_data.partition_data.append(_built_unchecked(_PartitionProduceData, batch.partition, batch.records))
         if not by_topic:
             raise ValueError("batches must not be empty")
         cdef int v = self._version_or_fail(API_PRODUCE, cb)
@@ -100,8 +106,7 @@ cdef class Connection(BaseConnection):
                 return 0
         if v > PRODUCE_LAST_VERSION_WITH_NAMES and ack != 0:
             cb = _NameTopicsById(cb, names_by_id, False)
-        req = codec.ProduceRequest(transactional_id=transactional_id, acks=ack, timeout_ms=timeout,
-                                    topic_data=list(by_topic.values()))
+        req = _built_unchecked(_ProduceRequest, transactional_id, ack, timeout, list(by_topic.values()))
         # The broker may hold the response for up to timeout_ms waiting for replicas.
         self._send(API_PRODUCE, v, req, cb, self._request_timeout + timeout / 1000.0, ack != 0)
         return 0
