@@ -616,6 +616,8 @@ def gen_pyi(apis: list[Api], data: list[Message]) -> str:
         o()
     o("def encode_request_frame(api_key: int, version: int, correlation_id: int, client_id: str | None, body: MessageStruct) -> bytes: ...")
     o("def decode_response_frame(api_key: int, version: int, payload: bytes | memoryview) -> tuple[int, Any]: ...")
+    o("def built_unchecked(cls: type[Any], *values: Any) -> Any: ...")
+    o("def decode_response_with_tables(api_key: int, version: int, payload: bytes | memoryview) -> tuple[int, Any]: ...")
     o("def decode_request_frame(payload: bytes | memoryview) -> tuple[int, int, int, str | None, Any]: ...")
     o("def encode_response_frame(api_key: int, version: int, correlation_id: int, body: MessageStruct) -> bytes: ...")
     o("def request_header_version(api_key: int, version: int) -> int: ...")
