@@ -31,6 +31,7 @@ from kafkaev import Connection
 ROOT = Path(__file__).resolve().parent.parent
 PIPELINE = ROOT / "examples" / "eos_pipeline.py"
 DELIVERY_TIMEOUT_S = 120.0
+PACED_CHUNK = 1000  # records between two checks of a paced fill's rate
 SHOWN = 5  # records named in a failure message
 # A pipeline process that does not say "ready" in this long is stuck, not slow.
 START_TIMEOUT_S = 90.0
@@ -58,16 +59,19 @@ def input_value(partition: int, seq: int) -> bytes:
     return b"record p%d #%06d " % (partition, seq) + b"x" * 40
 
 
-def fill_input(bootstrap: str, topic: str, partitions: int, count: int) -> None:
-    """``count`` records, record i in partition i % partitions, with confluent-kafka (idempotent, so
-    each partition holds them in produce order)."""
+def fill_input(bootstrap: str, topic: str, partitions: int, count: int, *, start: int = 0,
+               records_per_s: float | None = None) -> None:
+    """``count`` records from record ``start`` on, record i in partition i % partitions, with
+    confluent-kafka (idempotent, so each partition holds them in produce order); at most
+    ``records_per_s`` when given, so that records keep arriving for a while."""
     failures: list[object] = []
     producer = confluent_kafka.Producer({
         "bootstrap.servers": bootstrap, "linger.ms": 20, "enable.idempotence": True,
         "queue.buffering.max.messages": 500_000,
         "on_delivery": lambda err, _msg: failures.append(err) if err is not None else None,
     })
-    for i in range(count):
+    began = time.monotonic()
+    for i in range(start, start + count):
         partition, seq = i % partitions, i // partitions
         while True:
             try:
@@ -76,6 +80,10 @@ def fill_input(bootstrap: str, topic: str, partitions: int, count: int) -> None:
                 break
             except BufferError:
                 producer.poll(0.01)
+        if records_per_s is not None and (i - start) % PACED_CHUNK == 0:
+            ahead = (i - start) / records_per_s - (time.monotonic() - began)
+            if ahead > 0:
+                producer.poll(ahead)
     remaining = producer.flush(DELIVERY_TIMEOUT_S)
     assert not remaining and not failures, f"filling {topic}: {remaining} undelivered, failures {failures[:3]}"
 

@@ -14,6 +14,7 @@ input order per partition, and the group's committed offsets must be the input's
 from __future__ import annotations
 
 import os
+import signal
 import threading
 import time
 from collections import Counter
@@ -48,6 +49,8 @@ PROCESS_KILLS = 6
 # (a process start, init_transactions and a rebalance): at 60,000 a loaded machine once let the
 # first read everything before the second was in the group.
 REBALANCE_RECORDS = 120_000
+REBALANCE_ARRIVAL_PER_S = 10_000  # the second half's pace: records arrive through the join
+COMMITTED_POLL_S = 0.5
 # The three-node run: the coordinator's broker is paused at a quarter of the input and killed at
 # half of it, each for this long, while the pipeline (also killed twice) goes on.
 CLUSTER_PROCESS_KILLS = 2
@@ -127,17 +130,36 @@ def test_the_pipeline_is_exactly_once_through_sigkills(kafka, make_topic):
 
 @pytest.mark.compat
 def test_the_pipeline_is_exactly_once_through_rebalances(kafka, make_topic):
-    """A second instance (its own transactional id) joins the group once the first has committed: the first gives up
-    partitions, aborting an open transaction that holds their records, and the second goes on
-    from the committed offsets. Then each leaves once its partitions are read to the end."""
+    """A second instance (its own transactional id) joins the group once the first has committed,
+    while records keep arriving: the first gives up partitions, aborting an open transaction that
+    holds their records, and the second goes on from the committed offsets. The first stays until
+    it has given partitions up (a pipeline this fast would otherwise read everything before the
+    second's join) and the group has committed the whole input, then is told to stop (SIGTERM:
+    commit, leave); the second leaves at its partitions' end."""
     records = min(RECORDS, REBALANCE_RECORDS)
+    before_join = records // 2
     input_topic, output_topic = make_topic(partitions=PARTITIONS), make_topic(partitions=PARTITIONS)
-    fill_input(kafka.bootstrap, input_topic, PARTITIONS, records)
+    fill_input(kafka.bootstrap, input_topic, PARTITIONS, before_join)
     first_args = _args(kafka.bootstrap, input_topic, output_topic, "first")
-    first = PipelineProcess(first_args)
+    first = PipelineProcess(first_args, exit_at_end=False)
     while (line := first.next_line(START_TIMEOUT_S)) is None or line.event != "committed":
         assert line is not None, f"the first instance exited early: {first.seen[-5:]}\n{first.stderr[-3000:]}"
     second = PipelineProcess(_args(kafka.bootstrap, input_topic, output_topic, "second"))
+    arriving = threading.Thread(target=fill_input, args=(kafka.bootstrap, input_topic, PARTITIONS, records - before_join),
+                                kwargs={"start": before_join, "records_per_s": REBALANCE_ARRIVAL_PER_S}, daemon=True)
+    arriving.start()
+    while (line := first.next_line(START_TIMEOUT_S)) is None or line.event != "revoked":
+        assert line is not None, f"the first instance exited early: {first.seen[-5:]}\n{first.stderr[-3000:]}"
+    arriving.join(FINISH_TIMEOUT_S)
+    # Both read on (the second may leave first, at its partitions' end); once the group has
+    # committed the whole input, the first is told to go.
+    ends = end_offsets(kafka.bootstrap, input_topic, PARTITIONS)
+    deadline = time.monotonic() + FINISH_TIMEOUT_S
+    while committed_offsets(kafka.bootstrap, first_args.group, input_topic, PARTITIONS) != ends:
+        assert time.monotonic() < deadline, f"the group never committed the input's end: {first.lines_so_far()[-5:]}"
+        first.lines_so_far()
+        time.sleep(COMMITTED_POLL_S)
+    first.proc.send_signal(signal.SIGTERM)
     codes = (first.wait(FINISH_TIMEOUT_S), second.wait(FINISH_TIMEOUT_S))
     events = {name: Counter(f"{line.event} {line.records}" if line.event in ("assigned", "revoked") else line.event
                             for line in process.lines_so_far())
