@@ -60,10 +60,11 @@ def input_value(partition: int, seq: int) -> bytes:
 
 
 def fill_input(bootstrap: str, topic: str, partitions: int, count: int, *, start: int = 0,
-               records_per_s: float | None = None) -> None:
-    """``count`` records from record ``start`` on, record i in partition i % partitions, with
+               records_per_s: float | None = None, until: Callable[[], bool] | None = None) -> int:
+    """Up to ``count`` records from record ``start`` on, record i in partition i % partitions, with
     confluent-kafka (idempotent, so each partition holds them in produce order); at most
-    ``records_per_s`` when given, so that records keep arriving for a while."""
+    ``records_per_s`` when given, so that records keep arriving for a while; fewer when ``until()``
+    turns true (checked every PACED_CHUNK records). Returns how many it wrote."""
     failures: list[object] = []
     producer = confluent_kafka.Producer({
         "bootstrap.servers": bootstrap, "linger.ms": 20, "enable.idempotence": True,
@@ -71,7 +72,15 @@ def fill_input(bootstrap: str, topic: str, partitions: int, count: int, *, start
         "on_delivery": lambda err, _msg: failures.append(err) if err is not None else None,
     })
     began = time.monotonic()
+    written = 0
     for i in range(start, start + count):
+        if written % PACED_CHUNK == 0 and written:
+            if until is not None and until():
+                break
+            if records_per_s is not None:
+                due = began + written / records_per_s
+                while (ahead := due - time.monotonic()) > 0:
+                    producer.poll(ahead)  # returns early when it serves a delivery report
         partition, seq = i % partitions, i // partitions
         while True:
             try:
@@ -80,12 +89,10 @@ def fill_input(bootstrap: str, topic: str, partitions: int, count: int, *, start
                 break
             except BufferError:
                 producer.poll(0.01)
-        if records_per_s is not None and (i - start) % PACED_CHUNK == 0:
-            ahead = (i - start) / records_per_s - (time.monotonic() - began)
-            if ahead > 0:
-                producer.poll(ahead)
+        written += 1
     remaining = producer.flush(DELIVERY_TIMEOUT_S)
     assert not remaining and not failures, f"filling {topic}: {remaining} undelivered, failures {failures[:3]}"
+    return written
 
 
 def read_partitions(bootstrap: str, topic: str, partitions: int, *, read_committed: bool = True) -> dict[int, list[Record]]:

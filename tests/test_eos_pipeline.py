@@ -50,6 +50,7 @@ PROCESS_KILLS = 6
 # first read everything before the second was in the group.
 REBALANCE_RECORDS = 120_000
 REBALANCE_ARRIVAL_PER_S = 10_000  # the second half's pace: records arrive through the join
+REBALANCE_ARRIVAL_MAX = 600_000  # a minute of arrivals: the second must have committed by then
 COMMITTED_POLL_S = 0.5
 # The three-node run: the coordinator's broker is paused at a quarter of the input and killed at
 # half of it, each for this long, while the pipeline (also killed twice) goes on.
@@ -132,12 +133,12 @@ def test_the_pipeline_is_exactly_once_through_sigkills(kafka, make_topic):
 def test_the_pipeline_is_exactly_once_through_rebalances(kafka, make_topic):
     """A second instance (its own transactional id) joins the group once the first has committed,
     while records keep arriving: the first gives up partitions, aborting an open transaction that
-    holds their records, and the second goes on from the committed offsets. The first stays until
-    it has given partitions up (a pipeline this fast would otherwise read everything before the
-    second's join) and the group has committed the whole input, then is told to stop (SIGTERM:
+    holds their records, and the second goes on from the committed offsets. Records arrive until
+    the second has committed a transaction of its own (however long its start and join take on a
+    loaded machine: a pipeline this fast reads whatever is there before a late joiner is in the
+    group); once the group has committed the whole input the first is told to stop (SIGTERM:
     commit, leave); the second leaves at its partitions' end."""
-    records = min(RECORDS, REBALANCE_RECORDS)
-    before_join = records // 2
+    before_join = min(RECORDS, REBALANCE_RECORDS) // 2
     input_topic, output_topic = make_topic(partitions=PARTITIONS), make_topic(partitions=PARTITIONS)
     fill_input(kafka.bootstrap, input_topic, PARTITIONS, before_join)
     first_args = _args(kafka.bootstrap, input_topic, output_topic, "first")
@@ -145,12 +146,22 @@ def test_the_pipeline_is_exactly_once_through_rebalances(kafka, make_topic):
     while (line := first.next_line(START_TIMEOUT_S)) is None or line.event != "committed":
         assert line is not None, f"the first instance exited early: {first.seen[-5:]}\n{first.stderr[-3000:]}"
     second = PipelineProcess(_args(kafka.bootstrap, input_topic, output_topic, "second"))
-    arriving = threading.Thread(target=fill_input, args=(kafka.bootstrap, input_topic, PARTITIONS, records - before_join),
-                                kwargs={"start": before_join, "records_per_s": REBALANCE_ARRIVAL_PER_S}, daemon=True)
+    second_committed = threading.Event()
+    arrived: list[int] = []
+    arriving = threading.Thread(
+        target=lambda: arrived.append(fill_input(kafka.bootstrap, input_topic, PARTITIONS, REBALANCE_ARRIVAL_MAX,
+                                                 start=before_join, records_per_s=REBALANCE_ARRIVAL_PER_S,
+                                                 until=second_committed.is_set)),
+        daemon=True)
     arriving.start()
-    while (line := first.next_line(START_TIMEOUT_S)) is None or line.event != "revoked":
-        assert line is not None, f"the first instance exited early: {first.seen[-5:]}\n{first.stderr[-3000:]}"
-    arriving.join(FINISH_TIMEOUT_S)
+    try:
+        while (line := second.next_line(START_TIMEOUT_S)) is None or line.event != "committed":
+            assert line is not None, f"the second instance exited before committing: {second.seen[-5:]}\n{second.stderr[-3000:]}"
+    finally:
+        second_committed.set()
+        arriving.join(FINISH_TIMEOUT_S)
+    assert arrived, "the arriving records' producer failed"
+    records = before_join + arrived[0]
     # Both read on (the second may leave first, at its partitions' end); once the group has
     # committed the whole input, the first is told to go.
     ends = end_offsets(kafka.bootstrap, input_topic, PARTITIONS)
@@ -164,7 +175,7 @@ def test_the_pipeline_is_exactly_once_through_rebalances(kafka, make_topic):
     events = {name: Counter(f"{line.event} {line.records}" if line.event in ("assigned", "revoked") else line.event
                             for line in process.lines_so_far())
               for name, process in (("first", first), ("second", second))}
-    described = f"events: {events}"
+    described = f"{records} records ({arrived[0]} through the join); events: {events}"
     print(described)
     assert codes == (0, 0), f"{described}\n{first.stderr[-2000:]}\n{second.stderr[-2000:]}"
     gave_up = [line.records for line in first.seen if line.event == "revoked"]
