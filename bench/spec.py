@@ -80,6 +80,13 @@ class RunSpec:
     # of the throughput settings each client's module chooses
     defaults: bool = False
     keys: int = 0  # produce: records carry this many distinct keys in turn (every partition busy); 0: no key
+    # produce: the linger every client gets in place of DEFAULTS_LINGER_MS (the asyncio closed loops)
+    linger_ms: int | None = None
+
+    @property
+    def throughput_linger_ms(self) -> int:
+        """The linger of a client module's throughput settings."""
+        return DEFAULTS_LINGER_MS if self.linger_ms is None else self.linger_ms
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))

@@ -68,7 +68,7 @@ def _throughput_settings(spec: RunSpec) -> dict[str, Any]:
     return {
         "bootstrap_servers": spec.bootstrap,
         "acks": spec.acks,
-        "linger_ms": 5,
+        "linger_ms": spec.throughput_linger_ms,
         "max_batch_size": MAX_BATCH_SIZE,
         "compression_type": _compression(spec),
         "enable_idempotence": False,

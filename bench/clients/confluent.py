@@ -63,7 +63,7 @@ def _throughput_settings(spec: RunSpec) -> dict[str, Any]:
     return {
         "bootstrap.servers": spec.bootstrap,
         "acks": spec.acks,
-        "linger.ms": 5,
+        "linger.ms": spec.throughput_linger_ms,
         "batch.size": 1_000_000,
         "queue.buffering.max.messages": QUEUE_MAX_MESSAGES,
         "queue.buffering.max.kbytes": QUEUE_MAX_KBYTES,

@@ -68,7 +68,7 @@ def _compression(spec: RunSpec) -> str | None:
 
 
 def _throughput_settings(spec: RunSpec) -> dict[str, Any]:
-    return {"acks": spec.acks, "linger_ms": 5, "batch_size": BATCH_SIZE, "buffer_memory": PRODUCE_BUFFER_BYTES,
+    return {"acks": spec.acks, "linger_ms": spec.throughput_linger_ms, "batch_size": BATCH_SIZE, "buffer_memory": PRODUCE_BUFFER_BYTES,
             "produce_connections": PRODUCE_CONNECTIONS, "compression": _compression(spec)}
 
 
