@@ -42,7 +42,23 @@ KILL_MID_TRANSACTION = "mid-transaction"
 KILL_MID_COMMIT = "mid-commit"
 KILL_MODES = (KILL_ANYTIME, KILL_MID_TRANSACTION, KILL_MID_COMMIT)
 MID_TRANSACTION_DELAY_S = (0.0, 0.03)  # after "begin": records are being produced
-MID_COMMIT_DELAY_S = (0.0, 0.004)  # after "committing": offsets and EndTxn on the wire
+# After "committing": the outputs are flushed, and EndTxn goes out only once they and the offsets
+# are acknowledged, a round trip or two later (1-3 ms here): a kill inside that leaves the
+# transaction's records in the log for the next run's init_transactions to abort. At 0-4 ms the
+# faster pipeline had often committed first.
+MID_COMMIT_DELAY_S = (0.001, 0.012)
+# Kills of each mode in every run with kills enough: the mid-commit ones are those that leave
+# records to abort, which the crash test asserts happened.
+MID_COMMIT_KILLS = 2
+# A mid-commit kill freezes the process this long first: the broker reads and appends what it
+# had written by then.
+FROZEN_BEFORE_KILL_S = 0.05
+# Mid-commit kills before the planned ones, until one leaves a transaction open, each after
+# EXTRA_KILL_AFTER_RECORDS more records are committed (a run's first commit was never in the
+# window). Measured on a quiet machine, about one kill in ten lands in it, around 7 ms after
+# the test reads "committing"; 60 tries miss it about once in 500 runs.
+EXTRA_KILLS_MAX = 60
+EXTRA_KILL_AFTER_RECORDS = 1000
 ANYTIME_DELAY_S = (0.0, 0.2)
 OPEN_TRANSACTION_EVENTS = ("begin", "committing")
 
@@ -114,6 +130,22 @@ def committed_offsets(bootstrap: str, group: str, topic: str, partitions: int) -
     finally:
         consumer.close()
     return {tp.partition: tp.offset for tp in answer}
+
+
+def open_transaction_in_log(bootstrap: str, topic: str) -> bool:
+    """Does a partition of ``topic`` hold records of a transaction still open: its last stable
+    offset (what a read_committed reader's end is) behind its end?"""
+    ends = {}
+    for isolation in ("read_uncommitted", "read_committed"):
+        consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": f"eos-open-{os.getpid()}",
+                                             "isolation.level": isolation})
+        try:
+            partitions = consumer.list_topics(topic, timeout=30).topics[topic].partitions
+            ends[isolation] = [consumer.get_watermark_offsets(PeerPartition(topic, p), timeout=30)[1]
+                               for p in sorted(partitions)]
+        finally:
+            consumer.close()
+    return ends["read_committed"] != ends["read_uncommitted"]
 
 
 def end_offsets(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
@@ -235,6 +267,11 @@ class PipelineProcess:
             if line is not None:
                 self.seen.append(line)
 
+    def freeze(self, seconds: float) -> None:
+        """SIGSTOP, then wait ``seconds`` with the process frozen (its sockets stay open)."""
+        self.proc.send_signal(signal.SIGSTOP)
+        time.sleep(seconds)
+
     def kill(self) -> None:
         self.proc.send_signal(signal.SIGKILL)
         self.proc.wait(30)
@@ -256,6 +293,9 @@ class Kill:
     mode: str
     after_committed: int  # records the harness had seen committed, all runs together
     last_event: str  # the last event the process printed before it was killed
+    # Its open transaction's records were in the output's log (the last stable offset behind
+    # the end): the next run's init_transactions aborts them. Checked after mid-commit kills only.
+    left_open: bool = False
 
     @property
     def mid_transaction(self) -> bool:
@@ -274,7 +314,8 @@ class CrashRun:
     fatal_exits: list[str] = field(default_factory=list)  # why a run stopped on its own
 
     def describe(self) -> str:
-        kills = ", ".join(f"{k.mode} at {k.after_committed} (after {k.last_event!r})" for k in self.kills)
+        kills = ", ".join(f"{k.mode} at {k.after_committed} (after {k.last_event!r}{', left open' if k.left_open else ''})"
+                          for k in self.kills)
         exits = f"; fatal exits: {self.fatal_exits}" if self.fatal_exits else ""
         return f"seed {self.seed}, {self.runs} runs, kills: {kills}{exits}"
 
@@ -284,17 +325,23 @@ class CrashHarness:
     random points of the input (a seeded RNG, printed on failure), each time in one of the kill
     modes (all three used when ``kills`` >= 3), and starting it again with the same transactional id.
     ``during(committed)`` is called with each event, for a test's own faults (a broker killed).
-    A run that stops on its own fails the test, unless ``fatal_exits_allowed`` says how many may."""
+    A run that stops on its own fails the test, unless ``fatal_exits_allowed`` says how many may.
+    With ``leave_open``, mid-commit kills come first (up to EXTRA_KILLS_MAX) until one has left
+    a transaction's records in the log: that window is a millisecond or two of a commit, so a kill
+    from outside often lands before its records are written or after its EndTxn."""
 
     def __init__(self, args: PipelineArgs, total: int, kills: int, seed: int | None = None,
-                 during: Callable[[int], object] | None = None, fatal_exits_allowed: int = 0) -> None:
+                 during: Callable[[int], object] | None = None, fatal_exits_allowed: int = 0,
+                 leave_open: bool = False) -> None:
         self.args = args
+        self.leave_open = leave_open
         self.fatal_exits_allowed = fatal_exits_allowed
         self.total = total
         self.seed = seed if seed is not None else random.SystemRandom().randrange(2**32)
         self.rng = random.Random(self.seed)
-        # Every mode once (when there are kills enough), the rest drawn.
-        self.modes = list(KILL_MODES[:kills]) + [self.rng.choice(KILL_MODES) for _ in range(kills - len(KILL_MODES))]
+        # Every mode once and MID_COMMIT_KILLS mid-commit ones (when there are kills enough), the rest drawn.
+        planned = [*KILL_MODES, *[KILL_MID_COMMIT] * (MID_COMMIT_KILLS - 1)][:kills]
+        self.modes = planned + [self.rng.choice(KILL_MODES) for _ in range(kills - len(planned))]
         self.rng.shuffle(self.modes)
         # Kill points spread over the input, none at its very start or end.
         self.points = sorted(self.rng.sample(range(total // 20, total * 9 // 10), kills))
@@ -302,6 +349,8 @@ class CrashHarness:
         self.run = CrashRun(self.seed)
 
     def execute(self) -> CrashRun:
+        if self.leave_open:
+            self._kill_until_left_open()
         for point, mode in zip(self.points, self.modes, strict=True):
             process = self._run_until(self._start(), point)
             self._kill(process, mode)
@@ -313,6 +362,13 @@ class CrashHarness:
             if code == 0:
                 return self.run
             self._exited(process, code)
+
+    def _kill_until_left_open(self) -> None:
+        for _attempt in range(EXTRA_KILLS_MAX):
+            process = self._run_until(self._start(), self.run.committed + EXTRA_KILL_AFTER_RECORDS)
+            self._kill(process, KILL_MID_COMMIT)
+            if self.run.kills[-1].left_open:
+                return
 
     def _start(self) -> PipelineProcess:
         self.run.runs += 1
@@ -363,13 +419,18 @@ class CrashHarness:
             if line.event == trigger:
                 break
         time.sleep(self.rng.uniform(low, high))
+        if mode == KILL_MID_COMMIT:
+            # Frozen first, so what it wrote reaches the broker over a live socket and nothing
+            # more goes out (no EndTxn): a kill alone can beat the commit's requests or lose them.
+            process.freeze(FROZEN_BEFORE_KILL_S)
         process.kill()
         # Events printed before the kill landed still count (a commit it reported did happen).
         while (line := process.lines.get(timeout=30)) is not None:
             process.seen.append(line)
             self._note(line)
         last = process.seen[-1].event if process.seen else ""
-        self.run.kills.append(Kill(mode, self.run.committed, last))
+        left_open = mode == KILL_MID_COMMIT and open_transaction_in_log(self.args.bootstrap, self.args.output_topic)
+        self.run.kills.append(Kill(mode, self.run.committed, last, left_open))
 
 
 # --- the transaction coordinator ------------------------------------------------------------------
