@@ -21,7 +21,9 @@ from kafkaev.errors import (
     UNKNOWN_MEMBER_ID,
     KafkaError,
 )
+from kafkaev.producer.sender import Sender
 from kafkaev.producer.transaction import TxnState
+from kafkaev.producer.transaction_manager import V2_FIRST_ADD_DELAY_S, TransactionManager
 from kafkaev.types import TopicPartition
 
 INPUT_RECORDS = 20
@@ -187,3 +189,42 @@ def test_first_batches_and_offsets_are_added_one_ask_at_a_time(kafka, make_topic
     out = sorted(m.value() for m in peer_read_to_end(kafka.bootstrap, sink, SINK_PARTITIONS, "read_committed"))
     assert out == sorted(b"out-%d-%d" % (n, p) for n in range(TRANSACTIONS_OF_EVERY_PARTITION)
                          for p in range(SINK_PARTITIONS))
+
+
+def test_a_transactions_first_batches_wait_for_the_previous_markers(kafka, make_topic, uv, monkeypatch):
+    """Transactions v2: EndTxn is answered before the coordinator has written the markers, and a
+    Produce that asks to add a partition meanwhile is held by its leader for 20 ms; the next
+    transaction's first batches go V2_FIRST_ADD_DELAY_S after EndTxn's answer at the earliest."""
+    sink = make_topic(partitions=SINK_PARTITIONS)
+    producer = Client(kafka.bootstrap, loop=uv, transactional_id=f"markers-{sink}", linger_ms=0)
+    assert init(producer, uv) is None
+    if producer._producer.txn.version < 2:
+        pytest.skip("transactions v1 add partitions with AddPartitionsToTxn, which the client retries itself")
+    epochs: list[float] = []  # loop time of each new epoch: every EndTxn's answer (v2)
+    sends: list[float] = []  # loop time of each Produce written
+    new_epoch, send_request = TransactionManager._new_epoch, Sender._send_request
+    monkeypatch.setattr(TransactionManager, "_new_epoch",
+                        lambda manager, *args: epochs.append(uv.time()) or new_epoch(manager, *args))
+    monkeypatch.setattr(Sender, "_send_request",
+                        lambda sender, *args: sends.append(uv.time()) or send_request(sender, *args))
+    # Back to back, each begun in the previous one's commit callback, as a pipeline does.
+    delivery = Delivery(SINK_PARTITIONS * TRANSACTIONS_OF_EVERY_PARTITION)
+    outcomes: list[KafkaError | None] = []
+
+    def transaction(n: int) -> None:
+        producer.begin_transaction()
+        for partition in range(SINK_PARTITIONS):
+            producer.produce(sink, None, b"out-%d-%d" % (n, partition), delivery.cb(n * SINK_PARTITIONS + partition),
+                             partition=partition)
+        producer.commit_transaction(lambda err: outcomes.append(err) or (
+            err is None and n + 1 < TRANSACTIONS_OF_EVERY_PARTITION and transaction(n + 1)))
+
+    uv.call_soon(transaction, 0)
+    run_until(uv, lambda: len(outcomes) == TRANSACTIONS_OF_EVERY_PARTITION or any(outcomes), 60, "the transactions")
+    assert outcomes == [None] * TRANSACTIONS_OF_EVERY_PARTITION, outcomes
+    delivery.assert_each_once()
+    assert len(epochs) == TRANSACTIONS_OF_EVERY_PARTITION, epochs
+    for ended, next_ended in zip(epochs, epochs[1:]):
+        first = min(sent for sent in sends if ended < sent < next_ended)
+        assert first - ended >= V2_FIRST_ADD_DELAY_S, (ended, first, sends)
+    close_producer(producer, uv)
