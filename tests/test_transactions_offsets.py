@@ -4,6 +4,7 @@ by a read_committed consumer."""
 
 from __future__ import annotations
 
+import itertools
 import time
 
 import pytest
@@ -224,7 +225,7 @@ def test_a_transactions_first_batches_wait_for_the_previous_markers(kafka, make_
     assert outcomes == [None] * TRANSACTIONS_OF_EVERY_PARTITION, outcomes
     delivery.assert_each_once()
     assert len(epochs) == TRANSACTIONS_OF_EVERY_PARTITION, epochs
-    for ended, next_ended in zip(epochs, epochs[1:]):
+    for ended, next_ended in itertools.pairwise(epochs):
         first = min(sent for sent in sends if ended < sent < next_ended)
         assert first - ended >= V2_FIRST_ADD_DELAY_S, (ended, first, sends)
     close_producer(producer, uv)
