@@ -5,6 +5,7 @@ may come out; nothing crashes, hangs or allocates more than the frame justifies.
 KAFKAEV_FUZZ_EXAMPLES sets the hypothesis example count (small by default for CI;
 e.g. KAFKAEV_FUZZ_EXAMPLES=20000 for a long run)."""
 
+import gc
 import os
 import random
 import tracemalloc
@@ -47,8 +48,27 @@ def request_payload(key, version, seed=0):
     return P.encode_request_frame(key, version, 99, "fuzz", body)[4:]
 
 
-def decode_response(key, version, payload):
-    """Decodes under tracemalloc: returns None or the ProtocolError, and the peak allocation."""
+MEASUREMENTS = 3
+
+
+def decode_response(key, version, payload, bound):
+    """Decodes under tracemalloc: returns None or the ProtocolError, and the peak allocation.
+
+    tracemalloc counts every thread, so another thread's allocations can land in one run's
+    peak. The decoder itself is deterministic: a peak over the bound is measured again, and
+    the least of a few runs is the decoder's."""
+    error, peak = _traced_decode(key, version, payload)
+    for _ in range(MEASUREMENTS - 1):
+        if peak < bound:
+            break
+        again, again_peak = _traced_decode(key, version, payload)
+        assert repr(again) == repr(error), f"the same frame decoded differently: {error!r}, {again!r}"
+        peak = min(peak, again_peak)
+    return error, peak
+
+
+def _traced_decode(key, version, payload):
+    gc.disable()  # a collection would run earlier tests' finalizers inside the window
     tracemalloc.start()
     try:
         P.decode_response_frame(key, version, payload)
@@ -58,12 +78,16 @@ def decode_response(key, version, payload):
     finally:
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
+        gc.enable()
     return error, peak
+
+
+SMALL_FRAME_BOUND = 64 * 1024
 
 
 def memory_bound(payload):
     # Decoded objects cost more than their wire bytes; a lie costs nothing extra.
-    return 64 * 1024 + 200 * len(payload)
+    return SMALL_FRAME_BOUND + 200 * len(payload)
 
 
 @pytest.mark.parametrize("case", VERSIONS, ids=_ids)
@@ -71,7 +95,7 @@ def test_every_truncation_of_a_response_is_a_protocol_error(case):
     key, version = case
     payload = response_payload(key, version)
     for n in range(len(payload)):
-        error, peak = decode_response(key, version, payload[:n])
+        error, peak = decode_response(key, version, payload[:n], memory_bound(payload))
         assert isinstance(error, ProtocolError), f"truncated to {n} of {len(payload)} bytes decoded"
         assert f"{P.API_NAMES[key]} v{version} response" in str(error)
         assert peak < memory_bound(payload)
@@ -97,7 +121,7 @@ def test_random_byte_mutations_of_real_frames(case):
         for _ in range(rnd.randint(1, 4)):
             pos = rnd.randrange(len(mutated))
             mutated[pos] = rnd.choice([0x00, 0xFF, 0x7F, 0x80, rnd.getrandbits(8)])
-        error, peak = decode_response(key, version, bytes(mutated))
+        error, peak = decode_response(key, version, bytes(mutated), memory_bound(payload))
         assert error is None or isinstance(error, ProtocolError)
         assert peak < memory_bound(payload)
         mutated = bytearray(request)
@@ -113,7 +137,7 @@ def test_random_byte_mutations_of_real_frames(case):
 @given(case=st.sampled_from(VERSIONS), data=st.binary(max_size=512))
 def test_random_bytes_to_every_response_decoder(case, data):
     key, version = case
-    error, peak = decode_response(key, version, data)
+    error, peak = decode_response(key, version, data, memory_bound(data))
     assert error is None or isinstance(error, ProtocolError)
     assert peak < memory_bound(data)
 
@@ -138,7 +162,7 @@ def test_spliced_garbage_inside_real_frames(case, seed, cut, splice):
     payload = response_payload(key, version, seed % 3)
     pos = cut % (len(payload) + 1)
     for candidate in (payload[:pos] + splice + payload[pos:], payload[:pos] + splice + payload[pos + len(splice):]):
-        error, peak = decode_response(key, version, candidate)
+        error, peak = decode_response(key, version, candidate, memory_bound(candidate))
         assert error is None or isinstance(error, ProtocolError)
         assert peak < memory_bound(candidate)
 
@@ -150,46 +174,46 @@ CORRELATION = b"\x00\x00\x00\x01"
 def test_huge_and_negative_classic_array_counts_fail_before_allocating(count):
     # Metadata v0 response: brokers array first.
     payload = CORRELATION + count + b"\x00" * 16
-    error, peak = decode_response(K.METADATA, 0, payload)
+    error, peak = decode_response(K.METADATA, 0, payload, SMALL_FRAME_BOUND)
     assert isinstance(error, ProtocolError)
     assert "brokers" in str(error)
-    assert peak < 64 * 1024
+    assert peak < SMALL_FRAME_BOUND
 
 
 @pytest.mark.parametrize("count", [b"\xff\xff\xff\xff\x0f", b"\x80\x80\x80\x80\x08", b"\xfe\xff\xff\xff\x07"])
 def test_huge_compact_array_counts_fail_before_allocating(count):
     # Metadata v12 response: header tagged fields, throttle_time_ms, then the brokers array.
     payload = CORRELATION + b"\x00" + b"\x00\x00\x00\x00" + count + b"\x00" * 16
-    error, peak = decode_response(K.METADATA, 12, payload)
+    error, peak = decode_response(K.METADATA, 12, payload, SMALL_FRAME_BOUND)
     assert isinstance(error, ProtocolError)
-    assert peak < 64 * 1024
+    assert peak < SMALL_FRAME_BOUND
 
 
 def test_overlong_varint_is_a_protocol_error():
     payload = CORRELATION + b"\x00" + b"\x00\x00\x00\x00" + b"\xff" * 12
-    error, _ = decode_response(K.METADATA, 12, payload)
+    error, _ = decode_response(K.METADATA, 12, payload, SMALL_FRAME_BOUND)
     assert isinstance(error, ProtocolError) and "varint" in str(error)
 
 
 def test_tagged_field_longer_than_the_frame():
     # Heartbeat v4 response: throttle_time_ms, error_code, then tagged fields: 1 field, tag 0, size 2^32.
     payload = CORRELATION + b"\x00" + b"\x00" * 6 + b"\x01\x00" + b"\x80\x80\x80\x80\x10" + b"x"
-    error, peak = decode_response(K.HEARTBEAT, 4, payload)
+    error, peak = decode_response(K.HEARTBEAT, 4, payload, SMALL_FRAME_BOUND)
     assert isinstance(error, ProtocolError) and "tagged fields" in str(error)
-    assert peak < 64 * 1024
+    assert peak < SMALL_FRAME_BOUND
 
 
 def test_huge_string_length_fails_before_allocating():
     # FindCoordinator v0 response: error_code, node_id, host (Int16 length 32767 with 3 bytes).
     payload = CORRELATION + b"\x00\x00" + b"\x00\x00\x00\x01" + b"\x7f\xffabc"
-    error, peak = decode_response(K.FIND_COORDINATOR, 0, payload)
+    error, peak = decode_response(K.FIND_COORDINATOR, 0, payload, SMALL_FRAME_BOUND)
     assert isinstance(error, ProtocolError) and "host" in str(error)
-    assert peak < 64 * 1024
+    assert peak < SMALL_FRAME_BOUND
 
 
 def test_invalid_utf8_is_a_protocol_error():
     payload = CORRELATION + b"\x00\x00" + b"\x00\x00\x00\x01" + b"\x00\x02\xc3\x28" + b"\x00\x00\x23\x84"
-    error, _ = decode_response(K.FIND_COORDINATOR, 0, payload)
+    error, _ = decode_response(K.FIND_COORDINATOR, 0, payload, SMALL_FRAME_BOUND)
     assert isinstance(error, ProtocolError) and "UTF-8" in str(error)
 
 
