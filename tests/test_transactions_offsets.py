@@ -25,7 +25,7 @@ from kafkaev.errors import (
 from kafkaev.producer.sender import Sender
 from kafkaev.producer.transaction import TxnState
 from kafkaev.producer.transaction_manager import V2_FIRST_ADD_DELAY_S, TransactionManager
-from kafkaev.types import TopicPartition
+from kafkaev.types import ConsumerGroupMetadata, TopicPartition
 
 INPUT_RECORDS = 20
 STALE_CODES = {ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID}
@@ -143,6 +143,7 @@ def test_a_stale_generation_cannot_send_offsets(kafka, make_topic, uv):
 
 TRANSACTIONS_OF_EVERY_PARTITION = 8
 SINK_PARTITIONS = 3
+FLOAT_SLACK_S = 1e-9  # loop times are floats
 
 
 def test_first_batches_and_offsets_are_added_one_ask_at_a_time(kafka, make_topic, uv, caplog, monkeypatch):
@@ -227,5 +228,33 @@ def test_a_transactions_first_batches_wait_for_the_previous_markers(kafka, make_
     assert len(epochs) == TRANSACTIONS_OF_EVERY_PARTITION, epochs
     for ended, next_ended in itertools.pairwise(epochs):
         first = min(sent for sent in sends if ended < sent < next_ended)
-        assert first - ended >= V2_FIRST_ADD_DELAY_S, (ended, first, sends)
+        # uvloop's clock counts whole milliseconds as floats: 1241.990 - 1241.988 < 0.002
+        assert first - ended >= V2_FIRST_ADD_DELAY_S - FLOAT_SLACK_S, (ended, first, sends)
     close_producer(producer, uv)
+
+
+def test_offsets_held_by_the_first_add_pause_fail_once_when_the_client_closes(kafka, make_topic, uv):
+    """v2: offsets sent inside the pause after EndTxn wait for it; a close that gives up at once
+    fails them exactly once, before its own callback, and nothing is sent after it."""
+    sink = make_topic()
+    producer = Client(kafka.bootstrap, loop=uv, transactional_id=f"held-{sink}", linger_ms=0)
+    assert init(producer, uv) is None
+    if producer._producer.txn.version < 2:
+        pytest.skip("transactions v1 send AddOffsetsToTxn first, with no pause")
+    producer.begin_transaction()
+    producer.produce(sink, None, b"first", partition=0)
+    outcomes: list[tuple[str, KafkaError | None]] = []
+
+    def committed(err: KafkaError | None) -> None:
+        assert err is None, err
+        producer.begin_transaction()  # inside the pause: EndTxn was answered just now
+        meta = ConsumerGroupMetadata(f"held-{sink}", 1, "member-1")
+        producer.send_offsets_to_transaction({(sink, 0): 1}, meta, lambda e: outcomes.append(("offsets", e)))
+        producer.close(lambda e: outcomes.append(("close", e)), timeout_ms=0)
+
+    producer.commit_transaction(committed)
+    run_until(uv, lambda: outcomes and outcomes[-1][0] == "close", 30, "the close")
+    settle = uv.time() + 10 * V2_FIRST_ADD_DELAY_S  # past the pause: a late send would show now
+    run_until(uv, lambda: uv.time() >= settle, 5, "the pause")
+    assert [what for what, _err in outcomes] == ["offsets", "close"], outcomes
+    assert isinstance(outcomes[0][1], KafkaError), outcomes

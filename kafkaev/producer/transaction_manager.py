@@ -130,6 +130,7 @@ class TransactionManager:
         self._requests = 0  # coordinator requests in flight (adds, offsets)
         self._offset_commits = 0  # v2: TxnOffsetCommits in flight (each adds the group)
         self._after_verifying: list[Callable[[], object]] = []  # v2: offset commits held by first batches
+        self._after_adds_due: list[Callable[[], object]] = []  # v2: offset commits held by the first-add pause
         self._idle_waiters: list[Callable[[], object]] = []
         self._commit: _PendingCommit | None = None  # the commit_transaction() not answered yet
         self._adds_not_before = 0.0  # v2: loop time before which no first add goes (V2_FIRST_ADD_DELAY_S)
@@ -176,7 +177,8 @@ class TransactionManager:
         return False
 
     def _adds_due(self) -> bool:
-        """v2: may the transaction's first adds go out yet? If not, the sender is woken when
+        """v2: may the transaction's first adds go out yet (V2_FIRST_ADD_DELAY_S)? If not, one
+        timer sends the offset commits held in ``_after_adds_due`` and wakes the sender when
         they may."""
         wait = self._adds_not_before - self._loop.time()
         if wait <= 0:
@@ -188,6 +190,12 @@ class TransactionManager:
     def _adds_now_due(self) -> None:
         self._adds_wake = None
         self._producer.wake()
+        self._send_held_offset_commits()
+
+    def _send_held_offset_commits(self) -> None:
+        held, self._after_adds_due = self._after_adds_due, []
+        for send in held:
+            send()
 
     def first_batch_lane(self, part: PartitionState) -> bool:
         """v2: is ``part``'s next batch its first of the transaction? The sender puts every such
@@ -393,12 +401,15 @@ class TransactionManager:
 
     def close(self) -> None:
         self._closed = True
-        if self._adds_wake is not None:
-            self._adds_wake.cancel()
-            self._adds_wake = None
         self._link.closed = True
         for link in self._group_links.values():
             link.closed = True
+        if self._adds_wake is not None:
+            self._adds_wake.cancel()
+            self._adds_wake = None
+        # Offset commits held by the pause go now, to the closed links: each callback gets its
+        # error once.
+        self._send_held_offset_commits()
 
     # --- requests -----------------------------------------------------------------------------
     def _init_producer_id(self, bump: bool, done: Done) -> None:
@@ -477,8 +488,8 @@ class TransactionManager:
                 self._config, self._loop, self._md, self._pool, meta.group_id, CoordinatorType.GROUP, Role.TXN)
         v2 = self.version >= TRANSACTION_V2
         if v2:
-            if self._loop.time() < self._adds_not_before:  # still counted in _requests: EndTxn waits
-                self._loop.call_at(self._adds_not_before, lambda: self._txn_offset_commit(rows, meta, done))
+            if not self._closed and not self._adds_due():  # still counted in _requests: EndTxn waits
+                self._after_adds_due.append(lambda: self._txn_offset_commit(rows, meta, done))
                 return
             if self.txn.verifying:  # the group is added after the partitions (first_batch_sent)
                 self._after_verifying.append(lambda: self._txn_offset_commit(rows, meta, done))
