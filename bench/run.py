@@ -23,7 +23,7 @@ from typing import Any
 from bench import report
 from bench.broker import ExistingCluster, landed_records, prefill, start_embedded
 from bench.machine import describe, machine_info
-from bench.scenarios import PEAK_RSS_MB, Entry, Scenario, all_scenarios
+from bench.scenarios import PEAK_RSS_MB, SUBJECT, Entry, Scenario, all_scenarios
 from bench.spec import (
     KIND_CONN,
     KIND_CONSUME,
@@ -68,14 +68,17 @@ class Plan:
     consume_records: int
     codec_records: int
     conn_requests: int
+    # Before the first scenario, untimed: produce for this long, then round trips, so no client's
+    # first reps meet a broker whose JVM has not compiled its produce and fetch paths yet.
+    broker_warmup_s: float
 
 
 QUICK = Plan(reps=1, duration_s=1.0, warmup_s=0.3, roundtrips=1000, e2e_seconds=2.0, consume_records=300_000,
-             codec_records=50_000, conn_requests=1000)
+             codec_records=50_000, conn_requests=1000, broker_warmup_s=1.0)
 # consume_records: enough that kafkaev's consume runs last over a second as the peers' (capped at
 # duration_s) do; 1.5M records took it 0.3-0.6 s, and its figures moved by 40% run to run.
 FULL = Plan(reps=3, duration_s=2.5, warmup_s=0.7, roundtrips=5000, e2e_seconds=4.0, consume_records=5_000_000,
-            codec_records=200_000, conn_requests=5000)
+            codec_records=200_000, conn_requests=5000, broker_warmup_s=5.0)
 
 
 @dataclass(slots=True)
@@ -160,6 +163,22 @@ class Runner:
                 f"bench-{self.run_id}-{scenario.name}-{safe_label}-{rep}", partitions=spec.partitions,
                 replication_factor=1)
         return spec
+
+    def warm_broker(self) -> None:
+        """Untimed traffic before the first scenario (``Plan.broker_warmup_s``): kafkaev's
+        throughput produce, then its round trips. Their figures are not kept."""
+        self.progress(f"warming the broker up for {self.plan.broker_warmup_s:.0f}s of produce, then round trips")
+        for kind, extra in ((KIND_PRODUCE, {"duration_s": self.plan.broker_warmup_s, "partitions": PRODUCE_PARTITIONS}),
+                            (KIND_ROUNDTRIP, {"count": self.plan.roundtrips})):
+            topic = self.cluster.create_topic(f"bench-{self.run_id}-warmup-{kind}",
+                                              partitions=extra.get("partitions", 1), replication_factor=1)
+            spec = RunSpec(client=SUBJECT, kind=kind, bootstrap=self.bootstrap, topic=topic, warmup_s=0.0, **extra)
+            try:
+                self.run_one(spec)
+            except Exception as exc:  # noqa: BLE001 - the scenarios' own runs report a broken broker
+                self.progress(f"warm-up {kind} failed: {type(exc).__name__}: {exc}")
+            finally:
+                self.cluster.delete_topic(topic)
 
     def prefilled_topic(self) -> str:
         if self.consume_topic is None:
@@ -347,6 +366,8 @@ def main(argv: list[str] | None = None) -> int:
         runner = Runner(args, plan, cluster.bootstrap, cluster)
         runner.total = sum(len(s.entries) for s in scenarios) * plan.reps
         print(f"broker {cluster.bootstrap}; {runner.total} runs", flush=True)
+        if any(s.kind not in (KIND_ENCODE, KIND_DECODE) for s in scenarios):  # the codec ones send nothing
+            runner.warm_broker()
         results = {s.name: summarize(s, runner.run_scenario(s)) for s in scenarios}
     finally:
         cluster.stop()
