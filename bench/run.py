@@ -68,8 +68,8 @@ class Plan:
     consume_records: int
     codec_records: int
     conn_requests: int
-    # Before the first scenario, untimed: produce for this long, then round trips, so no client's
-    # first reps meet a broker whose JVM has not compiled its produce and fetch paths yet.
+    # Before the first scenario on the embedded broker, untimed: produce for this long, then round
+    # trips, so no client's first reps meet a JVM that has not compiled its produce and fetch paths.
     broker_warmup_s: float
 
 
@@ -366,7 +366,9 @@ def main(argv: list[str] | None = None) -> int:
         runner = Runner(args, plan, cluster.bootstrap, cluster)
         runner.total = sum(len(s.entries) for s in scenarios) * plan.reps
         print(f"broker {cluster.bootstrap}; {runner.total} runs", flush=True)
-        if any(s.kind not in (KIND_ENCODE, KIND_DECODE) for s in scenarios):  # the codec ones send nothing
+        # A broker of --brokers has been running; a warm-up's gigabytes there would only be
+        # noise for the first scenarios (bench.compare_commits shares one between checkouts).
+        if embedded and any(s.kind not in (KIND_ENCODE, KIND_DECODE) for s in scenarios):  # codecs send nothing
             runner.warm_broker()
         results = {s.name: summarize(s, runner.run_scenario(s)) for s in scenarios}
     finally:
