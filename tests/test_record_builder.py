@@ -210,6 +210,30 @@ def test_a_buffer_grows_with_its_records_not_to_its_limit():
     assert DefaultRecordBatch(batch).validate_crc() and len(list(DefaultRecordBatch(batch))) == count
 
 
+def _first_append_allocates(builder) -> int:
+    tracemalloc.start()
+    try:
+        builder.append(3_000, None, b"x" * 100, None)
+        allocated, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return allocated
+
+
+def test_a_batch_starts_with_the_room_its_builders_last_batch_took():
+    # A builder kept busy does not grow each batch from a small buffer again (a realloc and
+    # copy per doubling); one whose last batch held a record starts small again.
+    limit = 16384
+    builder = RecordBatchBuilder(max_batch_size=limit)
+    while builder.append(1_000, None, b"w" * 100, None) >= 0:
+        pass
+    full = builder.finish()
+    assert _first_append_allocates(builder) > limit // 2
+    one = builder.finish()
+    assert _first_append_allocates(builder) < 1024
+    assert len(list(DefaultRecordBatch(bytes(full)))) > 100 and len(list(DefaultRecordBatch(bytes(one)))) == 1
+
+
 @pytest.mark.parametrize("value_sizes", [[1000] * 100, [40_000, 10, 70_000, 3] * 3, [5] * 7000],
                          ids=["many-mid", "mixed-large", "many-tiny"])
 def test_the_checksum_summed_while_appending_covers_every_record(value_sizes):

@@ -57,9 +57,9 @@ cdef enum:
     VALUE_REFERENCE_MIN_SIZE = 4096
     INITIAL_VALUE_REFS = 16
     BYTES_OBJECT_OVERHEAD = 33  # a bytes object's size beyond its contents: header and the trailing NUL
-    # A fresh buffer's room for records: with the batch header in front, a bytes object
-    # CPython's small-object allocator still serves (up to 512 bytes), so a batch of a record
-    # or two never reaches malloc. It doubles from there, up to max_batch_size.
+    # A fresh buffer's room for records, at least: with the batch header in front, a bytes
+    # object CPython's small-object allocator still serves (up to 512 bytes), so a batch of a
+    # record or two never reaches malloc. It doubles from there, up to max_batch_size.
     FIRST_RECORDS_CAPACITY = 512 - BYTES_OBJECT_OVERHEAD - BATCH_HEADER_SIZE
 
 
@@ -306,6 +306,7 @@ cdef class RecordBatchBuilder:
         self._records = NULL
         self._records_len = 0
         self._capacity = 0
+        self._first_capacity = FIRST_RECORDS_CAPACITY
         self._record_count = 0
         self._base_timestamp = NO_TIMESTAMP
         self._max_timestamp = NO_TIMESTAMP
@@ -371,7 +372,7 @@ cdef class RecordBatchBuilder:
             # capacity for each, shrunk at finish(), left the freed rest of every one
             # scattered between the live batches: at 1,000 partitions the heap grew to
             # five times what was in use.
-            new_capacity = min(limit, max(needed, FIRST_RECORDS_CAPACITY))
+            new_capacity = min(limit, max(needed, self._first_capacity))
             storage = PyBytes_FromStringAndSize(NULL, BATCH_HEADER_SIZE + new_capacity)
             Py_INCREF(storage)  # the builder's own reference, released in finish() or __dealloc__
             self._storage = <PyObject *>storage
@@ -656,6 +657,9 @@ cdef class RecordBatchBuilder:
                     self._capacity = 0
                     self.reset()
                     raise
+            # The next batch starts with this one's room: a builder kept busy grows no more,
+            # one that carried a record or two starts as small as ever.
+            self._first_capacity = max(<Py_ssize_t>FIRST_RECORDS_CAPACITY, self._records_len)
             storage = <bytes>self._storage  # a new reference: the builder's own is dropped below
             Py_XDECREF(self._storage)
             self._storage = NULL
