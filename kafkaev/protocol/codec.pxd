@@ -257,7 +257,8 @@ cdef class RecordBatchBuilder:
         char *_records              # the Records section inside _storage
         Py_ssize_t _records_len     # bytes written to _records (referenced values excluded)
         Py_ssize_t _capacity
-        Py_ssize_t _first_capacity  # a fresh buffer's room: the last handed-over batch's, or more
+        Py_ssize_t _first_capacity  # a fresh buffer's room: the last handed-over batch's if it filled up
+        bint _filled                # append refused a record for room since the last reset
         int32_t _record_count
         int64_t _base_timestamp
         int64_t _max_timestamp

@@ -307,6 +307,7 @@ cdef class RecordBatchBuilder:
         self._records_len = 0
         self._capacity = 0
         self._first_capacity = FIRST_RECORDS_CAPACITY
+        self._filled = False
         self._record_count = 0
         self._base_timestamp = NO_TIMESTAMP
         self._max_timestamp = NO_TIMESTAMP
@@ -434,6 +435,7 @@ cdef class RecordBatchBuilder:
         total_size = _varint_size(body_size) + body_size
         if self._record_count > 0 and (
                 BATCH_HEADER_SIZE + self._records_len + self._referenced_len + total_size > self._max_batch_size):
+            self._filled = True
             return -1
         stored_size = total_size - value_len if reference else total_size
         if self._records_len + stored_size > self._capacity:
@@ -657,9 +659,11 @@ cdef class RecordBatchBuilder:
                     self._capacity = 0
                     self.reset()
                     raise
-            # The next batch starts with this one's room: a builder kept busy grows no more,
-            # one that carried a record or two starts as small as ever.
-            self._first_capacity = max(<Py_ssize_t>FIRST_RECORDS_CAPACITY, self._records_len)
+            # A batch that filled up: the next one starts with its room, so a builder kept
+            # busy does not regrow from the first size each batch. Any other (over many
+            # partitions, a record or two lingered out) lets the next start small again.
+            self._first_capacity = (max(<Py_ssize_t>FIRST_RECORDS_CAPACITY, self._records_len) if self._filled
+                                    else FIRST_RECORDS_CAPACITY)
             storage = <bytes>self._storage  # a new reference: the builder's own is dropped below
             Py_XDECREF(self._storage)
             self._storage = NULL
@@ -700,6 +704,7 @@ cdef class RecordBatchBuilder:
         self._value_refs = None  # the offsets array stays, for the next batch's values
         self._referenced_len = 0
         self._record_count = 0
+        self._filled = False
         self._base_timestamp = NO_TIMESTAMP
         self._max_timestamp = NO_TIMESTAMP
         self._payload = None
