@@ -168,17 +168,21 @@ class Runner:
         """Untimed traffic before the first scenario (``Plan.broker_warmup_s``): kafkaev's
         throughput produce, then its round trips. Their figures are not kept."""
         self.progress(f"warming the broker up for {self.plan.broker_warmup_s:.0f}s of produce, then round trips")
-        for kind, extra in ((KIND_PRODUCE, {"duration_s": self.plan.broker_warmup_s, "partitions": PRODUCE_PARTITIONS}),
-                            (KIND_ROUNDTRIP, {"count": self.plan.roundtrips})):
-            topic = self.cluster.create_topic(f"bench-{self.run_id}-warmup-{kind}",
-                                              partitions=extra.get("partitions", 1), replication_factor=1)
-            spec = RunSpec(client=SUBJECT, kind=kind, bootstrap=self.bootstrap, topic=topic, warmup_s=0.0, **extra)
+        warm_ups = (
+            RunSpec(client=SUBJECT, kind=KIND_PRODUCE, bootstrap=self.bootstrap, topic="", warmup_s=0.0,
+                    duration_s=self.plan.broker_warmup_s, partitions=PRODUCE_PARTITIONS),
+            RunSpec(client=SUBJECT, kind=KIND_ROUNDTRIP, bootstrap=self.bootstrap, topic="", warmup_s=0.0,
+                    count=self.plan.roundtrips),
+        )
+        for spec in warm_ups:
+            spec.topic = self.cluster.create_topic(f"bench-{self.run_id}-warmup-{spec.kind}",
+                                                   partitions=spec.partitions, replication_factor=1)
             try:
                 self.run_one(spec)
             except Exception as exc:  # noqa: BLE001 - the scenarios' own runs report a broken broker
-                self.progress(f"warm-up {kind} failed: {type(exc).__name__}: {exc}")
+                self.progress(f"warm-up {spec.kind} failed: {type(exc).__name__}: {exc}")
             finally:
-                self.cluster.delete_topic(topic)
+                self.cluster.delete_topic(spec.topic)
 
     def prefilled_topic(self) -> str:
         if self.consume_topic is None:
