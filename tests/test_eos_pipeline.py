@@ -139,8 +139,10 @@ def test_the_pipeline_is_exactly_once_through_rebalances(kafka, make_topic):
     holds their records, and the second goes on from the committed offsets. Records arrive until
     the second has committed a transaction of its own (however long its start and join take on a
     loaded machine: a pipeline this fast reads whatever is there before a late joiner is in the
-    group); once the group has committed the whole input the first is told to stop (SIGTERM:
-    commit, leave); the second leaves at its partitions' end."""
+    group); once the group has committed the whole input both are told to stop (SIGTERM: commit,
+    leave). Neither leaves at its partitions' end by itself: the arrivals come in chunks, and a
+    second instance handed partitions the first had just committed to their end, between two
+    chunks, would leave before committing anything."""
     before_join = min(RECORDS, REBALANCE_RECORDS) // 2
     input_topic, output_topic = make_topic(partitions=PARTITIONS), make_topic(partitions=PARTITIONS)
     fill_input(kafka.bootstrap, input_topic, PARTITIONS, before_join)
@@ -148,7 +150,7 @@ def test_the_pipeline_is_exactly_once_through_rebalances(kafka, make_topic):
     first = PipelineProcess(first_args, exit_at_end=False)
     while (line := first.next_line(START_TIMEOUT_S)) is None or line.event != "committed":
         assert line is not None, f"the first instance exited early: {first.seen[-5:]}\n{first.stderr[-3000:]}"
-    second = PipelineProcess(_args(kafka.bootstrap, input_topic, output_topic, "second"))
+    second = PipelineProcess(_args(kafka.bootstrap, input_topic, output_topic, "second"), exit_at_end=False)
     second_committed = threading.Event()
     arrived: list[int] = []
     arriving = threading.Thread(
@@ -165,15 +167,15 @@ def test_the_pipeline_is_exactly_once_through_rebalances(kafka, make_topic):
         arriving.join(FINISH_TIMEOUT_S)
     assert arrived, "the arriving records' producer failed"
     records = before_join + arrived[0]
-    # Both read on (the second may leave first, at its partitions' end); once the group has
-    # committed the whole input, the first is told to go.
+    # Both read on; once the group has committed the whole input, both are told to go.
     ends = end_offsets(kafka.bootstrap, input_topic, PARTITIONS)
     deadline = time.monotonic() + FINISH_TIMEOUT_S
     while committed_offsets(kafka.bootstrap, first_args.group, input_topic, PARTITIONS) != ends:
-        assert time.monotonic() < deadline, f"the group never committed the input's end: {first.lines_so_far()[-5:]}"
-        first.lines_so_far()
+        assert time.monotonic() < deadline, (f"the group never committed the input's end: "
+                                             f"{first.lines_so_far()[-5:]} {second.lines_so_far()[-5:]}")
         time.sleep(COMMITTED_POLL_S)
-    first.proc.send_signal(signal.SIGTERM)
+    for process in (first, second):
+        process.proc.send_signal(signal.SIGTERM)
     codes = (first.wait(FINISH_TIMEOUT_S), second.wait(FINISH_TIMEOUT_S))
     events = {name: Counter(f"{line.event} {line.records}" if line.event in ("assigned", "revoked") else line.event
                             for line in process.lines_so_far())
