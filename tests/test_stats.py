@@ -19,6 +19,8 @@ PARTITIONS = 3
 RECORDS = 30000  # at load: many batches per partition, several in flight
 SESSION_MS = 6000  # the broker's group.min.session.timeout.ms
 HEARTBEAT_MS = 500
+LINGER_LONG_MS = 60_000  # a batch that stays open for the whole test
+OPEN_RECORDS = 3
 
 
 def _produce_all(loop: asyncio.AbstractEventLoop, client: kafkaev.Client, topic: str) -> Counter[int]:
@@ -92,6 +94,22 @@ def test_stats_counts_match_what_was_produced_and_consumed(uv: asyncio.AbstractE
     ticks = len(snapshots)
     uv.run_until_complete(asyncio.sleep(0.3))
     assert len(snapshots) == ticks, "stats_cb went on after close()"
+
+
+def test_stats_count_the_records_of_a_batch_still_open(uv: asyncio.AbstractEventLoop, kafka: Any,
+                                                        make_topic: Any) -> None:
+    """A lingering batch is part of the snapshot: its records and its size so far."""
+    topic = make_topic(partitions=PARTITIONS)
+    producer = connect(uv, kafka.bootstrap, linger_ms=LINGER_LONG_MS)
+    acked: list[Any] = []
+    for i in range(OPEN_RECORDS):
+        producer.produce(topic, None, b"v" * 100, lambda md, err: acked.append(err), partition=0)
+    run_until(uv, lambda: producer.stats().producer.records_waiting_for_metadata == 0, 10, "the topic's metadata")
+    (part,) = [p for p in producer.stats().producer.partitions if p.topic == topic]
+    assert part.queued_records == OPEN_RECORDS and part.in_flight_batches == 0
+    assert OPEN_RECORDS * 100 < part.queued_bytes < OPEN_RECORDS * 200  # the records plus a header
+    close(uv, producer)  # sends the open batch
+    assert acked == [None] * OPEN_RECORDS
 
 
 def test_stats_cb_exception_is_reported_and_the_timer_goes_on(uv: asyncio.AbstractEventLoop) -> None:

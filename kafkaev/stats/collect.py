@@ -148,7 +148,7 @@ class StatsCollector:
                 open_batch = part.batch
                 if open_batch is not None and open_batch.builder is not None:
                     queued_records += open_batch.builder.record_count
-                    queued_bytes += open_batch.builder.estimated_size()
+                    queued_bytes += open_batch.builder.estimated_size
                 for batch in part.queue:
                     queued_records += batch.record_count
                     queued_bytes += batch.reserved
