@@ -102,7 +102,7 @@ def test_stats_count_the_records_of_a_batch_still_open(uv: asyncio.AbstractEvent
     topic = make_topic(partitions=PARTITIONS)
     producer = connect(uv, kafka.bootstrap, linger_ms=LINGER_LONG_MS)
     acked: list[Any] = []
-    for i in range(OPEN_RECORDS):
+    for _ in range(OPEN_RECORDS):
         producer.produce(topic, None, b"v" * 100, lambda md, err: acked.append(err), partition=0)
     run_until(uv, lambda: producer.stats().producer.records_waiting_for_metadata == 0, 10, "the topic's metadata")
     (part,) = [p for p in producer.stats().producer.partitions if p.topic == topic]

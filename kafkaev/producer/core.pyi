@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkaev.errors import KafkaError
 from kafkaev.producer.accumulator import Accumulator
-from kafkaev.protocol.codec import EncodedBatch
+from kafkaev.protocol.codec import EncodedBatch, RecordBatchBuilder
 
 DeliveryCallback = Callable[[Any, KafkaError | None], object]
 
@@ -39,7 +39,7 @@ class ProducerBatch:
     def order(self) -> tuple[int, ...]: ...
     @property
     def part(self) -> PartitionState: ...
-    builder: Any  # RecordBatchBuilder (or a test's stand-in); None once built
+    builder: RecordBatchBuilder | None  # None once built (tests may hand in a stand-in)
     deliveries: Deliveries
     @property
     def created(self) -> float: ...
