@@ -1,7 +1,9 @@
 # Typing stubs for kafkaev.consumer.delivery (the consumer's per-record work in Cython).
 import asyncio
 from collections.abc import Callable
-from typing import Any
+
+from kafkaev.consumer.subscription import PartitionState
+from kafkaev.protocol.codec import Message
 
 def note_interruption() -> None:
     """A partition's delivery must stop after the current record (pause, seek, reset, revoke)."""
@@ -21,18 +23,18 @@ class DeliveryCursor:
     loop: asyncio.AbstractEventLoop
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None: ...
-    def begin(self, state: Any, messages: list[Any], index: int) -> None: ...
+    def begin(self, state: PartitionState, messages: list[Message], index: int) -> None: ...
     def end(self) -> None: ...
-    def delivered(self, state: Any) -> tuple[int, int] | None:
+    def delivered(self, state: PartitionState) -> tuple[int, int] | None:
         """``(position, leader epoch)`` of ``state`` counting what the delivery in progress handed
         over, the running record included; None when none of its records is being delivered."""
 
 def deliver_each(
-    on_message: Callable[[Any], object],
-    messages: list[Any],
-    state: Any,
+    on_message: Callable[[Message], object],
+    messages: list[Message],
+    state: PartitionState,
     report: Callable[[BaseException], object],
     cursor: DeliveryCursor,
-) -> Any:
+) -> Message | None:
     """Call ``on_message(msg)`` for each record in order; returns the last record handed over
     when the callback interrupted ``state`` or stopped the loop, else None."""
