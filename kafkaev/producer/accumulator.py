@@ -41,8 +41,8 @@ from ..errors import QUEUE_FULL, KafkaError
 from ..protocol.codec import BATCH_HEADER_SIZE, RecordBatchBuilder, read_records
 from .core import MemoryBudget, PartitionState, ProducerBatch, ReadySet, TopicState
 
-__all__ = ["BATCH_FIRST_STEP", "Accumulator", "BufferFullError", "MemoryBudget", "PartitionState", "ProducerBatch", "ReadySet", "open_builder",
-           "TopicState"]
+__all__ = ["BATCH_FIRST_STEP", "Accumulator", "BufferFullError", "MemoryBudget", "PartitionState", "ProducerBatch", "ReadySet",
+           "TopicState", "open_builder"]
 
 # Emptied builders kept for the next batches: their grown buffers are reused instead of being
 # reallocated (and page-faulted in) batch after batch. Each holds up to batch_size bytes

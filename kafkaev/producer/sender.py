@@ -283,7 +283,7 @@ class Sender:
                 part.next_seq = next_sequence(part.next_seq, batch.record_count)
             batch.producer_epoch = identity.producer_epoch
             data = open_builder(batch).finish(producer_id=identity.producer_id, producer_epoch=identity.producer_epoch,
-                                        base_sequence=batch.base_seq, transactional=self.txn is not None)
+                                              base_sequence=batch.base_seq, transactional=self.txn is not None)
         else:
             data = open_builder(batch).finish()
         # The builder stays with the batch until it completes (Accumulator.release): a large
