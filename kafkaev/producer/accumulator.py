@@ -42,7 +42,7 @@ from ..protocol.codec import BATCH_HEADER_SIZE, RecordBatchBuilder, read_records
 from .core import MemoryBudget, PartitionState, ProducerBatch, ReadySet, TopicState
 
 __all__ = ["BATCH_FIRST_STEP", "Accumulator", "BufferFullError", "MemoryBudget", "PartitionState", "ProducerBatch", "ReadySet",
-           "TopicState", "open_builder"]
+           "TopicState"]
 
 # Emptied builders kept for the next batches: their grown buffers are reused instead of being
 # reallocated (and page-faulted in) batch after batch. Each holds up to batch_size bytes
@@ -54,14 +54,6 @@ SPARE_BUILDERS_MAX = 4
 # time, and every record waits behind them (at 10,000 msg/s, 5 outstanding instead of 2
 # doubled the acknowledgement's median). Full batches still pipeline up to max_in_flight.
 LOW_LATENCY_PIPELINE_DEPTH = 2
-
-
-def open_builder(batch: ProducerBatch) -> RecordBatchBuilder:
-    """The builder of a batch not yet completed (a completed batch has given its builder back)."""
-    builder = batch.builder
-    if builder is None:
-        raise RuntimeError(f"{batch!r} is completed: it has no builder")
-    return builder
 
 
 def _turn() -> None:
@@ -164,7 +156,8 @@ class Accumulator:
         """``batch``, open, has no room for its next record: raise its limit to the next step
         (double, at most ``batch_size``) if ``buffer_memory`` has room for the difference.
         False when it is at ``batch_size`` or the budget is short: it is full, and closes."""
-        builder = open_builder(batch)
+        builder = batch.builder
+        assert builder is not None  # open: a batch gives its builder back only once completed
         limit = builder.max_batch_size
         target = min(limit * 2, self._config.batch_size)
         if target <= limit or not self.budget.extend(batch, target - limit):
@@ -178,7 +171,9 @@ class Accumulator:
         if not part.close_open_batch(batch):
             return
         part.tstate.sticky.release(part.partition)
-        batch.record_count = open_builder(batch).record_count
+        builder = batch.builder
+        assert builder is not None  # open until now
+        batch.record_count = builder.record_count
         if batch.record_count == 0:
             self.release(batch)
             return

@@ -61,7 +61,7 @@ from ..protocol.codec import (
 )
 from ..protocol.connection import Connection, ProducePartition
 from ..types import NO_OFFSET, NO_TIMESTAMP
-from .accumulator import Accumulator, PartitionState, ProducerBatch, open_builder
+from .accumulator import Accumulator, PartitionState, ProducerBatch
 from .idempotence import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, ProducerIdentity, next_sequence
 from .transaction import concurrent_transactions_delay_s
 
@@ -277,15 +277,17 @@ class Sender:
     def _build(self, batch: ProducerBatch) -> EncodedBatch:
         part = batch.part
         identity = self.identity
+        builder = batch.builder
+        assert builder is not None  # not built yet: the batch has not completed
         if identity is not None:
             if batch.base_seq < 0:  # else a split half, given its share of the original's sequences
                 batch.base_seq = part.next_seq
                 part.next_seq = next_sequence(part.next_seq, batch.record_count)
             batch.producer_epoch = identity.producer_epoch
-            data = open_builder(batch).finish(producer_id=identity.producer_id, producer_epoch=identity.producer_epoch,
-                                              base_sequence=batch.base_seq, transactional=self.txn is not None)
+            data = builder.finish(producer_id=identity.producer_id, producer_epoch=identity.producer_epoch,
+                                  base_sequence=batch.base_seq, transactional=self.txn is not None)
         else:
-            data = open_builder(batch).finish()
+            data = builder.finish()
         # The builder stays with the batch until it completes (Accumulator.release): a large
         # batch's data holds the builder's buffer, taken back warm for a later batch.
         self._acc.budget.rebase(batch, len(data))

@@ -145,10 +145,10 @@ class StatsCollector:
         for tstate in acc.topics.values():
             for part in tstate.parts:
                 queued_records = queued_bytes = 0
-                open_batch = part.batch
-                if open_batch is not None and open_batch.builder is not None:
-                    queued_records += open_batch.builder.record_count
-                    queued_bytes += open_batch.builder.estimated_size
+                open_builder = part.batch.builder if part.batch is not None else None
+                if open_builder is not None:
+                    queued_records += open_builder.record_count
+                    queued_bytes += open_builder.estimated_size
                 for batch in part.queue:
                     queued_records += batch.record_count
                     queued_bytes += batch.reserved
