@@ -11,6 +11,7 @@ import pytest
 
 from kafkaev.config import ClientConfig
 from kafkaev.producer.accumulator import (
+    CONNECTION_PIPELINE_DEPTH,
     LOW_LATENCY_PIPELINE_DEPTH,
     SPARE_BUILDERS_MAX,
     Accumulator,
@@ -236,6 +237,46 @@ def test_lingered_batch_waits_while_its_partition_has_enough_requests_out(loop, 
         answer_all(part)
         drop_queued(part)
         assert not acc.ready
+
+
+@pytest.mark.parametrize("linger_ms", [0, 5])
+def test_lingered_batches_wait_while_their_connection_has_enough_requests_out(loop, linger_ms):
+    # Four partitions share one connection and none has a request of its own out: the
+    # connection's requests hold their lingered batches open, and they keep taking records
+    acc, tstate, ready = make(loop, linger_ms=linger_ms, max_in_flight=5)
+    requests_out = {"connection": CONNECTION_PIPELINE_DEPTH}
+    asked: list[PartitionState] = []
+
+    def count(part: PartitionState) -> int:
+        asked.append(part)
+        return requests_out["connection"]
+
+    acc.count_requests_with(count)
+    batches = [acc.new_batch(part, 10) for part in tstate.parts]
+    for batch in batches:
+        batch.builder.append(0, None, b"v", None)
+    loop.run_until_complete(asyncio.sleep(linger_ms / 1000 + 0.02))
+    assert set(asked) == set(tstate.parts)
+    assert all(part.batch is batch and part in acc.held for part, batch in zip(tstate.parts, batches, strict=True))
+    assert ready == [] and not acc.ready
+    batches[0].builder.append(0, None, b"later", None)  # still open: it takes the next record
+    acc.close_held()  # the sender asks before each round; the connection is still busy
+    assert all(part.batch is not None for part in tstate.parts)
+    requests_out["connection"] = CONNECTION_PIPELINE_DEPTH - 1  # an answer came back
+    acc.close_held()
+    assert not acc.held and all(part.batch is None and list(part.queue) == [batch]
+                                for part, batch in zip(tstate.parts, batches, strict=True))
+    assert batches[0].record_count == 2
+
+
+def test_a_full_batch_is_queued_whatever_its_connection_has_out(loop):
+    acc, tstate, _ = make(loop, linger_ms=5)
+    acc.count_requests_with(lambda part: 100)
+    part = tstate.parts[0]
+    batch = acc.new_batch(part, 10)
+    batch.builder.append(0, None, b"v", None)
+    acc.close_batch(batch)  # as produce() does when the next record does not fit
+    assert list(part.queue) == [batch] and part in acc.ready
 
 
 def test_room_waiters_are_called_once_when_a_batch_fits_again(loop):

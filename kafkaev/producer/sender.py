@@ -137,6 +137,7 @@ class Sender:
         self._sweep_timer: asyncio.TimerHandle | None = None
         self._sweep_s = min(SWEEP_INTERVAL_MAX_S, config.delivery_timeout_ms / 10000.0)
         self._closed = False
+        acc.count_requests_with(self._requests_out)
 
     # --- scheduling ----------------------------------------------------------------------------
     def wake(self) -> None:
@@ -232,6 +233,14 @@ class Sender:
         self._next_lane[part.leader] = (lane + 1) % self._lanes
         self._lane_of[part] = _Lane(part.leader, lane)
         return lane
+
+    def _requests_out(self, part: PartitionState) -> int:
+        """How many requests the produce connection ``part`` sends on has out (0 when it is not
+        connected): asked by the accumulator when ``part``'s batch has lingered."""
+        if part.leader < 0:
+            return 0
+        conn = self._pool.ready(part.leader, Role.PRODUCE, self._lane(part))
+        return 0 if conn is None else conn.pending
 
     def _on_connection(self, node_id: int, lane: int, conn: Connection | None, err: KafkaError | None) -> None:
         if err is None:
