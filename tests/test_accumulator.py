@@ -11,6 +11,8 @@ import pytest
 
 from kafkaev.config import ClientConfig
 from kafkaev.producer.accumulator import (
+    BATCH_FIRST_STEP,
+    BATCH_MIN_FIRST_STEP,
     CONNECTION_PIPELINE_DEPTH,
     LOW_LATENCY_PIPELINE_DEPTH,
     SPARE_BUILDERS_MAX,
@@ -19,7 +21,7 @@ from kafkaev.producer.accumulator import (
     PartitionState,
     ProducerBatch,
 )
-from kafkaev.protocol.codec import EncodedBatch, RecordBatchBuilder, read_records
+from kafkaev.protocol.codec import BATCH_HEADER_SIZE, EncodedBatch, RecordBatchBuilder, read_records
 
 HEADER = struct.Struct(">qiiBIhiqqqhii")  # RecordBatch v2 header, 61 bytes
 
@@ -116,12 +118,15 @@ def test_young_batches_keep_lingering(loop):
 
 def test_buffer_memory_reserved_and_released(loop):
     acc, tstate, _ = make(loop, buffer_memory=40000, batch_size=16384, linger_ms=1000)
-    a = acc.new_batch(tstate.parts[0], 10)
-    b = acc.new_batch(tstate.parts[1], 10)
-    assert acc.budget.reserved == 2 * 16384 and acc.incomplete == 2
+    a = acc.new_batch(tstate.parts[0], 10)  # a whole first step: over half the budget stays free
+    b = acc.new_batch(tstate.parts[1], 10)  # past half: a quiet partition takes the least step
+    assert (a.reserved, b.reserved) == (16384, BATCH_MIN_FIRST_STEP) and acc.incomplete == 2
+    almost_all = acc.budget.limit - acc.budget.reserved - BATCH_MIN_FIRST_STEP + 1
+    assert acc.budget.hold(almost_all)
     with pytest.raises(BufferFullError, match="buffer_memory"):
         acc.new_batch(tstate.parts[2], 10)
-    big = 30000
+    acc.budget.unhold(almost_all)
+    big = 39000
     acc.release(a)
     with pytest.raises(BufferFullError):
         acc.new_batch(tstate.parts[2], big)  # a large record reserves its own size
@@ -209,6 +214,18 @@ def test_built_builders_are_reused_empty(loop):
     assert all(b.max_batch_size == 16384 for b in acc._spare_builders)
 
 
+def test_past_half_the_budget_a_busy_partition_still_opens_a_whole_first_step(loop):
+    acc, tstate, _ = make(loop, buffer_memory=4 * BATCH_FIRST_STEP, linger_ms=1000)
+    busy, quiet = tstate.parts[0], tstate.parts[1]
+    first = acc.new_batch(busy, 10)
+    first.builder.append(0, None, b"v", None)
+    acc.close_batch(first)  # queued: the partition has a batch to send
+    assert acc.budget.hold(BATCH_FIRST_STEP)  # half of the budget taken
+    assert acc.new_batch(busy, 10).reserved == BATCH_FIRST_STEP
+    assert acc.new_batch(quiet, 10).reserved == BATCH_MIN_FIRST_STEP
+    assert acc.new_batch(tstate.parts[2], 5000).reserved == 5000 + BATCH_HEADER_SIZE  # its record's size
+
+
 def test_stand_in_builders_are_not_recycled(loop):
     acc, tstate, _ = make(loop)
     batch = acc.new_batch(tstate.parts[0], 10)
@@ -283,12 +300,12 @@ def test_room_waiters_are_called_once_when_a_batch_fits_again(loop):
     acc, tstate, _ = make(loop, buffer_memory=40000, batch_size=16384, linger_ms=1000)
     a = acc.new_batch(tstate.parts[0], 10)
     b = acc.new_batch(tstate.parts[1], 10)
+    assert acc.budget.hold(10000)  # a waiting record's bytes count: 16384 + 1024 + 10000 of 40000
     calls: list[str] = []
     acc.when_room(lambda: calls.append("first"))
     acc.when_room(lambda: calls.append("second"))
     loop.run_until_complete(asyncio.sleep(0))
-    assert calls == []  # still full
-    assert acc.budget.hold(5000)  # a waiting record's bytes count: 2 x 16384 + 5000 of 40000
+    assert calls == []  # no room for a busy partition's whole first step
     acc.release(a)
     assert calls == []  # woken at the next turn of the loop, not inside the release
     loop.run_until_complete(asyncio.sleep(0))
@@ -309,10 +326,10 @@ def test_room_waiter_called_at_the_next_turn_when_there_is_room(loop):
 
 def test_records_waiting_for_metadata_take_room_from_batches(loop):
     acc, tstate, _ = make(loop, buffer_memory=40000, batch_size=16384, linger_ms=1000)
-    assert acc.budget.hold(30000)
+    assert acc.budget.hold(40000 - BATCH_MIN_FIRST_STEP + 1)
     with pytest.raises(BufferFullError, match="buffer_memory"):
         acc.new_batch(tstate.parts[0], 10)
-    acc.budget.unhold(30000)
+    acc.budget.unhold(40000 - BATCH_MIN_FIRST_STEP + 1)
     acc.new_batch(tstate.parts[0], 10)
 
 

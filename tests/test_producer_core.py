@@ -12,7 +12,7 @@ import pytest
 
 from kafkaev.config import ClientConfig
 from kafkaev.errors import DESTROY, MESSAGE_TOO_LARGE, STATE, KafkaError
-from kafkaev.producer.accumulator import BATCH_FIRST_STEP, Accumulator, BufferFullError
+from kafkaev.producer.accumulator import BATCH_FIRST_STEP, BATCH_MIN_FIRST_STEP, Accumulator, BufferFullError
 from kafkaev.producer.core import Deliveries, ProducerCore, ProducerLifecycle
 from kafkaev.producer.partitioner import custom_partition
 from kafkaev.protocol.codec import RecordBatchBuilder, decode_record_batches, murmur2
@@ -302,11 +302,12 @@ def test_a_closing_producer_refuses_every_record_and_calls_no_callback(loop):
 def test_readmit_is_not_refused_for_memory_and_produce_still_is(loop):
     env = Env(loop, buffer_memory=16384, batch_size=16384)
     env.core.produce("t", None, b"fills the budget", partition=0)
+    env.acc.budget.hold(16384 - env.acc.budget.reserved)  # and records waiting for metadata, the rest
     with pytest.raises(BufferFullError):
         env.core.produce("t", None, b"x", partition=1)
     got, cb = calls()
     env.core.readmit("t", None, b"waited for the topic", cb, 1, None, 123)
-    assert env.acc.budget.reserved == 2 * 16384 and env.tstate.parts[1].batch is not None
+    assert env.acc.budget.reserved == 2 * BATCH_MIN_FIRST_STEP and env.tstate.parts[1].batch is not None
     with pytest.raises(BufferFullError):
         env.core.produce("t", None, b"x", partition=2)  # the waiver lasted that one call
     assert [(r.value, r.timestamp) for r in env.records(1)] == [(b"waited for the topic", 123)]
@@ -340,15 +341,32 @@ def test_a_thousand_partitions_at_the_defaults_fit_the_default_buffer(loop):
     assert env.acc.budget.reserved == 1000 * BATCH_FIRST_STEP <= env.acc.budget.limit
 
 
+def test_ten_thousand_quiet_partitions_each_open_a_batch_at_the_defaults(loop):
+    # Whole first steps for all would take 160 MiB of the 32: past half the budget each
+    # partition with nothing else buffered opens with the least step, so none is refused.
+    partitions = 10_000
+    env = Env(loop)
+    env.tstate.update([(1, 0)] * partitions)
+    for p in range(partitions):
+        env.core.produce("t", b"k", b"v" * 100, partition=p)
+    reserved = sorted(part.batch.reserved for part in env.tstate.parts)
+    assert set(reserved) == {BATCH_MIN_FIRST_STEP, BATCH_FIRST_STEP}
+    assert reserved.count(BATCH_FIRST_STEP) == env.acc.budget.limit // 2 // BATCH_FIRST_STEP
+    assert env.acc.budget.reserved <= env.acc.budget.limit
+    assert all(len(env.records(p)) == 1 for p in range(0, partitions, 997))
+
+
 def test_a_batch_the_budget_cannot_grow_is_full(loop):
-    # Room for three first steps: partition 1's batch holds one, so partition 0's grows once
-    # (two steps) and then is full; the record that did not fit needs a new batch, for which
-    # there is no room.
+    # Room for three first steps: partition 0's batch opens with one, partition 1's (past half
+    # the budget, nothing else buffered) with the least step. Partition 0's grows once (two
+    # steps) and then is full; the record that did not fit needs a new batch, a whole step
+    # for a partition with a batch queued, for which there is no room.
     step = BATCH_FIRST_STEP
     env = Env(loop, buffer_memory=3 * step, batch_size=3 * step)
-    env.core.produce("t", None, b"a", partition=1)
     value = b"x" * 1000
-    produced = 0
+    env.core.produce("t", None, value, partition=0)
+    env.core.produce("t", None, b"a", partition=1)
+    produced = 1
     with pytest.raises(BufferFullError):
         for _ in range(3 * step // len(value)):
             env.core.produce("t", None, value, partition=0)
@@ -356,6 +374,6 @@ def test_a_batch_the_budget_cannot_grow_is_full(loop):
     part = env.tstate.parts[0]
     (full,) = part.queue
     assert part.batch is None and full.builder.max_batch_size == 2 * step
-    assert env.acc.budget.reserved == 3 * step
+    assert env.acc.budget.reserved == 2 * step + BATCH_MIN_FIRST_STEP
     assert 2 * step - len(value) - 100 < full.builder.estimated_size <= 2 * step
     assert [r.value for r in env.records(0)] == [value] * produced  # the refused record is not in it

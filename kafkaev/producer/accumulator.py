@@ -11,11 +11,12 @@ the partition becomes *ready* for the sender.
   many requests out as it may, or the connection it sends on has ``CONNECTION_PIPELINE_DEPTH``
   (the sender counts those, ``count_requests_with``), it stays open and keeps taking records.
 * ``buffer_memory`` is a ``MemoryBudget``: a batch opens with ``BATCH_FIRST_STEP`` bytes (or
-  its first record's size) and reserves more, doubling up to ``batch_size``, only as records
-  fill it (``grow``); built, it holds its encoded size, and it gives that back when it
-  completes. So a large ``batch_size`` costs a quiet partition nothing, and a thousand
-  partitions do not reserve a thousand full batches. A batch that cannot grow is full; a
-  full buffer raises ``BufferFullError`` from ``produce``. ``when_room(cb)`` calls ``cb()``
+  its first record's size; ``BATCH_MIN_FIRST_STEP`` when the budget is short of that) and
+  reserves more, doubling up to ``batch_size``, only as records fill it (``grow``); built,
+  it holds its encoded size, and it gives that back when it completes. So a large
+  ``batch_size`` costs a quiet partition nothing, and thousands of partitions neither reserve
+  a full batch each nor run out of first steps. A batch that cannot grow is full; a full
+  buffer raises ``BufferFullError`` from ``produce``. ``when_room(cb)`` calls ``cb()``
   once a new batch fits again (``Client.on_buffer_room``, the awaited produce of
   ``kafkaev.aio``).
 * Each partition's ``PartitionQueue`` holds its closed batches and those in flight, and keeps
@@ -39,12 +40,12 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from ..config import BATCH_FIRST_STEP, ClientConfig
+from ..config import BATCH_FIRST_STEP, BATCH_MIN_FIRST_STEP, ClientConfig
 from ..errors import QUEUE_FULL, KafkaError
 from ..protocol.codec import BATCH_HEADER_SIZE, RecordBatchBuilder, read_records
 from .core import MemoryBudget, PartitionState, ProducerBatch, ReadySet, TopicState
 
-__all__ = ["BATCH_FIRST_STEP", "Accumulator", "BufferFullError", "MemoryBudget", "PartitionState", "ProducerBatch", "ReadySet",
+__all__ = ["BATCH_FIRST_STEP", "BATCH_MIN_FIRST_STEP", "Accumulator", "BufferFullError", "MemoryBudget", "PartitionState", "ProducerBatch", "ReadySet",
            "TopicState"]
 
 # Emptied builders kept for the next batches: their grown buffers are reused instead of being
@@ -128,6 +129,8 @@ class Accumulator:
         self._linger_timer: asyncio.TimerHandle | None = None
         self.budget = MemoryBudget(config.buffer_memory)
         self._first_step = min(config.batch_size, BATCH_FIRST_STEP)  # what a new batch reserves
+        self._min_first_step = min(config.batch_size, BATCH_MIN_FIRST_STEP)  # ... by a quiet partition
+        self._room_kept_for_busy = config.buffer_memory // 2  # quiet partitions take the least step past half
         self.incomplete = 0  # batches not yet completed (open, queued or in flight)
         # Called once when the budget has room for a batch again (when_room), then forgotten.
         self._room_waiters: list[Callable[[], object]] = []
@@ -159,8 +162,17 @@ class Accumulator:
         ``readmitted``: for a record that already waited for its topic (``ProducerCore.readmit``),
         admitted against buffer_memory then, so not refused for memory now."""
         config = self._config
-        capacity = max(self._first_step, record_size + BATCH_HEADER_SIZE)
+        least = record_size + BATCH_HEADER_SIZE
+        capacity = max(self._first_step, least)
         budget = self.budget
+        queue = part.queue
+        if not budget.can_reserve(capacity + self._room_kept_for_busy) and not queue and not queue.in_flight_count:
+            # A partition with nothing else buffered, past half the budget: its batch opens
+            # with the least step, so thousands of partitions with a record or two each do not
+            # fill the budget with first steps and refuse the rest. A busy partition still
+            # opens with a whole step or waits: its batches in flight free room soon, and
+            # small batches opened meanwhile would go out small.
+            capacity = max(self._min_first_step, least)
         if not readmitted and not budget.can_reserve(capacity):
             raise BufferFullError(
                 f"buffer_memory ({budget.limit} bytes) is full: {budget.reserved} bytes are waiting "
@@ -168,7 +180,7 @@ class Accumulator:
             )
         now = self._loop.time()
         spare = self._spare_builders
-        if spare and capacity == self._first_step:
+        if spare and capacity <= self._first_step:
             builder = spare.pop()
             builder.max_batch_size = capacity  # its buffer may be larger: only what is reserved is used
         else:
@@ -231,7 +243,9 @@ class Accumulator:
 
     # --- waiting for room ------------------------------------------------------------------------
     def has_room(self) -> bool:
-        """Would a new batch (its first step) fit in buffer_memory now?"""
+        """Would a new batch (a whole first step) fit in buffer_memory now? A busy partition's
+        needs that much: with less, a waiter woken for a quiet partition's least step would
+        find the busy one refused again, and spin."""
         return self.budget.can_reserve(self._first_step)
 
     def when_room(self, cb: Callable[[], object]) -> None:
