@@ -68,10 +68,10 @@ DEFAULT_BATCH_SIZE = 1024 * 1024
 # records reach it, up to batch_size: a partition sending a few records a linger period
 # holds this much, a busy one grows to a full batch within a few steps.
 BATCH_FIRST_STEP = 16384
-# What a new batch of a partition with nothing else buffered reserves instead, once half of
-# buffer_memory is taken: about what its builder first allocates (a 512-byte buffer, doubled
-# once). Over thousands of partitions (2,048 at the defaults) whole first steps alone filled
-# buffer_memory with a record or two each, and every other partition was refused.
+# What a new batch reserves instead once open batches hold half of buffer_memory: about what
+# its builder first allocates (a 512-byte buffer, doubled once). Over thousands of partitions
+# (2,048 at the defaults) whole first steps alone filled buffer_memory with a record or two
+# each, and every other partition was refused.
 BATCH_MIN_FIRST_STEP = 1024
 # The idempotent producer keeps at most this many batches in flight per partition:
 # the broker caches only the last five batch sequences per producer and partition.

@@ -214,16 +214,21 @@ def test_built_builders_are_reused_empty(loop):
     assert all(b.max_batch_size == 16384 for b in acc._spare_builders)
 
 
-def test_past_half_the_budget_a_busy_partition_still_opens_a_whole_first_step(loop):
+def test_new_batches_take_the_least_step_once_open_batches_hold_half_the_budget(loop):
     acc, tstate, _ = make(loop, buffer_memory=4 * BATCH_FIRST_STEP, linger_ms=1000)
-    busy, quiet = tstate.parts[0], tstate.parts[1]
-    first = acc.new_batch(busy, 10)
-    first.builder.append(0, None, b"v", None)
-    acc.close_batch(first)  # queued: the partition has a batch to send
-    assert acc.budget.hold(BATCH_FIRST_STEP)  # half of the budget taken
-    assert acc.new_batch(busy, 10).reserved == BATCH_FIRST_STEP
-    assert acc.new_batch(quiet, 10).reserved == BATCH_MIN_FIRST_STEP
-    assert acc.new_batch(tstate.parts[2], 5000).reserved == 5000 + BATCH_HEADER_SIZE  # its record's size
+    parts = tstate.parts
+    assert acc.budget.hold(2 * BATCH_FIRST_STEP)  # half of the budget, taken by no open batch
+    first = acc.new_batch(parts[0], 10)
+    assert first.reserved == BATCH_FIRST_STEP
+    acc.budget.unhold(2 * BATCH_FIRST_STEP)
+    assert acc.new_batch(parts[1], 10).reserved == BATCH_FIRST_STEP  # open: two steps of four
+    assert acc.new_batch(parts[2], 10).reserved == BATCH_MIN_FIRST_STEP
+    assert acc.new_batch(parts[3], 5000).reserved == 5000 + BATCH_HEADER_SIZE  # its record's size
+    for part in parts[:2]:
+        assert part.batch is not None
+        part.batch.builder.append(0, None, b"v", None)
+        acc.close_batch(part.batch)  # queued, no longer open
+    assert acc.new_batch(parts[0], 10).reserved == BATCH_FIRST_STEP
 
 
 def test_stand_in_builders_are_not_recycled(loop):

@@ -342,8 +342,8 @@ def test_a_thousand_partitions_at_the_defaults_fit_the_default_buffer(loop):
 
 
 def test_ten_thousand_quiet_partitions_each_open_a_batch_at_the_defaults(loop):
-    # Whole first steps for all would take 160 MiB of the 32: past half the budget each
-    # partition with nothing else buffered opens with the least step, so none is refused.
+    # Whole first steps for all would take 160 MiB of the 32: once open batches hold half the
+    # budget each new one opens with the least step, so none is refused.
     partitions = 10_000
     env = Env(loop)
     env.tstate.update([(1, 0)] * partitions)
@@ -357,10 +357,10 @@ def test_ten_thousand_quiet_partitions_each_open_a_batch_at_the_defaults(loop):
 
 
 def test_a_batch_the_budget_cannot_grow_is_full(loop):
-    # Room for three first steps: partition 0's batch opens with one, partition 1's (past half
-    # the budget, nothing else buffered) with the least step. Partition 0's grows once (two
+    # Room for three first steps: partition 0's batch opens with one, partition 1's (open
+    # batches would pass half the budget) with the least step. Partition 0's grows once (two
     # steps) and then is full; the record that did not fit needs a new batch, a whole step
-    # for a partition with a batch queued, for which there is no room.
+    # again once the full one is closed, for which there is no room.
     step = BATCH_FIRST_STEP
     env = Env(loop, buffer_memory=3 * step, batch_size=3 * step)
     value = b"x" * 1000

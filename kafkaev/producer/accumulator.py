@@ -11,7 +11,7 @@ the partition becomes *ready* for the sender.
   many requests out as it may, or the connection it sends on has ``CONNECTION_PIPELINE_DEPTH``
   (the sender counts those, ``count_requests_with``), it stays open and keeps taking records.
 * ``buffer_memory`` is a ``MemoryBudget``: a batch opens with ``BATCH_FIRST_STEP`` bytes (or
-  its first record's size; ``BATCH_MIN_FIRST_STEP`` when the budget is short of that) and
+  its first record's size; ``BATCH_MIN_FIRST_STEP`` once open batches hold half of it) and
   reserves more, doubling up to ``batch_size``, only as records fill it (``grow``); built,
   it holds its encoded size, and it gives that back when it completes. So a large
   ``batch_size`` costs a quiet partition nothing, and thousands of partitions neither reserve
@@ -129,8 +129,11 @@ class Accumulator:
         self._linger_timer: asyncio.TimerHandle | None = None
         self.budget = MemoryBudget(config.buffer_memory)
         self._first_step = min(config.batch_size, BATCH_FIRST_STEP)  # what a new batch reserves
-        self._min_first_step = min(config.batch_size, BATCH_MIN_FIRST_STEP)  # ... by a quiet partition
-        self._room_kept_for_busy = config.buffer_memory // 2  # quiet partitions take the least step past half
+        self._min_first_step = min(config.batch_size, BATCH_MIN_FIRST_STEP)  # ... once open ones crowd it
+        # What the open batches reserve (new_batch, grow, close_batch keep it): past half the
+        # budget, new batches open with the least step.
+        self._open_reserved = 0
+        self._crowded_at = config.buffer_memory // 2
         self.incomplete = 0  # batches not yet completed (open, queued or in flight)
         # Called once when the budget has room for a batch again (when_room), then forgotten.
         self._room_waiters: list[Callable[[], object]] = []
@@ -165,13 +168,11 @@ class Accumulator:
         least = record_size + BATCH_HEADER_SIZE
         capacity = max(self._first_step, least)
         budget = self.budget
-        queue = part.queue
-        if not budget.can_reserve(capacity + self._room_kept_for_busy) and not queue and not queue.in_flight_count:
-            # A partition with nothing else buffered, past half the budget: its batch opens
-            # with the least step, so thousands of partitions with a record or two each do not
-            # fill the budget with first steps and refuse the rest. A busy partition still
-            # opens with a whole step or waits: its batches in flight free room soon, and
-            # small batches opened meanwhile would go out small.
+        if self._open_reserved + capacity > self._crowded_at:
+            # Open batches hold half the budget: thousands of partitions, each with a record or
+            # two. The least step, so that first steps do not fill the budget and refuse the
+            # rest. A budget taken by batches in flight instead still gets whole steps (or
+            # waits): opened smaller under that pressure, batches would go out small.
             capacity = max(self._min_first_step, least)
         if not readmitted and not budget.can_reserve(capacity):
             raise BufferFullError(
@@ -187,6 +188,7 @@ class Accumulator:
             builder = self._new_builder(config.compression_type, capacity)
         batch = ProducerBatch(next(self._ids), part, builder, now, now + self._delivery_timeout_s)
         budget.reserve(batch, capacity, readmitted)
+        self._open_reserved += capacity
         self.incomplete += 1
         part.open_batch(batch)
         self.open.append(batch)
@@ -204,6 +206,7 @@ class Accumulator:
         target = min(limit * 2, self._config.batch_size)
         if target <= limit or not self.budget.extend(batch, target - limit):
             return False
+        self._open_reserved += target - limit
         builder.max_batch_size = target
         return True
 
@@ -212,6 +215,7 @@ class Accumulator:
         part = batch.part
         if not part.close_open_batch(batch):
             return
+        self._open_reserved -= batch.reserved
         part.tstate.sticky.release(part.partition)
         builder = batch.builder
         assert builder is not None  # open until now
