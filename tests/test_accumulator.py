@@ -118,8 +118,8 @@ def test_young_batches_keep_lingering(loop):
 
 def test_buffer_memory_reserved_and_released(loop):
     acc, tstate, _ = make(loop, buffer_memory=40000, batch_size=16384, linger_ms=1000)
-    a = acc.new_batch(tstate.parts[0], 10)  # a whole first step: over half the budget stays free
-    b = acc.new_batch(tstate.parts[1], 10)  # past half: a quiet partition takes the least step
+    a = acc.new_batch(tstate.parts[0], 10)  # a whole first step: open batches stay under half the budget
+    b = acc.new_batch(tstate.parts[1], 10)  # another would pass half: the least step
     assert (a.reserved, b.reserved) == (16384, BATCH_MIN_FIRST_STEP) and acc.incomplete == 2
     almost_all = acc.budget.limit - acc.budget.reserved - BATCH_MIN_FIRST_STEP + 1
     assert acc.budget.hold(almost_all)
@@ -310,7 +310,7 @@ def test_room_waiters_are_called_once_when_a_batch_fits_again(loop):
     acc.when_room(lambda: calls.append("first"))
     acc.when_room(lambda: calls.append("second"))
     loop.run_until_complete(asyncio.sleep(0))
-    assert calls == []  # no room for a busy partition's whole first step
+    assert calls == []  # no room for a whole first step
     acc.release(a)
     assert calls == []  # woken at the next turn of the loop, not inside the release
     loop.run_until_complete(asyncio.sleep(0))

@@ -247,9 +247,9 @@ class Accumulator:
 
     # --- waiting for room ------------------------------------------------------------------------
     def has_room(self) -> bool:
-        """Would a new batch (a whole first step) fit in buffer_memory now? A busy partition's
-        needs that much: with less, a waiter woken for a quiet partition's least step would
-        find the busy one refused again, and spin."""
+        """Would a new batch (a whole first step) fit in buffer_memory now? A new batch gets
+        less only while open batches hold half the budget: woken for less, a waiter could be
+        refused again at once, and spin."""
         return self.budget.can_reserve(self._first_step)
 
     def when_room(self, cb: Callable[[], object]) -> None:
