@@ -6,7 +6,7 @@ import time
 import uuid
 
 import pytest
-from admin_helpers import commit, fill
+from admin_helpers import commit, eventually, fill
 from confluent_kafka import Consumer
 
 from kafkaev.admin import Admin, NewTopic
@@ -24,7 +24,8 @@ def test_create_describe_list_delete_topic(admin):
     name = f"admin-{uuid.uuid4().hex[:10]}"
     created = admin.run(admin.create_topics, [NewTopic(name, 3, 1, {"retention.ms": "60000"})])
     assert created == {name: None}
-    info = admin.run(admin.describe_topics, [name])[name]
+    info = eventually(lambda: admin.run(admin.describe_topics, [name])[name],
+                      lambda t: t.error_code != UNKNOWN_TOPIC_OR_PARTITION)
     assert info.error_code == 0 and info.num_partitions == 3
     assert [p.partition for p in info.partitions] == [0, 1, 2]
     assert all(p.leader >= 0 and list(p.replicas) == [p.leader] for p in info.partitions)

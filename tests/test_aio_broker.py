@@ -21,6 +21,7 @@ from consumer_helpers import fill, parse
 
 import kafkaev
 import kafkaev.aio
+from kafkaev.errors import UNKNOWN_TOPIC_OR_PARTITION
 from kafkaev.producer import BufferFullError
 from kafkaev.types import TopicPartition
 
@@ -31,6 +32,7 @@ AWAITED_VALUE_SIZE = 200
 TEST_TIMEOUT_S = 300.0
 # A million records through a buffer_memory this small go at the pace of its few batches.
 BUFFER_BOUND_TIMEOUT_S = 900.0
+TOPIC_VISIBLE_TIMEOUT_S = 10.0
 
 
 def run(loop: asyncio.AbstractEventLoop, coro: Any, timeout: float = TEST_TIMEOUT_S) -> Any:
@@ -424,8 +426,14 @@ def test_aio_admin_awaits_every_callback_method(loop, kafka):
             name = f"aio-admin-{time.monotonic_ns()}"
             created = await admin.create_topics([kafkaev.NewTopic(name, 2, 1)])
             assert created == {name: None}
-            topics = await admin.describe_topics([name])
-            assert topics[name].num_partitions == 2
+            # The controller answers the create before this broker replays it: read until it has.
+            deadline = time.monotonic() + TOPIC_VISIBLE_TIMEOUT_S
+            while True:
+                topic = (await admin.describe_topics([name]))[name]
+                if topic.error_code != UNKNOWN_TOPIC_OR_PARTITION or time.monotonic() > deadline:
+                    break
+                await asyncio.sleep(0.1)
+            assert topic.error_code == 0 and topic.num_partitions == 2
 
     run(loop, body())
 
