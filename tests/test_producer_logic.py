@@ -33,6 +33,7 @@ from kafkaev.errors import (
     KafkaError,
 )
 from kafkaev.producer import BufferFullError, Producer, ProducerLifecycle
+from kafkaev.producer.accumulator import BATCH_FIRST_STEP
 from kafkaev.producer.idempotence import next_sequence
 from kafkaev.protocol.codec import ApiKey, EncodedBatch, RecordBatchBuilder, decode_record_batches
 
@@ -165,6 +166,32 @@ def test_offsets_partitions_and_one_request_per_leader(loop, fake_cluster):
     # everything lingered into one batch per partition, one request per leader
     assert sorted(seen.request.node_id for seen in produces(cluster)) == [1, 2]
     assert all(len(seen.batches) == 2 for seen in produces(cluster))
+
+
+@pytest.mark.parametrize("linger_ms", [0, 1])
+def test_at_linger_zero_a_first_step_of_records_goes_before_the_turn_ends(loop, fake_cluster, linger_ms):
+    # One turn produces 1,000 records, as 1,000 tasks woken by one answer do. At linger_ms=0 a
+    # first step of them is sent at once, while the rest are still coming; with any linger
+    # they all wait for it and go as one batch.
+    cluster = cluster_with_topic(fake_cluster, 1)
+    env = make(loop, cluster, linger_ms=linger_ms, batch_size=1 << 20)
+    results, cb_for = collect()
+    env.producer.produce(TOPIC, None, b"first", cb_for(0), partition=0)
+    run_until(loop, lambda: results)  # connected: nothing else waits
+    count = 1000
+    value = b"v" * 100
+    for i in range(1, count + 1):
+        env.producer.produce(TOPIC, None, value, cb_for(i), partition=0)
+    run_until(loop, lambda: len(results) == count + 1)
+    results.assert_each_once(range(count + 1))
+    assert [results[i][0].offset for i in range(count + 1)] == list(range(count + 1))
+    assert values(cluster, 0) == [b"first", *[value] * count]
+    burst = [len(batch.values) for seen in produces(cluster)[1:] for batch in seen.batches]
+    assert sum(burst) == count
+    if linger_ms == 0:
+        assert len(burst) > 1 and burst[0] * (len(value) + 10) <= BATCH_FIRST_STEP, burst
+    else:
+        assert burst == [count]
 
 
 def test_partitions_spread_over_produce_connections_and_each_stays_on_one_while_in_flight(loop, fake_cluster):

@@ -232,7 +232,7 @@ class Producer(ProducerCore):
         return self._acc.incomplete + self._waiting_count
 
     def _on_ready(self) -> None:
-        self._sender.send_now()  # the accumulator calls it from its linger timer only
+        self._sender.send_now()  # the accumulator: its linger timer, and grow() at linger_ms=0
 
     def wake(self) -> None:
         """Something may be sent now (a partition was added to the transaction)."""

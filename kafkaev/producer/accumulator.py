@@ -10,6 +10,10 @@ the partition becomes *ready* for the sender.
 * A lingered batch goes out only when it can be sent at once: while its partition has as
   many requests out as it may, or the connection it sends on has ``CONNECTION_PIPELINE_DEPTH``
   (the sender counts those, ``count_requests_with``), it stays open and keeps taking records.
+* At ``linger_ms=0`` a batch that holds a first step's records while neither its partition
+  nor its connection has anything out is sent from inside ``produce()`` (``grow``), not at
+  the end of the loop's turn: a turn that produces a lot (1,000 tasks woken by one answer)
+  keeps the idle broker busy with its first records meanwhile.
 * ``buffer_memory`` is a ``MemoryBudget``: a batch opens with ``BATCH_FIRST_STEP`` bytes (or
   its first record's size; ``BATCH_MIN_FIRST_STEP`` once open batches hold half of it) and
   reserves more, doubling up to ``batch_size``, only as records fill it (``grow``); built,
@@ -107,7 +111,10 @@ class Accumulator:
         self._recycles = builder_factory is None
         self._spare_builders: list[Any] = []
         self._loop = loop
-        self._on_ready = on_ready  # the sender's "something is ready" hook, called from the linger timer
+        # The sender's "send what is ready now" hook: called from the linger timer, and at
+        # linger_ms=0 from produce() when a batch holds a first step (grow).
+        self._on_ready = on_ready
+        self._sends_when_idle = config.linger_ms == 0
         self._linger_s = config.linger_ms / 1000.0
         self._delivery_timeout_s = config.delivery_timeout_ms / 1000.0
         self._ids = itertools.count(1)
@@ -159,6 +166,11 @@ class Accumulator:
         return (bool(queue) or queue.in_flight_count >= self._lingered_in_flight
                 or self._requests_out(part) >= CONNECTION_PIPELINE_DEPTH)
 
+    def _idle(self, part: PartitionState) -> bool:
+        """Have neither ``part`` nor the connection it sends on anything queued or out?"""
+        queue = part.queue
+        return not queue and not queue.in_flight_count and not self._requests_out(part)
+
     # --- batches -------------------------------------------------------------------------------
     def new_batch(self, part: PartitionState, record_size: int, readmitted: bool = False) -> ProducerBatch:
         """Open a batch for ``part`` able to take a record of ``record_size`` bytes.
@@ -203,6 +215,15 @@ class Accumulator:
         builder = batch.builder
         assert builder is not None  # open: a batch gives its builder back only once completed
         limit = builder.max_batch_size
+        if self._sends_when_idle and limit >= self._first_step and self._idle(batch.part):
+            # linger_ms=0 asks for no wait, and nothing is out for the broker to work on: a
+            # first step's records go now, not with the rest of this turn's at its end. One
+            # answer wakes 1,000 awaiting tasks, whose records take milliseconds to come; the
+            # broker takes the first ones meanwhile. Only when idle: a request encoded beside
+            # others in flight is written at the turn's end anyway, one more for nothing.
+            self.close_batch(batch)
+            self._on_ready()
+            return False
         target = min(limit * 2, self._config.batch_size)
         if target <= limit or not self.budget.extend(batch, target - limit):
             return False

@@ -149,9 +149,10 @@ class Sender:
             self._sweep_timer = self._loop.call_later(self._sweep_s, self._sweep)
 
     def send_now(self) -> None:
-        """Something became ready and the caller is a loop callback (the linger timer), not
-        ``produce()``: send in this turn. Waking instead cost one more turn of the loop between
-        the linger's end and the write, paid by every record at ``linger_ms=0``."""
+        """Something became ready: send in this turn. From the linger timer (waking instead
+        cost one more turn of the loop between the linger's end and the write, paid by every
+        record at ``linger_ms=0``), and at ``linger_ms=0`` from ``produce()`` once a batch holds
+        a first step."""
         if self._closed:
             return
         if self._sweep_timer is None:
@@ -167,6 +168,9 @@ class Sender:
 
     # --- sending -------------------------------------------------------------------------------
     def send_ready(self) -> None:
+        """Send every batch that may go now. It runs no callback of the user's (a connection
+        never calls back from inside the call that sent), so a ``produce()`` that sends at
+        once (``send_now``) never runs inside it."""
         acc = self._acc
         if acc.held:
             acc.close_held()
