@@ -144,7 +144,7 @@ def all_scenarios(*, quick: bool) -> list[Scenario]:
         Scenario("roundtrip", "Sequential round trip (produce one, wait for the ack), linger 0", KIND_ROUNDTRIP,
                  _entries(*clients, "raw-socket"), LATENCY_METRICS, {"acks": 1, "value_size": 100}),
         *(Scenario(e2e_scenario_name(rate), f"End-to-end latency at {rate:,} msg/s offered, produce to consumer "
-                   "callback", KIND_E2E, _entries(*clients), E2E_METRICS, {"acks": 1, "value_size": 100, "rate": rate},
+                   "callback", KIND_E2E, _entries(*clients, "raw-socket"), E2E_METRICS, {"acks": 1, "value_size": 100, "rate": rate},
                    group="e2e") for rate in E2E_RATES),
         Scenario("consume", "Consume 100-byte records from a pre-filled topic", KIND_CONSUME,
                  (Entry("kafkaev[on_message]", SUBJECT, {"mode": CONSUME_PER_MESSAGE}),

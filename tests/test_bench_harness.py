@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -214,6 +215,63 @@ def test_every_pipelined_produce_scenario_has_the_ceiling():
         assert {s.params["value_size"] for s in sized} == {10, 100, 1000, 10000}
         for scenario in sized:
             assert scenario.entry("raw-socket").is_floor
+
+
+def test_every_end_to_end_scenario_has_the_floor():
+    for quick in (False, True):
+        e2e = [s for s in all_scenarios(quick=quick) if s.kind == "e2e"]
+        assert {s.params["rate"] for s in e2e} == {1_000, 10_000, 100_000}
+        for scenario in e2e:
+            assert scenario.entry("raw-socket").is_floor
+
+
+def test_end_to_end_floor_names_each_record_by_the_request_that_sent_it():
+    from bench.floors.end_to_end_latency import SentLog
+
+    log = SentLog()
+    log.sent(3, 1_000)  # offsets 0-2
+    log.sent(1, 2_000)  # offset 3
+    log.sent(2, 3_000)  # offsets 4-5
+    assert [log.sent_at(offset) for offset in range(6)] == [1_000] * 3 + [2_000] + [3_000] * 2
+
+
+def _with_base_offset(batch: bytes, base_offset: int) -> bytes:
+    return struct.pack(">q", base_offset) + batch[8:]  # the base offset is outside the CRC
+
+
+def test_fetch_answer_reads_whole_batches_and_leaves_one_cut_short():
+    from bench.floors.wire import fetch_answer, record_batches
+
+    one, _, three = record_batches(b"v" * 10, 1_764_500_000_000, 3)
+    records = _with_base_offset(three, 7) + _with_base_offset(one, 10) + _with_base_offset(three, 11)[:-5]
+    topic = b"t"
+    frame = (struct.pack(">iiih", 42, 0, 1, len(topic)) + topic
+             + struct.pack(">iihqqi", 1, 0, 0, 14, 14, 1) + struct.pack(">qq", 5, 7)  # one aborted transaction
+             + struct.pack(">i", len(records)) + records)
+    assert fetch_answer(frame) == (0, [(7, 3), (10, 1)])
+    empty = struct.pack(">iiih", 42, 0, 1, len(topic)) + topic + struct.pack(">iihqqii", 1, 0, 1, -1, -1, -1, -1)
+    assert fetch_answer(empty) == (1, [])  # OFFSET_OUT_OF_RANGE, null aborted transactions and records
+
+
+def test_end_to_end_floor_reads_back_every_record_once(kafka, topic):
+    from bench.floors import e2e
+
+    spec = RunSpec(client="raw-socket", kind="e2e", bootstrap=kafka.bootstrap, topic=topic, rate=2_000,
+                   duration_s=0.3, warmup_s=0.1)
+    result = e2e(spec)
+    total = int(spec.rate * (spec.warmup_s + spec.duration_s))
+    # failed counts records never fetched back; a record fetched twice would make it negative
+    assert result.failed == 0 and result.note == f"received {total}/{total}"
+    assert 0 < result.records <= total and result.elapsed_s > 0
+    assert 0 < result.latency_us["p50"] <= result.latency_us["max"]
+
+
+def test_end_to_end_floor_needs_acknowledgements():
+    from bench.floors import e2e
+
+    spec = RunSpec(client="raw-socket", kind="e2e", bootstrap="127.0.0.1:1", topic="t", acks=0, rate=1_000)
+    with pytest.raises(ValueError, match="'acks'"):
+        e2e(spec)
 
 
 def test_produce_floor_counts_what_the_broker_holds(kafka, make_topic):

@@ -1,4 +1,4 @@
-"""The raw-socket floors' bytes: RecordBatch v2, Produce v7 request frames, their responses.
+"""The raw-socket floors' bytes: RecordBatch v2, Produce v7 and Fetch v4 request frames, their responses.
 
 Plain Python on purpose: the floors owe nothing to kafkaev's codecs, and the broker checks what
 they write (CRC-32C included). Everything here runs before a floor's clock starts.
@@ -12,6 +12,10 @@ from typing import BinaryIO
 
 API_PRODUCE = 0
 PRODUCE_VERSION = 7
+API_FETCH = 1
+FETCH_VERSION = 4  # the oldest Kafka 4 serves: no sessions, no tagged fields
+CONSUMER_REPLICA_ID = -1
+READ_UNCOMMITTED = 0
 RECORD_BATCH_MAGIC = 2
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
@@ -31,6 +35,16 @@ FRAME_SIZE = struct.Struct(">i")
 RESPONSE_HEAD = struct.Struct(">iih")
 # After the topic name: partitions count, partition index, error_code.
 RESPONSE_PARTITION = struct.Struct(">iih")
+# Fetch v4 response up to the topic name: correlation_id, throttle_time_ms, responses count, name length.
+FETCH_RESPONSE_HEAD = struct.Struct(">iiih")
+# After the topic name: partitions count, partition_index, error_code, high_watermark, last_stable_offset,
+# aborted_transactions count (-1: null).
+FETCH_RESPONSE_PARTITION = struct.Struct(">iihqqi")
+ABORTED_TRANSACTION_SIZE = 16  # producer_id (8) + first_offset (8)
+# A batch's baseOffset and batchLength (the bytes after them), then, 11 bytes on, its lastOffsetDelta.
+BATCH_OFFSET_AND_LENGTH = struct.Struct(">qi")
+LAST_OFFSET_DELTA = struct.Struct(">i")
+LAST_OFFSET_DELTA_AT = 23  # baseOffset (8) + batchLength (4) + partitionLeaderEpoch (4) + magic (1) + crc (4) + attributes (2)
 
 
 def _crc32c_table() -> list[int]:
@@ -111,6 +125,12 @@ def full_record_batch(value: bytes, timestamp_ms: int, batch_size: int) -> tuple
         size += len(record)
 
 
+def record_batches(value: bytes, timestamp_ms: int, most: int) -> list[bytes]:
+    """RecordBatch v2 of 1, 2, ... ``most`` records of ``value``: entry ``k - 1`` holds ``k``."""
+    records = [_record(delta, value) for delta in range(most)]
+    return [_batch(records[:count], timestamp_ms) for count in range(1, most + 1)]
+
+
 def produce_request(correlation_id: int, topic: str, partition: int, batch: bytes, acks: int) -> bytes:
     """Produce v7 (request header v1), one topic, one partition, size-prefixed."""
     name = topic.encode()
@@ -121,6 +141,45 @@ def produce_request(correlation_id: int, topic: str, partition: int, batch: byte
         + struct.pack(">iii", 1, partition, len(batch)) + batch  # one partition and its records
     )
     return FRAME_SIZE.pack(len(body)) + body
+
+
+def fetch_request(correlation_id: int, topic: str, partition: int, offset: int, max_wait_ms: int,
+                  max_bytes: int) -> bytes:
+    """Fetch v4 (request header v1) of one partition from ``offset``, waiting up to ``max_wait_ms``
+    for a byte; size-prefixed."""
+    name = topic.encode()
+    body = (
+        struct.pack(">hhih", API_FETCH, FETCH_VERSION, correlation_id, len(CLIENT_ID)) + CLIENT_ID
+        # replica_id, max_wait_ms, min_bytes, max_bytes, isolation_level
+        + struct.pack(">iiiib", CONSUMER_REPLICA_ID, max_wait_ms, 1, max_bytes, READ_UNCOMMITTED)
+        + struct.pack(">ih", 1, len(name)) + name  # one topic
+        + struct.pack(">iiqi", 1, partition, offset, max_bytes)  # one partition: index, fetch_offset, max_bytes
+    )
+    return FRAME_SIZE.pack(len(body)) + body
+
+
+def fetch_answer(response: bytes) -> tuple[int, list[tuple[int, int]]]:
+    """``(error_code, [(base_offset, record_count), ...])`` of a one-topic, one-partition Fetch v4
+    response (the frame without its size prefix): its whole record batches, in order. A batch cut
+    short by ``max_bytes`` is left out; the next fetch starts at it."""
+    *_, name_length = FETCH_RESPONSE_HEAD.unpack_from(response)
+    at = FETCH_RESPONSE_HEAD.size + name_length
+    _partitions, _index, error_code, _high_watermark, _stable, aborted = FETCH_RESPONSE_PARTITION.unpack_from(
+        response, at)
+    at += FETCH_RESPONSE_PARTITION.size + max(aborted, 0) * ABORTED_TRANSACTION_SIZE
+    (records_size,) = FRAME_SIZE.unpack_from(response, at)
+    at += FRAME_SIZE.size
+    end = at + max(records_size, 0)
+    batches = []
+    while at + BATCH_OFFSET_AND_LENGTH.size <= end:
+        base_offset, length = BATCH_OFFSET_AND_LENGTH.unpack_from(response, at)
+        batch_end = at + BATCH_OFFSET_AND_LENGTH.size + length
+        if batch_end > end:
+            break
+        (last_offset_delta,) = LAST_OFFSET_DELTA.unpack_from(response, at + LAST_OFFSET_DELTA_AT)
+        batches.append((base_offset, last_offset_delta + 1))
+        at = batch_end
+    return error_code, batches
 
 
 def connect(bootstrap: str) -> socket.socket:
