@@ -87,6 +87,27 @@ def answer_all(part: PartitionState) -> None:
         part.queue.answered(batch)
 
 
+class SharedConnection:
+    """The sender's answers for partitions that all send on one connection with ``out``
+    requests out; counts how often each is asked."""
+
+    KEY = (1, 0)
+
+    def __init__(self, out: int) -> None:
+        self.out = out
+        self.placed: list[PartitionState] = []
+        self.counted = 0
+
+    def connection_of(self, part: PartitionState) -> tuple[int, int]:
+        self.placed.append(part)
+        return self.KEY
+
+    def requests_out(self, connection: tuple[int, int]) -> int:
+        assert connection == self.KEY
+        self.counted += 1
+        return self.out
+
+
 def drop_queued(part: PartitionState) -> None:
     while part.queue:
         part.queue.drop_head()
@@ -266,34 +287,63 @@ def test_lingered_batches_wait_while_their_connection_has_enough_requests_out(lo
     # Four partitions share one connection and none has a request of its own out: the
     # connection's requests hold their lingered batches open, and they keep taking records
     acc, tstate, ready = make(loop, linger_ms=linger_ms, max_in_flight=5)
-    requests_out = {"connection": CONNECTION_PIPELINE_DEPTH}
-    asked: list[PartitionState] = []
-
-    def count(part: PartitionState) -> int:
-        asked.append(part)
-        return requests_out["connection"]
-
-    acc.count_requests_with(count)
+    connection = SharedConnection(CONNECTION_PIPELINE_DEPTH)
+    acc.count_requests_with(connection)
     batches = [acc.new_batch(part, 10) for part in tstate.parts]
     for batch in batches:
         batch.builder.append(0, None, b"v", None)
     loop.run_until_complete(asyncio.sleep(linger_ms / 1000 + 0.02))
-    assert set(asked) == set(tstate.parts)
+    # each partition's connection is asked for, the connection's requests out once per pass
+    assert connection.placed == tstate.parts and connection.counted == 1
     assert all(part.batch is batch and part in acc.held for part, batch in zip(tstate.parts, batches, strict=True))
     assert ready == [] and not acc.ready
     batches[0].builder.append(0, None, b"later", None)  # still open: it takes the next record
     acc.close_held()  # the sender asks before each round; the connection is still busy
     assert all(part.batch is not None for part in tstate.parts)
-    requests_out["connection"] = CONNECTION_PIPELINE_DEPTH - 1  # an answer came back
+    assert connection.counted == 2 and len(connection.placed) == 4  # asked once; no partition looked at
+    connection.out = CONNECTION_PIPELINE_DEPTH - 1  # an answer came back
     acc.close_held()
     assert not acc.held and all(part.batch is None and list(part.queue) == [batch]
                                 for part, batch in zip(tstate.parts, batches, strict=True))
     assert batches[0].record_count == 2
 
 
+class LeaderConnections:
+    """One connection per leader, with the requests out set per leader."""
+
+    def __init__(self, out: dict[int, int]) -> None:
+        self.out = out
+
+    def connection_of(self, part: PartitionState) -> tuple[int, int]:
+        return (part.leader, 0)
+
+    def requests_out(self, connection: tuple[int, int]) -> int:
+        return self.out.get(connection[0], 0)
+
+
+def test_held_partitions_wait_on_the_connection_of_their_new_leader_once_told_it_moved(loop):
+    acc, tstate, ready = make(loop, linger_ms=5)
+    acc.count_requests_with(LeaderConnections({1: CONNECTION_PIPELINE_DEPTH}))  # leader 1 busy, 2 idle
+    batches = [acc.new_batch(part, 10) for part in tstate.parts]
+    for batch in batches:
+        batch.builder.append(0, None, b"v", None)
+    loop.run_until_complete(asyncio.sleep(0.03))
+    assert all(part in acc.held for part in tstate.parts)
+    tstate.update([(2, 1), (1, 0), (2, 1), (1, 0)])  # partitions 0 and 2 move to the idle leader
+    acc.close_held()
+    assert all(part in acc.held for part in tstate.parts)  # filed under leader 1 until told
+    acc.connections_moved()
+    acc.close_held()
+    moved, stayed = tstate.parts[0::2], tstate.parts[1::2]
+    assert all(part not in acc.held and list(part.queue) == [batches[part.partition]] for part in moved)
+    assert all(part in acc.held and part.batch is batches[part.partition] for part in stayed)
+    acc.close_held()
+    assert all(part in acc.held for part in stayed)  # still filed under their busy leader
+
+
 def test_a_full_batch_is_queued_whatever_its_connection_has_out(loop):
     acc, tstate, _ = make(loop, linger_ms=5)
-    acc.count_requests_with(lambda part: 100)
+    acc.count_requests_with(SharedConnection(100))
     part = tstate.parts[0]
     batch = acc.new_batch(part, 10)
     batch.builder.append(0, None, b"v", None)

@@ -189,6 +189,7 @@ class Producer(ProducerCore):
                 if not woke and before != [p.leader for p in tstate.parts]:
                     woke = True
         if woke:
+            self._acc.connections_moved()  # partitions waiting on a connection may send on another now
             self._sender.wake()
 
     # --- many, flush, close --------------------------------------------------------------------

@@ -9,7 +9,8 @@ the partition becomes *ready* for the sender.
   timer only ever looks at the oldest.
 * A lingered batch goes out only when it can be sent at once: while its partition has as
   many requests out as it may, or the connection it sends on has ``CONNECTION_PIPELINE_DEPTH``
-  (the sender counts those, ``count_requests_with``), it stays open and keeps taking records.
+  (the sender says which it is and counts those, ``count_requests_with``), it stays open and
+  keeps taking records.
 * At ``linger_ms=0`` a batch that holds a first step's records while neither its partition
   nor its connection has anything out is sent from inside ``produce()`` (``grow``), not at
   the end of the loop's turn: a turn that produces a lot (1,000 tasks woken by one answer)
@@ -42,12 +43,13 @@ import asyncio
 import itertools
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from ..config import BATCH_FIRST_STEP, BATCH_MIN_FIRST_STEP, ClientConfig
 from ..errors import QUEUE_FULL, KafkaError
 from ..protocol.codec import BATCH_HEADER_SIZE, RecordBatchBuilder, read_records
 from .core import MemoryBudget, PartitionState, ProducerBatch, ReadySet, TopicState
+from .held import ConnectionKey, HeldPartitions
 
 __all__ = ["BATCH_FIRST_STEP", "BATCH_MIN_FIRST_STEP", "Accumulator", "BufferFullError", "MemoryBudget", "PartitionState", "ProducerBatch", "ReadySet",
            "TopicState"]
@@ -76,9 +78,24 @@ def _turn() -> None:
     """Nothing: a callback queued only so that the loop does not block before its next turn."""
 
 
-def _no_requests_out(part: PartitionState) -> int:
+class ProduceConnections(Protocol):
+    """What the accumulator asks the sender, which owns the connections and the lanes."""
+
+    def connection_of(self, part: PartitionState) -> ConnectionKey:
+        """The connection ``part``'s next batch goes on."""
+
+    def requests_out(self, connection: ConnectionKey) -> int:
+        """How many requests ``connection`` has out (0 when it is not connected)."""
+
+
+class _NoConnections:
     """Until a sender says otherwise (``Accumulator.count_requests_with``): no connection is busy."""
-    return 0
+
+    def connection_of(self, part: PartitionState) -> ConnectionKey:
+        return (part.leader, 0)
+
+    def requests_out(self, connection: ConnectionKey) -> int:
+        return 0
 
 
 class BufferFullError(KafkaError):
@@ -121,18 +138,18 @@ class Accumulator:
         self.topics: dict[str, TopicState] = {}  # add_topic(); produce() looks names up here
         self.ready = ReadySet()  # partitions with queued batches, kept by their PartitionQueue
         self.open: deque[ProducerBatch] = deque()  # open batches in creation order (linger)
-        # Partitions whose open batch has lingered but which cannot send yet (_must_wait: as many
+        # Partitions whose open batch has lingered but which cannot send yet (_waits_on: as many
         # requests out as the partition or its connection may have, or closed batches still
         # queued): the batch stays open and keeps taking records until the sender can take it,
         # as the Java client appends to a batch until it is drained. Closing it at once would
         # queue one tiny batch per linger period, and at linger_ms=0 the backlog of
         # one-request-per-batch falls ever further behind.
-        self.held: dict[PartitionState, None] = {}
+        self.held = HeldPartitions()
         # How many requests a partition may have in flight before its lingered batch waits.
         self._lingered_in_flight = (min(config.max_in_flight, LOW_LATENCY_PIPELINE_DEPTH) if config.linger_ms == 0
                                     else config.max_in_flight)
-        # How many requests the connection a partition sends on has out: the sender's to say.
-        self._requests_out: Callable[[PartitionState], int] = _no_requests_out
+        # Which connection a partition sends on, and how many requests it has out: the sender's to say.
+        self._connections: ProduceConnections = _NoConnections()
         self._linger_timer: asyncio.TimerHandle | None = None
         self.budget = MemoryBudget(config.buffer_memory)
         self._first_step = min(config.batch_size, BATCH_FIRST_STEP)  # what a new batch reserves
@@ -155,21 +172,36 @@ class Accumulator:
             tstate = self.topics[name] = TopicState(name, self.ready)
         return tstate
 
-    def count_requests_with(self, requests_out: Callable[[PartitionState], int]) -> None:
-        """``requests_out(part)``: how many requests the connection ``part`` sends on has out
-        (the sender knows which connection that is)."""
-        self._requests_out = requests_out
+    def count_requests_with(self, connections: ProduceConnections) -> None:
+        """``connections`` (the sender) says which connection a partition sends on and how many
+        requests that connection has out."""
+        self._connections = connections
 
-    def _must_wait(self, part: PartitionState) -> bool:
-        """May ``part``'s lingered batch not go out yet (so it keeps taking records)?"""
+    def _waits_on(self, part: PartitionState, busy: dict[ConnectionKey, bool]) -> ConnectionKey | None:
+        """The connection whose answers ``part``'s lingered batch waits for (it stays open and
+        keeps taking records), or None when it may go now. ``busy`` keeps each connection's
+        answer for the rest of a pass over many partitions: nothing is sent during one, so its
+        requests out stay as they were."""
+        connection = self._connections.connection_of(part)
         queue = part.queue
-        return (bool(queue) or queue.in_flight_count >= self._lingered_in_flight
-                or self._requests_out(part) >= CONNECTION_PIPELINE_DEPTH)
+        if queue or queue.in_flight_count >= self._lingered_in_flight:
+            return connection
+        is_busy = busy.get(connection)
+        if is_busy is None:
+            is_busy = busy[connection] = self._connections.requests_out(connection) >= CONNECTION_PIPELINE_DEPTH
+        return connection if is_busy else None
+
+    def connections_moved(self) -> None:
+        """A leader moved, or a partition took another lane: the held partitions are filed again
+        under the connections they send on now, at the next ``close_held``."""
+        self.held.mark_stale()
 
     def _idle(self, part: PartitionState) -> bool:
         """Have neither ``part`` nor the connection it sends on anything queued or out?"""
         queue = part.queue
-        return not queue and not queue.in_flight_count and not self._requests_out(part)
+        connections = self._connections
+        return (not queue and not queue.in_flight_count
+                and not connections.requests_out(connections.connection_of(part)))
 
     # --- batches -------------------------------------------------------------------------------
     def new_batch(self, part: PartitionState, record_size: int, readmitted: bool = False) -> ProducerBatch:
@@ -313,6 +345,7 @@ class Accumulator:
         open_batches = self.open
         deadline = self._loop.time() - self._linger_s
         closed = False
+        busy: dict[ConnectionKey, bool] = {}
         while open_batches:
             batch = open_batches[0]
             if batch.part.batch is not batch:
@@ -322,8 +355,9 @@ class Accumulator:
                 break
             open_batches.popleft()
             part = batch.part
-            if self._must_wait(part):
-                self.held[part] = None
+            connection = self._waits_on(part, busy)
+            if connection is not None:
+                self.held.hold(part, connection)
                 continue
             self.close_batch(batch)
             closed = True
@@ -334,16 +368,35 @@ class Accumulator:
 
     def close_held(self) -> None:
         """Close the lingered batches of partitions that can send again (the sender asks
-        before each round)."""
+        before each round). A connection with as many requests out as it may holds all of its
+        partitions: it is asked once, and none of them is looked at."""
+        held = self.held
         lingered = self._loop.time() - self._linger_s
-        for part in list(self.held):
-            if self._must_wait(part):
+        if held.take_stale():
+            busy: dict[ConnectionKey, bool] = {}
+            for part in list(held):
+                connection = self._waits_on(part, busy)
+                if connection is None:
+                    self._release_held(part, lingered)
+                else:
+                    held.hold(part, connection)
+            return
+        connections = self._connections
+        in_flight_limit = self._lingered_in_flight
+        for connection, parts in held.by_connection():
+            if connections.requests_out(connection) >= CONNECTION_PIPELINE_DEPTH:
                 continue
-            del self.held[part]
-            batch = part.batch
-            # a held batch that filled up was closed meanwhile; its successor lingers on its own
-            if batch is not None and batch.created <= lingered:
-                self.close_batch(batch)
+            for part in parts:
+                queue = part.queue
+                if not queue and queue.in_flight_count < in_flight_limit:
+                    self._release_held(part, lingered)
+
+    def _release_held(self, part: PartitionState, lingered: float) -> None:
+        self.held.release(part)
+        batch = part.batch
+        # a held batch that filled up was closed meanwhile; its successor lingers on its own
+        if batch is not None and batch.created <= lingered:
+            self.close_batch(batch)
 
     def close_all(self) -> None:
         """Close every open batch now (flush, close)."""

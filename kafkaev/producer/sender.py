@@ -62,6 +62,7 @@ from ..protocol.codec import (
 from ..protocol.connection import Connection, ProducePartition
 from ..types import NO_OFFSET, NO_TIMESTAMP
 from .accumulator import Accumulator, PartitionState, ProducerBatch
+from .held import ConnectionKey
 from .idempotence import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, ProducerIdentity, next_sequence
 from .transaction import concurrent_transactions_delay_s
 
@@ -137,7 +138,7 @@ class Sender:
         self._sweep_timer: asyncio.TimerHandle | None = None
         self._sweep_s = min(SWEEP_INTERVAL_MAX_S, config.delivery_timeout_ms / 10000.0)
         self._closed = False
-        acc.count_requests_with(self._requests_out)
+        acc.count_requests_with(self)
 
     # --- scheduling ----------------------------------------------------------------------------
     def wake(self) -> None:
@@ -236,14 +237,25 @@ class Sender:
         lane = self._next_lane.get(part.leader, 0)
         self._next_lane[part.leader] = (lane + 1) % self._lanes
         self._lane_of[part] = _Lane(part.leader, lane)
+        if assigned is not None:
+            self._acc.connections_moved()  # it may be held, filed under its old lane
         return lane
 
-    def _requests_out(self, part: PartitionState) -> int:
-        """How many requests the produce connection ``part`` sends on has out (0 when it is not
-        connected): asked by the accumulator when ``part``'s batch has lingered."""
-        if part.leader < 0:
+    # --- what the accumulator asks (ProduceConnections) ------------------------------------------
+    def connection_of(self, part: PartitionState) -> ConnectionKey:
+        """The produce connection ``part``'s next batch goes on: (leader, lane). Asked by the
+        accumulator when ``part``'s batch has lingered, once per held partition and round."""
+        assigned = self._lane_of.get(part)
+        if assigned is not None and assigned.leader == part.leader:
+            return assigned  # the common case: no new key made
+        return _Lane(part.leader, self._lane(part))
+
+    def requests_out(self, connection: ConnectionKey) -> int:
+        """How many requests ``connection`` has out (0 when it is not connected)."""
+        leader, lane = connection
+        if leader < 0:
             return 0
-        conn = self._pool.ready(part.leader, Role.PRODUCE, self._lane(part))
+        conn = self._pool.ready(leader, Role.PRODUCE, lane)
         return 0 if conn is None else conn.pending
 
     def _on_connection(self, node_id: int, lane: int, conn: Connection | None, err: KafkaError | None) -> None:
