@@ -150,7 +150,7 @@ class Accumulator:
                                     else config.max_in_flight)
         # Which connection a partition sends on, and how many requests it has out: the sender's to say.
         self._connections: ProduceConnections = _NoConnections()
-        self._linger_timer: asyncio.TimerHandle | None = None
+        self._linger_timer: asyncio.Handle | None = None  # a TimerHandle unless linger_ms=0
         self.budget = MemoryBudget(config.buffer_memory)
         self._first_step = min(config.batch_size, BATCH_FIRST_STEP)  # what a new batch reserves
         self._min_first_step = min(config.batch_size, BATCH_MIN_FIRST_STEP)  # ... once open ones crowd it
@@ -337,6 +337,10 @@ class Accumulator:
         whole delay counted from the timer's start, after the rest of the turn's callbacks (1,000
         woken producers: ~5 ms), and the linger ran that much late. With a callback queued the
         poll does not block, the next turn reads the clock, and the timer fires when due."""
+        if not self._linger_s:
+            # linger_ms=0: the batch closes at the turn's end, with no timer to start, fire and free
+            self._linger_timer = self._loop.call_soon(self._linger_expired)
+            return
         self._linger_timer = self._loop.call_at(when, self._linger_expired)
         self._loop.call_soon(_turn)
 
