@@ -72,8 +72,6 @@ cdef class Connection(BaseConnection):
             batch = <ProducePartition>entry
             if batch.topic_id is None:
                 all_ids = False
-            else:
-                names_by_id[batch.topic_id] = batch.topic
             key = (batch.topic, batch.partition)
             if key in seen:
                 # The broker keeps one batch per partition and request: a second would be lost.
@@ -82,9 +80,13 @@ cdef class Connection(BaseConnection):
             seen.add(key)
             topic_data = by_topic.get(batch.topic)
             if topic_data is None:
+                # The topic's first entry names it, by its id too: a uuid.UUID hashes in Python,
+                # so once per topic, not per partition.
                 topic_data = _built_unchecked(_TopicProduceData, batch.topic,
                                               batch.topic_id if batch.topic_id is not None else ZERO_UUID, [])
                 by_topic[batch.topic] = topic_data
+                if batch.topic_id is not None:
+                    names_by_id[batch.topic_id] = batch.topic
             topic_data.partition_data.append(_built_unchecked(_PartitionProduceData, batch.partition, batch.records))
         if not by_topic:
             raise ValueError("batches must not be empty")
@@ -142,14 +144,14 @@ cdef class Connection(BaseConnection):
             position = <FetchPosition>entry
             if position.topic_id is None:
                 all_ids = False
-            else:
-                names_by_id[position.topic_id] = position.topic
             fetch_topic = by_topic.get(position.topic)
             if fetch_topic is None:
                 fetch_topic = codec.FetchTopic(
                     topic=position.topic,
                     topic_id=position.topic_id if position.topic_id is not None else ZERO_UUID, partitions=[])
                 by_topic[position.topic] = fetch_topic
+                if position.topic_id is not None:  # once per topic, as in _produce
+                    names_by_id[position.topic_id] = position.topic
             fetch_topic.partitions.append(codec.FetchPartition(
                 partition=position.partition, fetch_offset=position.offset,
                 partition_max_bytes=position.max_bytes, current_leader_epoch=position.current_leader_epoch,
