@@ -95,6 +95,7 @@ class EndToEndFloor:
         self.correlation_id = 0
         self.requests = 0
         self.answered = 0  # by the acks thread
+        self.fetched_to = 0  # by the fetcher: the offset its next Fetch asks for
         self.acks = threading.Thread(target=self._read_acks, name="floor-acks", daemon=True)
         self.fetcher = threading.Thread(target=self._fetch, name="floor-fetcher", daemon=True)
 
@@ -165,7 +166,7 @@ class EndToEndFloor:
                 for base_offset, count in batches:
                     latency_us = (now_ns - self.log.sent_at(base_offset)) / 1000.0
                     self.samples.extend([(now_ns, latency_us)] * count)
-                    offset = base_offset + count
+                    offset = self.fetched_to = base_offset + count
         except OSError as exc:
             if not self.stopping.is_set():
                 self.failure.append(f"Fetch connection: {exc!r}")
@@ -202,6 +203,12 @@ def e2e(spec: RunSpec) -> RunResult:
             if time.perf_counter() > deadline:
                 raise RuntimeError(f"no probe record came back within {PROBE_TIMEOUT_S:.0f}s")
             floor.send(1)
+            time.sleep(PROBE_EVERY_S)
+        # Every probe back before the clock starts: one fetched later would count as a record.
+        while floor.fetched_to < floor.log.records:
+            floor.check()
+            if time.perf_counter() > deadline:
+                raise RuntimeError(f"the probe records did not all come back within {PROBE_TIMEOUT_S:.0f}s")
             time.sleep(PROBE_EVERY_S)
         floor.samples.clear()
         total = int(spec.rate * (spec.warmup_s + spec.duration_s))
