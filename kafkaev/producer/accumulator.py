@@ -183,13 +183,18 @@ class Accumulator:
         answer for the rest of a pass over many partitions: nothing is sent during one, so its
         requests out stay as they were."""
         connection = self._connections.connection_of(part)
-        queue = part.queue
-        if queue or queue.in_flight_count >= self._lingered_in_flight:
+        if self._partition_waits(part):
             return connection
         is_busy = busy.get(connection)
         if is_busy is None:
             is_busy = busy[connection] = self._connections.requests_out(connection) >= CONNECTION_PIPELINE_DEPTH
         return connection if is_busy else None
+
+    def _partition_waits(self, part: PartitionState) -> bool:
+        """Has ``part`` itself closed batches queued, or as many requests in flight as its
+        lingered batch may wait behind?"""
+        queue = part.queue
+        return bool(queue) or queue.in_flight_count >= self._lingered_in_flight
 
     def connections_moved(self) -> None:
         """A leader moved, or a partition took another lane: the held partitions are filed again
@@ -386,13 +391,11 @@ class Accumulator:
                     held.hold(part, connection)
             return
         connections = self._connections
-        in_flight_limit = self._lingered_in_flight
         for connection, parts in held.by_connection():
             if connections.requests_out(connection) >= CONNECTION_PIPELINE_DEPTH:
                 continue
             for part in parts:
-                queue = part.queue
-                if not queue and queue.in_flight_count < in_flight_limit:
+                if not self._partition_waits(part):
                     self._release_held(part, lingered)
 
     def _release_held(self, part: PartitionState, lingered: float) -> None:

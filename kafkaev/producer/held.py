@@ -34,9 +34,6 @@ class HeldPartitions:
     def __bool__(self) -> bool:
         return bool(self._filed)
 
-    def __len__(self) -> int:
-        return len(self._filed)
-
     def __contains__(self, part: object) -> bool:
         return part in self._filed
 
