@@ -39,7 +39,8 @@ AIO_PEERS = ("aiokafka", "confluent-aio")
 # client at about 1,000 records per 5 ms plus a round trip (kafkaev.aio sat at that bound). Every
 # client, kafkaev's callback API in the same scenario included, gets this linger there instead.
 AIO_PRODUCE_LINGER_MS = 0
-# What awaiting each record costs asyncio itself (bench/floors/await_step.py), beside aio_produce_await.
+# What awaiting each record, or a window of them, costs asyncio itself (bench/floors/await_step.py),
+# beside aio_produce_await and aio_produce_window.
 ASYNCIO_FLOOR = "asyncio-floor"
 VALUE_SIZES = (10, 100, 1000, 10000)
 CODECS = ("gzip", "snappy", "lz4", "zstd")
@@ -247,7 +248,9 @@ def _aio_scenarios(metrics: tuple[Metric, ...]) -> list[Scenario]:
                  metrics, {"acks": 1, "value_size": 100, "linger_ms": AIO_PRODUCE_LINGER_MS},
                  group="aio", subject=AIO_SUBJECT),
         Scenario("aio_produce_window", "asyncio: produce in windows of 1000 futures, acks=1, 100-byte values",
-                 KIND_PRODUCE, entries(PRODUCE_WINDOW, callback_produce), metrics,
+                 KIND_PRODUCE, (*entries(PRODUCE_WINDOW, callback_produce),
+                                Entry(f"{ASYNCIO_FLOOR}[{PRODUCE_WINDOW}]", ASYNCIO_FLOOR, {"mode": PRODUCE_WINDOW})),
+                 metrics,
                  {"acks": 1, "value_size": 100, "linger_ms": AIO_PRODUCE_LINGER_MS},
                  group="aio", subject=AIO_SUBJECT),
         Scenario("aio_consume_async_for", "asyncio: consume with async for, 100-byte records", KIND_CONSUME,

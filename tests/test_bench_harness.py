@@ -225,6 +225,31 @@ def test_every_end_to_end_scenario_has_the_floor():
             assert scenario.entry("raw-socket").is_floor
 
 
+def test_every_asyncio_produce_scenario_has_the_asyncio_floor_in_its_mode():
+    from bench.scenarios import ASYNCIO_FLOOR
+    from bench.spec import PRODUCE_AWAIT, PRODUCE_WINDOW
+
+    for quick in (False, True):
+        floor_modes = {}
+        for scenario in all_scenarios(quick=quick):
+            if scenario.group == "aio" and scenario.kind == "produce":
+                (floor,) = [e for e in scenario.entries if e.client == ASYNCIO_FLOOR]
+                (subject,) = [e for e in scenario.entries if scenario.is_subject(e)]
+                assert floor.is_floor and floor.overrides["mode"] == subject.overrides["mode"]
+                floor_modes[scenario.name] = floor.overrides["mode"]
+        assert floor_modes == {"aio_produce_await": PRODUCE_AWAIT, "aio_produce_window": PRODUCE_WINDOW}
+
+
+@pytest.mark.parametrize("mode", ["await", "window"])
+def test_asyncio_floor_acknowledges_every_record_it_produces(mode):
+    from bench.floors import await_step
+
+    spec = RunSpec(client="asyncio-floor", kind="produce", bootstrap="", topic="", mode=mode,
+                   duration_s=0.05, warmup_s=0.01)
+    result = await_step.produce(spec)
+    assert result.records > 0 and result.failed == 0
+
+
 def test_end_to_end_floor_names_each_record_by_the_request_that_sent_it():
     from bench.floors.end_to_end_latency import SentLog
 

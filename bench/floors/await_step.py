@@ -1,14 +1,14 @@
 """The floor for ``await`` per record: what asyncio itself costs when the client costs nothing.
 
-The ``aio_produce_await`` driver (``bench/aio_drive.py``) runs ``AWAIT_TASKS`` tasks, each
-awaiting one record's future before producing the next. Whatever the client does, every record
-then costs asyncio a Future, the awaiting task's wake-up (a done-callback run through a loop
-handle) and one step of that task. This floor runs the same driver, on uvloop, over a "client"
-whose produce only creates a pending Future and whose "broker" settles every pending Future
-at each turn of the loop, as a batch's delivery loop does; no socket, no record. Its CPU per
-record is the least any asyncio client can spend awaiting each record, so a client's figure
-divided by it says how much of the rest is the client's own.
-"""
+The asyncio produce drivers (``bench/aio_drive.py``) await each record's future: ``AWAIT_TASKS``
+tasks each awaiting one record before producing the next, or windows of ``WINDOW`` futures awaited
+in order. Whatever the client does, every record then costs asyncio a Future, its settling and an
+``await`` of it (with a task's wake-up and step whenever the awaited one is still pending). This
+floor runs the same drivers, on uvloop, over a "client" whose produce only creates a pending
+Future and whose "broker" settles every pending Future at each turn of the loop, as a batch's
+delivery loop does; no socket, no record. Its CPU per record is the least any asyncio client can
+spend awaiting each record, so a client's figure divided by it says how much of the rest is the
+client's own."""
 
 from __future__ import annotations
 
