@@ -126,6 +126,20 @@ def test_linger_closes_batches_with_one_timer(loop):
     assert set(acc.ready) == set(tstate.parts)
 
 
+@pytest.mark.parametrize("linger_ms", [0, 5])
+def test_only_linger_0_closes_open_batches_before_the_turn_ends(loop, linger_ms):
+    acc, tstate, ready = make(loop, linger_ms=linger_ms)
+    acc.count_requests_with(SharedConnection(0))
+    part = tstate.parts[0]
+    acc.new_batch(part, 10).builder.append(0, None, b"v", None)
+    acc.close_unlingered()  # the sender, after an answer's callbacks
+    closed = linger_ms == 0
+    assert (part.batch is None) == closed and len(part.queue) == closed
+    loop.run_until_complete(asyncio.sleep(0))
+    assert ready == []  # the caller sends in its own round: no second wake-up from the linger turn
+    assert (part.batch is None) == closed
+
+
 def test_young_batches_keep_lingering(loop):
     acc, tstate, ready = make(loop, linger_ms=50)
     acc.new_batch(tstate.parts[0], 10).builder.append(0, None, b"v", None)

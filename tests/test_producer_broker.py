@@ -234,6 +234,32 @@ def test_a_single_record_above_the_topics_max_message_bytes_fails_once(kafka, ma
     close(client, loop)
 
 
+def test_at_linger_0_a_record_produced_by_an_ack_callback_goes_in_that_answers_round(kafka, make_topic, loop):
+    # A chain of round trips (produce the next record from the last one's callback) pays no
+    # turn of the loop per record: the next record's Produce is out before the loop turns again.
+    topic = make_topic(partitions=1)
+    client = Client(kafka.bootstrap, loop=loop, acks=1, linger_ms=0)
+    chain = 20
+    delivery = Delivery(chain)
+    in_flight_next_turn: list[int] = []
+
+    def produce(index: int) -> None:
+        def acked(meta, err):
+            delivery.cb(index)(meta, err)
+            if index + 1 < chain:
+                # queued before the next record: runs before anything that record queues
+                loop.call_soon(lambda: in_flight_next_turn.append(client.stats().producer.batches_in_flight))
+                produce(index + 1)
+        client.produce(topic, None, b"%d" % index, acked)
+
+    produce(0)
+    loop.run_until_complete(wait_for(lambda: delivery.complete, 30, "the chain's acks"))
+    delivery.assert_each_once()
+    assert [m.offset for _, m in sorted(delivery.metas.items())] == list(range(chain))
+    assert in_flight_next_turn == [1] * (chain - 1)
+    close(client, loop)
+
+
 def test_log_append_time_comes_from_the_broker(kafka, make_topic, loop):
     topic = make_topic(config={"message.timestamp.type": "LogAppendTime"})
     client = Client(kafka.bootstrap, loop=loop)

@@ -351,6 +351,22 @@ class Accumulator:
 
     def _linger_expired(self) -> None:
         self._linger_timer = None
+        if self._close_lingered():
+            self._on_ready()
+
+    def close_unlingered(self) -> None:
+        """At ``linger_ms=0``, close now the batches that would close at this turn's end. The
+        sender calls it after an answer's callbacks, before its own round: a record produced by
+        an ack's callback goes in that round, not one turn of the loop later."""
+        if self._linger_s or self._linger_timer is None:
+            return
+        self._linger_timer.cancel()
+        self._linger_timer = None
+        self._close_lingered()
+
+    def _close_lingered(self) -> bool:
+        """Close the open batches whose linger is over (or hold them while their partition or
+        connection has enough out); True if one closed."""
         open_batches = self.open
         deadline = self._loop.time() - self._linger_s
         closed = False
@@ -372,8 +388,7 @@ class Accumulator:
             closed = True
         if open_batches:
             self._arm_linger(open_batches[0].created + self._linger_s)
-        if closed:
-            self._on_ready()
+        return closed
 
     def close_held(self) -> None:
         """Close the lingered batches of partitions that can send again (the sender asks

@@ -392,6 +392,7 @@ class Sender:
         if self.txn is not None:
             for b in batches:
                 self.txn.batch_answered(b.part)
+        self._acc.close_unlingered()
         self.send_ready()
 
     def _succeeded(self, batch: ProducerBatch, base_offset: int, log_append_time: int) -> None:
