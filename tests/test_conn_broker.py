@@ -136,6 +136,31 @@ def test_produce_fetch_and_acks0(kafka, make_topic, loop):
     run(loop, main())
 
 
+def test_answers_to_requests_naming_topics_by_id_are_named_again(kafka, make_topic, loop):
+    topics = [make_topic(partitions=1) for _ in range(3)]
+
+    async def main():
+        conn = Connection(loop)
+        assert await connect(conn, kafka.bootstrap) is None
+        for topic in topics:
+            await wait_until_fetchable(conn, topic)
+        meta, err = await call(conn.metadata, topics)
+        assert err is None
+        decoded = {t.name: t.topic_id for t in meta.topics}
+        # the same ids as equal but distinct objects: matched by value, not only by identity
+        copied = {name: uuid.UUID(str(topic_id)) for name, topic_id in decoded.items()}
+        for ids in (decoded, copied):
+            batches = [ProducePartition(name, 0, record_batch(b"v"), topic_id=ids[name]) for name in topics]
+            response, err = await call(conn.produce_batch, batches, acks=1)
+            assert err is None and sorted(t.name for t in response.responses) == sorted(topics)
+            positions = [FetchPosition(name, 0, 0, max_bytes=1 << 20, topic_id=ids[name]) for name in topics]
+            response, err = await call(conn.fetch_multi, positions, max_wait_ms=100)
+            assert err is None and sorted(t.topic for t in response.responses) == sorted(topics)
+        conn.disconnect()
+
+    run(loop, main())
+
+
 def test_large_batches_go_out_uncopied_and_intact(kafka, make_topic, loop):
     """Batches past the WriteBuffer's reference threshold are written as their own chunks
     (writev), interleaved with small requests: the broker must see every frame intact."""

@@ -59,7 +59,7 @@ cdef class Connection(BaseConnection):
     cdef int _produce(self, object batches, object cb, object acks, object timeout_ms,
                       object transactional_id, int max_version=-1) except -1:
         cdef dict by_topic = {}
-        cdef dict names_by_id = {}
+        cdef _TopicNames names_by_id = _TopicNames()
         cdef set seen = set()
         cdef bint all_ids = True
         cdef ProducePartition batch
@@ -80,13 +80,12 @@ cdef class Connection(BaseConnection):
             seen.add(key)
             topic_data = by_topic.get(batch.topic)
             if topic_data is None:
-                # The topic's first entry names it, by its id too: a uuid.UUID hashes in Python,
-                # so once per topic, not per partition.
+                # The topic's first entry names it, by its id too (_TopicNames: once per topic).
                 topic_data = _built_unchecked(_TopicProduceData, batch.topic,
                                               batch.topic_id if batch.topic_id is not None else ZERO_UUID, [])
                 by_topic[batch.topic] = topic_data
                 if batch.topic_id is not None:
-                    names_by_id[batch.topic_id] = batch.topic
+                    names_by_id.add(batch.topic_id, batch.topic)
             topic_data.partition_data.append(_built_unchecked(_PartitionProduceData, batch.partition, batch.records))
         if not by_topic:
             raise ValueError("batches must not be empty")
@@ -126,7 +125,7 @@ cdef class Connection(BaseConnection):
                     isolation_level=0, session_id=0, session_epoch=-1, forgotten=(), session_topic_ids=None,
                     rack_id=""):
         cdef dict by_topic = {}
-        cdef dict names_by_id = {}
+        cdef _TopicNames names_by_id = _TopicNames()
         cdef bint all_ids = True
         cdef FetchPosition position
         cdef ForgottenPartitions gone
@@ -151,7 +150,7 @@ cdef class Connection(BaseConnection):
                     topic_id=position.topic_id if position.topic_id is not None else ZERO_UUID, partitions=[])
                 by_topic[position.topic] = fetch_topic
                 if position.topic_id is not None:  # once per topic, as in _produce
-                    names_by_id[position.topic_id] = position.topic
+                    names_by_id.add(position.topic_id, position.topic)
             fetch_topic.partitions.append(codec.FetchPartition(
                 partition=position.partition, fetch_offset=position.offset,
                 partition_max_bytes=position.max_bytes, current_leader_epoch=position.current_leader_epoch,
@@ -164,7 +163,7 @@ cdef class Connection(BaseConnection):
             if gone.topic_id is None:
                 all_ids = False
             else:
-                names_by_id[gone.topic_id] = gone.topic
+                names_by_id.add(gone.topic_id, gone.topic)
             forgotten_list.append(codec.ForgottenTopic(
                 topic=gone.topic, topic_id=gone.topic_id if gone.topic_id is not None else ZERO_UUID,
                 partitions=list(gone.partitions)))
@@ -182,7 +181,7 @@ cdef class Connection(BaseConnection):
             # request does not list: their topics are named by the ids they were fetched with.
             if session_topic_ids is not None:
                 for topic, topic_id in session_topic_ids.items():
-                    names_by_id.setdefault(topic_id, topic)
+                    names_by_id.add(topic_id, topic)
             cb = _NameTopicsById(cb, names_by_id, True)
         req = codec.FetchRequest(
             replica_id=CLIENT_REPLICA_ID, max_wait_ms=wait_ms, min_bytes=min_b, max_bytes=max_b,
