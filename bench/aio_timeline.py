@@ -21,7 +21,7 @@ import statistics
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +33,7 @@ from bench import aio_drive
 from bench.clients.kafkaev_client import _throughput_settings
 from bench.measure import make_value
 from bench.spec import KIND_PRODUCE, PRODUCE_AWAIT, PRODUCE_WINDOW, RunSpec
+from bench.stamping import replaced
 from kafkaev.producer import BufferFullError, accumulator, sender
 
 VALUE_SIZE = 100  # the scenarios' value size
@@ -70,19 +71,13 @@ def stamped(stamps: Stamps) -> Iterator[None]:
         stamps.lingers.append(time.perf_counter())
         linger_expired(self)
 
-    patches: list[tuple[type, str, Callable[..., Any], Callable[..., Any]]] = [
-        (sender.Sender, "_send_request", send_request, send_request_stamped),
-        (sender.Sender, "_on_response", on_response, on_response_stamped),
-        (accumulator.Accumulator, "new_batch", new_batch, new_batch_stamped),
-        (accumulator.Accumulator, "_linger_expired", linger_expired, linger_expired_stamped),
-    ]
-    for owner, name, _original, replacement in patches:
-        setattr(owner, name, replacement)
-    try:
+    with replaced([
+        (sender.Sender, "_send_request", send_request_stamped),
+        (sender.Sender, "_on_response", on_response_stamped),
+        (accumulator.Accumulator, "new_batch", new_batch_stamped),
+        (accumulator.Accumulator, "_linger_expired", linger_expired_stamped),
+    ]):
         yield
-    finally:
-        for owner, name, original, _replacement in patches:
-            setattr(owner, name, original)
 
 
 def _ms(values: list[float]) -> str:

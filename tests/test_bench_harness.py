@@ -357,6 +357,16 @@ def test_produce_floor_needs_acknowledgements():
         produce(spec)
 
 
+def test_transaction_timeline_stamps_every_stage_of_each_transaction(kafka):
+    from bench.txn_timeline import run
+
+    report = run(kafka.bootstrap, records=10, transactions=5)
+    assert report.transactions == 5 and report.msgs_per_s > 0
+    stages = (report.produce_ms, report.to_first_write_ms, report.flush_ms, report.end_txn_ms)
+    assert all(stage > 0 for stage in stages)
+    assert max(report.to_first_write_ms, report.flush_ms, report.end_txn_ms) < report.commit_ms
+
+
 def test_transactional_scenarios_run_for_every_client(kafka, tmp_path):
     """The transactional produce and EOS pipeline scenarios, each for kafkaev and both peers in
     one short run: every run reports msg/s and CPU per record, none fails."""
