@@ -2,9 +2,9 @@
 produce scenarios (``aio_produce_await``, ``aio_produce_window``).
 
 It runs the scenario's own driver (``bench/aio_drive.py``) and settings over ``kafkaev.aio`` and
-stamps, per Produce request: the first record of its batch, the linger timer's end, the
-request's write and its acknowledgement, and the produce() calls that follow the
-acknowledgement (the woken tasks, or the next window). Per cycle it reports the medians of:
+stamps, per Produce request: the first record of its batch, the request's write and its
+acknowledgement, and the produce() calls that follow the acknowledgement (the woken tasks, or
+the next window). Per cycle it reports the medians of:
 records per request, requests in flight when one is written, the batch's wait before the write
 (linger, or the loop busy with the woken tasks), the round trip, and the time from the
 acknowledgement to the first and the last produce() call it allowed. The stamps cost CPU of
@@ -43,7 +43,6 @@ ACKS = 1  # the scenarios' acks
 @dataclass(slots=True)
 class Stamps:
     batches: list[float] = field(default_factory=list)  # a batch opened (its first record)
-    lingers: list[float] = field(default_factory=list)  # the linger timer ran
     writes: list[tuple[float, int, int]] = field(default_factory=list)  # (time, records, in flight before)
     acks: list[float] = field(default_factory=list)
     produced: list[float] = field(default_factory=list)  # each produce() call
@@ -51,9 +50,9 @@ class Stamps:
 
 @contextmanager
 def stamped(stamps: Stamps) -> Iterator[None]:
-    """Wrap the sender's write and answer and the accumulator's new batch and linger timer."""
+    """Wrap the sender's write and answer and the accumulator's new batch."""
     send_request, on_response = sender.Sender._send_request, sender.Sender._on_response
-    new_batch, linger_expired = accumulator.Accumulator.new_batch, accumulator.Accumulator._linger_expired
+    new_batch = accumulator.Accumulator.new_batch
 
     def send_request_stamped(self: Any, conn: Any, batches: list[Any]) -> None:
         stamps.writes.append((time.perf_counter(), sum(b.record_count for b in batches), self.in_flight))
@@ -67,15 +66,10 @@ def stamped(stamps: Stamps) -> Iterator[None]:
         stamps.batches.append(time.perf_counter())
         return new_batch(self, *args, **kwargs)
 
-    def linger_expired_stamped(self: Any) -> None:
-        stamps.lingers.append(time.perf_counter())
-        linger_expired(self)
-
     with replaced([
         (sender.Sender, "_send_request", send_request_stamped),
         (sender.Sender, "_on_response", on_response_stamped),
         (accumulator.Accumulator, "new_batch", new_batch_stamped),
-        (accumulator.Accumulator, "_linger_expired", linger_expired_stamped),
     ]):
         yield
 
