@@ -230,11 +230,40 @@ def test_split_moves_the_later_records_callbacks_with_their_deltas_rebased():
     assert [(meta.offset, meta.timestamp) for meta, _ in got] == [(10, 100), (12, 102), (50, 103), (52, 105)]
 
 
+def test_records_sharing_a_callback_and_a_millisecond_keep_their_own_offsets_and_times():
+    deliveries = Deliveries()
+    got, cb = calls()
+    other_got, other = calls()
+    # runs broken by a new millisecond, a record without a callback (delta 4), another callback
+    for delta, timestamp, callback in [(0, 7, cb), (1, 7, cb), (2, 8, cb), (3, 8, cb), (5, 8, cb), (6, 8, other),
+                                       (7, 8, cb)]:
+        deliveries.add(callback, delta, timestamp)
+    assert len(deliveries) == 7
+    deliveries.complete("t", 1, 100, -1, print)
+    assert [meta for meta, _ in got] == [("t", 1, 100, 7), ("t", 1, 101, 7), ("t", 1, 102, 8), ("t", 1, 103, 8),
+                                         ("t", 1, 105, 8), ("t", 1, 107, 8)]
+    assert [meta for meta, _ in other_got] == [("t", 1, 106, 8)]
+    assert len(deliveries) == 0
+
+
+def test_split_inside_a_run_of_one_callback():
+    deliveries = Deliveries()
+    got, cb = calls()
+    for i in range(6):
+        deliveries.add(cb, i, 9)
+    tail = deliveries.split(4)
+    assert (len(deliveries), len(tail)) == (4, 2)
+    tail.add(cb, 2, 9)  # the tail's next record extends its run
+    deliveries.complete("t", 0, 10, -1, print)
+    tail.complete("t", 0, 50, -1, print)
+    assert [meta.offset for meta, _ in got] == [10, 11, 12, 13, 50, 51, 52]
+
+
 def test_fail_calls_every_callback_once_with_the_error():
     deliveries = Deliveries()
     got, cb = calls()
     for i in range(5):
-        deliveries.add(cb, i, 1)
+        deliveries.add(cb, i, 1 + i // 3)  # two runs
     err = KafkaError(DESTROY, "closed")
     deliveries.fail(err, print)
     deliveries.fail(err, print)
