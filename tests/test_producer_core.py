@@ -246,6 +246,17 @@ def test_records_sharing_a_callback_and_a_millisecond_keep_their_own_offsets_and
     assert len(deliveries) == 0
 
 
+def test_records_of_one_millisecond_share_one_timestamp_int_across_callbacks():
+    deliveries = Deliveries()
+    metas: list = []
+    now_ms = 1_700_000_000_000
+    for i in range(3):  # distinct callbacks, as kafkaev.aio's Futures: a run each
+        deliveries.add(lambda meta, err: metas.append(meta), i, now_ms)
+    deliveries.complete("t", 0, 0, -1, print)
+    assert [m.timestamp for m in metas] == [now_ms] * 3
+    assert metas[0].timestamp is metas[1].timestamp is metas[2].timestamp
+
+
 def test_split_inside_a_run_of_one_callback():
     deliveries = Deliveries()
     got, cb = calls()

@@ -173,14 +173,19 @@ cdef class Deliveries:
         cdef DeliveryRun *runs = NULL
         cdef list callbacks = self._take(&runs)
         cdef Py_ssize_t i, j, n = PyList_GET_SIZE(callbacks)
-        cdef int64_t first_offset
+        cdef int64_t first_offset, last_timestamp = 0
         cdef object offset = -1
-        cdef object timestamp_obj
+        cdef object timestamp_obj = None
+        if log_append_time >= 0:
+            timestamp_obj = log_append_time
         try:
             for i in range(n):
                 cb = <object>PyList_GET_ITEM(callbacks, i)
-                # one int per run: its records share their CreateTime
-                timestamp_obj = log_append_time if log_append_time >= 0 else runs[i].timestamp
+                if log_append_time < 0 and (timestamp_obj is None or runs[i].timestamp != last_timestamp):
+                    # records of one millisecond share one int, across runs too (one-record
+                    # runs of distinct callbacks, kafkaev.aio's Futures)
+                    last_timestamp = runs[i].timestamp
+                    timestamp_obj = last_timestamp
                 first_offset = base_offset + runs[i].first_delta
                 for j in range(runs[i].count):
                     if base_offset >= 0:
