@@ -24,6 +24,7 @@ from .protocol.defaults import (
     DEFAULT_RECONNECT_BACKOFF_MAX_MS,
     DEFAULT_RECONNECT_BACKOFF_MS,
     DEFAULT_REQUEST_TIMEOUT_MS,
+    MAX_BUSY_POLL_US,
 )
 from .security import SASLConfig, TLSConfig
 from .types import (
@@ -281,6 +282,8 @@ class ClientConfig:
     debug: str | None = None  # "group,metadata" or "all": DEBUG records of those areas (kafkaev/log.py)
     stats_interval_ms: int = 0  # stats_cb(ClientStats) this often; 0: never
     stats_cb: Callable[[Any], Any] | None = None
+    # After each socket read or write the loop spins, not sleeps, this long; 0: never (a core's cost)
+    busy_poll_us: int = 0
 
     # --- producer ---
     acks: int = ACKS_ALL
@@ -396,6 +399,7 @@ class ClientConfig:
         put(self, "debug_areas", parse_debug(self.debug))
         _check_int("stats_interval_ms", self.stats_interval_ms, 0)
         _check_callable("stats_cb", self.stats_cb)
+        _check_int("busy_poll_us", self.busy_poll_us, 0, MAX_BUSY_POLL_US)
         if (self.stats_cb is None) != (self.stats_interval_ms == 0):
             raise _fail("stats_interval_ms", "above 0 exactly when stats_cb is given (0 without one)",
                         self.stats_interval_ms)

@@ -147,6 +147,7 @@ class ClientOptions(TypedDict, total=False):
     debug: str | None
     stats_interval_ms: int
     stats_cb: Callable[[ClientStats], object] | None
+    busy_poll_us: int
     # --- producer ---
     acks: Acks
     linger_ms: float

@@ -78,6 +78,10 @@ def test_bad_brokers_name_the_argument(bad):
         ({"loop": object()}, "loop"),
         ({"group_id": ""}, "group_id"),
         ({"retry_backoff_max_ms": 10}, "retry_backoff_max_ms"),
+        ({"busy_poll_us": -1}, "busy_poll_us"),
+        ({"busy_poll_us": 1_000_001}, "busy_poll_us"),
+        ({"busy_poll_us": 0.5}, "busy_poll_us"),
+        ({"busy_poll_us": True}, "busy_poll_us"),
     ],
 )
 def test_bad_option_names_itself(kwargs, name):

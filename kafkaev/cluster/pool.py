@@ -18,6 +18,9 @@ Connections are created with ``auto_reconnect=False``: the pool is the one place
 off a connect. It reconnects on the next ``get()`` after a failure, once the slot's backoff
 (kafkaev/backoff.py: exponential, full jitter, so clients that lost the same broker do not
 come back in lockstep) has run out, so a dead broker costs nothing until someone needs it again.
+
+With ``busy_poll_us`` set, the pool's one ``BusyPoll`` goes to each connection it makes: a read
+or write on any of them keeps the loop spinning for that window (DESIGN.md, "Latency breakdown").
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from ..backoff import Backoff, RandomSource
 from ..config import ClientConfig
 from ..error_sink import report_error
 from ..errors import DESTROY, STATE, KafkaError
-from ..protocol.connection import Connection
+from ..protocol.connection import BusyPoll, Connection
 from ..stats.broker_totals import BrokerTotals
 
 ConnectionFactory = Callable[[ClientConfig, asyncio.AbstractEventLoop], Connection]
@@ -120,6 +123,8 @@ class ConnectionPool:
         self.on_connection_error = on_connection_error
         self.on_error = on_error
         self.totals = BrokerTotals()  # statistics: the counters of connections let go
+        # Shared by every connection made here, so the client spins one loop turn at a time.
+        self.busy_poll = BusyPoll(loop, config.busy_poll_us) if config.busy_poll_us else None
 
     # --- addresses -----------------------------------------------------------------------------
     def set_brokers(self, brokers: dict[int, tuple[str, int]]) -> None:
@@ -214,6 +219,8 @@ class ConnectionPool:
         slot.attempts += 1
         conn.node_id = slot.node_id
         conn.on_error = self.on_error
+        if self.busy_poll is not None:
+            conn.busy_poll = self.busy_poll
         conn.on_disconnect = lambda err, s=slot, c=conn: self._on_disconnect(s, c, err)
         slot.conn = conn
         host, port = address
@@ -289,6 +296,8 @@ class ConnectionPool:
                 self._loop.call_soon(cb, None)
             return
         self._closed = True
+        if self.busy_poll is not None:
+            self.busy_poll.close()
         closing = [slot.conn for slot in self._slots.values() if slot.conn is not None]
         for slot in list(self._slots.values()):
             self._drop(slot, KafkaError(DESTROY, "the client is closed"))

@@ -49,6 +49,26 @@ DEFAULT_WRITE_LOW_WATER: int  # 1 MiB
 DEFAULT_MAX_RESPONSE_SIZE: int  # 1 GiB
 FLUSH_THRESHOLD: int  # coalesced writes go out at once past this many bytes
 RTT_BUCKET_COUNT: int  # buckets of Connection.rtt_histogram()
+MAX_BUSY_POLL_US: int  # BusyPoll's longest window: a second
+
+class BusyPoll:
+    """Keeps ``loop`` turning, without sleeping in its poll, for ``window_us`` microseconds after
+    the last ``arm()`` (``ClientConfig.busy_poll_us``). The connections that share it arm it on
+    every socket read and write; past the window the loop sleeps as usual."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, window_us: int) -> None: ...  # 1..MAX_BUSY_POLL_US
+    @property
+    def window_us(self) -> int: ...
+    @property
+    def spinning(self) -> bool:
+        """A spin is queued: the loop will not sleep before its next turn."""
+    @property
+    def turns(self) -> int:
+        """Loop turns spun so far: what the window cost."""
+    def arm(self) -> int:
+        """Spin until ``window_us`` from now (returns 0)."""
+    def close(self) -> None:
+        """Stop spinning, now and for good."""
 
 class Connection:
     # Settable by the cluster layer; informational for the connection itself.
@@ -97,6 +117,9 @@ class Connection:
     on_writable: Callable[[bool], object] | None  # False above write_high_water, True once below low water
     """Back-pressure: called with False once more than ``write_high_water`` bytes wait to be
     written, with True once they drain below ``write_low_water``."""
+    busy_poll: BusyPoll | None
+    """Armed on every socket read and write: the loop spins, not sleeps, for its window after
+    each (``ClientConfig.busy_poll_us``). None: the loop sleeps as usual."""
 
     def __init__(
         self,

@@ -17,6 +17,8 @@ import uuid
 import weakref
 from collections import deque
 
+cimport cython
+
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_FromStringAndSize
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
@@ -81,6 +83,7 @@ from kafkaev.protocol.defaults import (
     DEFAULT_RECONNECT_BACKOFF_MAX_MS,
     DEFAULT_RECONNECT_BACKOFF_MS,
     DEFAULT_REQUEST_TIMEOUT_MS,
+    MAX_BUSY_POLL_US,
 )
 from kafkaev.errors import KafkaError, ProtocolError
 from kafkaev.protocol.sasl import SASLFailure, authenticator_for
@@ -88,6 +91,7 @@ from kafkaev.runner import default_loop
 from kafkaev.security import InsecureCredentialsWarning, SASLConfig, ssl_context
 
 include "connection_api_keys.pxi"
+include "connection_busy_poll.pxi"
 
 # kafkaev.log names the areas; this one is the connection's (connects, losses, throttling).
 connection_log = logging.getLogger("kafkaev.connection")
@@ -416,6 +420,8 @@ cdef class BaseConnection:
     cdef public object on_disconnect
     cdef public object on_writable
     cdef public object node_id
+    # Armed on every read and write (ClientConfig.busy_poll_us); None: the loop sleeps as usual.
+    cdef public BusyPoll busy_poll
 
     def __init__(self, loop=None, *, client_id=DEFAULT_CLIENT_ID, request_timeout_ms=DEFAULT_REQUEST_TIMEOUT_MS,
                  tls=None, sasl=None, auto_reconnect=False, reconnect_backoff_ms=DEFAULT_RECONNECT_BACKOFF_MS,
@@ -856,6 +862,8 @@ cdef class BaseConnection:
             return
         if PROBES_COMPILED:
             mark(STAGE_READ, (<_InFlight>self._inflight[0]).api_key if self._inflight else -1)
+        if self.busy_poll is not None:
+            self.busy_poll.arm()
         self.bytes_received += nbytes
         if self._big is not None:
             self._big_filled += nbytes
@@ -1040,6 +1048,8 @@ cdef class BaseConnection:
         else:
             # Record batches go out as they are (writev), not copied into one block.
             self._transport.writelines(chunks)
+        if self.busy_poll is not None:
+            self.busy_poll.arm()
         self.writes += 1
         self.bytes_sent += size
         if self._after_flush:
