@@ -23,7 +23,7 @@ from typing import Any
 from bench import report
 from bench.broker import ExistingCluster, landed_records, prefill, start_embedded
 from bench.machine import describe, machine_info
-from bench.scenarios import PEAK_RSS_MB, SUBJECT, Entry, Scenario, all_scenarios
+from bench.scenarios import CPU_CORES, PEAK_RSS_MB, SUBJECT, Entry, Scenario, all_scenarios
 from bench.spec import (
     KIND_CONN,
     KIND_CONSUME,
@@ -105,6 +105,9 @@ def derive(kind: str, result: RunResult, landed: int | None) -> dict[str, float]
             figures["delivered_per_s"] = delivered / result.elapsed_s
     if kind in (KIND_ROUNDTRIP, KIND_E2E, KIND_CONN, KIND_REBALANCE):
         figures.update({k: v for k, v in result.latency_us.items()})
+    if kind in (KIND_ROUNDTRIP, KIND_E2E) and result.elapsed_s > 0:
+        # what a latency costs in CPU: a client that spins (busy_poll_us) keeps a core near 1
+        figures[CPU_CORES.name] = result.cpu_s / result.elapsed_s
     if kind in (KIND_ENCODE, KIND_DECODE) and result.cpu_s > 0 and result.records > 0:
         figures["records_per_s"] = result.records / result.cpu_s
         figures["ns_per_record"] = result.cpu_s * 1e9 / result.records

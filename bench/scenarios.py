@@ -82,7 +82,12 @@ PAUSE_METRICS = (Metric("max_pause", "us", False), Metric("median_pause", "us", 
 REBALANCE_PARTITIONS = 48
 REBALANCE_RATE = 5_000
 LATENCY_METRICS = tuple(Metric(name, "us", False) for name in ("p50", "p90", "p99", "p99.9"))
-E2E_METRICS = (*LATENCY_METRICS, Metric("max", "us", False))
+# The client process's CPU time over the measured section's wall time: 1.0 is a core kept busy.
+CPU_CORES = Metric("cpu_cores", "cores busy", False)
+E2E_METRICS = (*LATENCY_METRICS, Metric("max", "us", False), CPU_CORES)
+# kafkaev's busy_poll_us in its "kafkaev[busy_poll]" column of the latency scenarios: a few
+# round trips, so the loop still spins when a Fetch answer comes a millisecond after the write.
+LATENCY_BUSY_POLL_US = 1000
 
 
 def e2e_scenario_name(rate: int) -> str:
@@ -130,6 +135,11 @@ def _entries(*clients: str) -> tuple[Entry, ...]:
     return tuple(Entry(client, client) for client in clients)
 
 
+# kafkaev with its loop spinning instead of sleeping between socket events: the latency it buys
+# and the core it costs, beside kafkaev at its default in the same run.
+BUSY_POLL_ENTRY = Entry("kafkaev[busy_poll]", SUBJECT, {"busy_poll_us": LATENCY_BUSY_POLL_US})
+
+
 def all_scenarios(*, quick: bool) -> list[Scenario]:
     """Every scenario of a run; quick mode trims the sweeps, never the core comparisons."""
     clients = (SUBJECT, *PEERS)
@@ -143,10 +153,11 @@ def all_scenarios(*, quick: bool) -> list[Scenario]:
         Scenario("produce_acks0", "Fire-and-forget produce, acks=0, 100-byte values", KIND_PRODUCE,
                  _entries(*clients), (CALL_RATE, DELIVERED_PER_S, CPU_US_PER_RECORD), {"acks": 0, "value_size": 100}),
         Scenario("roundtrip", "Sequential round trip (produce one, wait for the ack), linger 0", KIND_ROUNDTRIP,
-                 _entries(*clients, "raw-socket"), LATENCY_METRICS, {"acks": 1, "value_size": 100}),
+                 (*_entries(SUBJECT), BUSY_POLL_ENTRY, *_entries(*PEERS, "raw-socket")), (*LATENCY_METRICS, CPU_CORES),
+                 {"acks": 1, "value_size": 100}),
         *(Scenario(e2e_scenario_name(rate), f"End-to-end latency at {rate:,} msg/s offered, produce to consumer "
-                   "callback", KIND_E2E, _entries(*clients, "raw-socket"), E2E_METRICS, {"acks": 1, "value_size": 100, "rate": rate},
-                   group="e2e") for rate in E2E_RATES),
+                   "callback", KIND_E2E, (*_entries(SUBJECT), BUSY_POLL_ENTRY, *_entries(*PEERS, "raw-socket")),
+                   E2E_METRICS, {"acks": 1, "value_size": 100, "rate": rate}, group="e2e") for rate in E2E_RATES),
         Scenario("consume", "Consume 100-byte records from a pre-filled topic", KIND_CONSUME,
                  (Entry("kafkaev[on_message]", SUBJECT, {"mode": CONSUME_PER_MESSAGE}),
                   Entry("kafkaev[on_batch]", SUBJECT, {"mode": CONSUME_BATCH}),

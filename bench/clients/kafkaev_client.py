@@ -78,7 +78,10 @@ def _defaults_settings(spec: RunSpec) -> dict[str, Any]:
 
 
 def _latency_settings(spec: RunSpec) -> dict[str, Any]:
-    return {"acks": spec.acks, "linger_ms": 0, "compression": _compression(spec)}
+    settings: dict[str, Any] = {"acks": spec.acks, "linger_ms": 0, "compression": _compression(spec)}
+    if spec.busy_poll_us:
+        settings["busy_poll_us"] = spec.busy_poll_us
+    return settings
 
 
 def _stats_settings(spec: RunSpec) -> dict[str, Any]:
