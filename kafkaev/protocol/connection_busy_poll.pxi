@@ -12,15 +12,6 @@
 cdef extern from "<sched.h>" nogil:
     int sched_yield()
 
-cdef int64_t NS_PER_US = 1000
-cdef int64_t NS_PER_S = 1000000000
-
-
-cdef inline int64_t _monotonic_ns() noexcept nogil:
-    cdef timespec ts
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return <int64_t>ts.tv_sec * NS_PER_S + ts.tv_nsec
-
 
 @cython.final
 cdef class BusyPoll:
@@ -33,23 +24,23 @@ cdef class BusyPoll:
     callback is not queued again and the loop sleeps as usual."""
 
     cdef object _loop
-    cdef int64_t _window_ns         # 0 once closed: arm() does nothing
-    cdef int64_t _until_ns          # monotonic clock; the spin stops once it is past
+    cdef uint64_t _window_us        # 0 once closed: arm() does nothing
+    cdef uint64_t _until_us         # _now_us()'s clock; the spin stops once it is past
     cdef object _turn               # the queued _spin, or None while the loop may sleep
     cdef object _spin_cb            # self._spin, bound once
     cdef readonly uint64_t turns    # loop turns spun: what the window cost
 
     def __init__(self, loop not None, window_us):
-        self._window_ns = _check_int("busy_poll_us", window_us, 1, MAX_BUSY_POLL_US) * NS_PER_US
+        self._window_us = _check_int("busy_poll_us", window_us, 1, MAX_BUSY_POLL_US)
         self._loop = loop
-        self._until_ns = 0
+        self._until_us = 0
         self._turn = None
         self._spin_cb = self._spin
         self.turns = 0
 
     @property
     def window_us(self):
-        return self._window_ns // NS_PER_US
+        return self._window_us
 
     @property
     def spinning(self):
@@ -58,9 +49,9 @@ cdef class BusyPoll:
 
     cpdef int arm(self) except -1:
         """A socket was read or written: spin until ``window_us`` from now."""
-        if self._window_ns == 0:
+        if self._window_us == 0:
             return 0
-        self._until_ns = _monotonic_ns() + self._window_ns
+        self._until_us = _now_us() + self._window_us
         if self._turn is None:
             self._turn = self._loop.call_soon(self._spin_cb)
         return 0
@@ -70,14 +61,14 @@ cdef class BusyPoll:
         # A spin takes only a core nobody else wants: a broker thread on this machine that is
         # ready to run goes first (a test broker's tails grew 1.5-3x under a loop spinning without it).
         sched_yield()
-        if _monotonic_ns() < self._until_ns:
+        if _now_us() < self._until_us:
             self._turn = self._loop.call_soon(self._spin_cb)
         else:
             self._turn = None
 
     def close(self):
         """Stop spinning, now and for good (the client closed)."""
-        self._window_ns = 0
+        self._window_us = 0
         if self._turn is not None:
             self._turn.cancel()
             self._turn = None
