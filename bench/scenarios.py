@@ -146,6 +146,7 @@ def all_scenarios(*, quick: bool) -> list[Scenario]:
     sweep_clients = (SUBJECT, "confluent", "aiokafka") if quick else clients
     codecs = ("lz4", "zstd") if quick else CODECS
     produce_metrics = (MSGS_PER_S, MB_PER_S, CPU_US_PER_RECORD)
+    latency_entries = (*_entries(SUBJECT), BUSY_POLL_ENTRY, *_entries(*PEERS, "raw-socket"))
     scenarios = [
         Scenario("produce_acks1", "Pipelined produce, acks=1, 100-byte values", KIND_PRODUCE,
                  _entries(*clients, "java", "raw-socket"), produce_metrics, {"acks": 1, "value_size": 100},
@@ -153,10 +154,10 @@ def all_scenarios(*, quick: bool) -> list[Scenario]:
         Scenario("produce_acks0", "Fire-and-forget produce, acks=0, 100-byte values", KIND_PRODUCE,
                  _entries(*clients), (CALL_RATE, DELIVERED_PER_S, CPU_US_PER_RECORD), {"acks": 0, "value_size": 100}),
         Scenario("roundtrip", "Sequential round trip (produce one, wait for the ack), linger 0", KIND_ROUNDTRIP,
-                 (*_entries(SUBJECT), BUSY_POLL_ENTRY, *_entries(*PEERS, "raw-socket")), (*LATENCY_METRICS, CPU_CORES),
+                 latency_entries, (*LATENCY_METRICS, CPU_CORES),
                  {"acks": 1, "value_size": 100}),
         *(Scenario(e2e_scenario_name(rate), f"End-to-end latency at {rate:,} msg/s offered, produce to consumer "
-                   "callback", KIND_E2E, (*_entries(SUBJECT), BUSY_POLL_ENTRY, *_entries(*PEERS, "raw-socket")),
+                   "callback", KIND_E2E, latency_entries,
                    E2E_METRICS, {"acks": 1, "value_size": 100, "rate": rate}, group="e2e") for rate in E2E_RATES),
         Scenario("consume", "Consume 100-byte records from a pre-filled topic", KIND_CONSUME,
                  (Entry("kafkaev[on_message]", SUBJECT, {"mode": CONSUME_PER_MESSAGE}),
