@@ -17,6 +17,10 @@ is the rest. The probes exist only in a probes build::
     KAFKAEV_PROBES=1 python setup.py build_ext --inplace --force
     python -m bench.breakdown --brokers 127.0.0.1:9092
     python setup.py build_ext --inplace --force     # back to the normal build
+
+``--busy-poll-us N`` runs kafkaev's side with ``busy_poll_us=N`` (the bare Metadata connection
+gets a ``BusyPoll`` of its own): the same stages with the loop spinning instead of sleeping
+between the write and the answer.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ from bench.floors.wire import connect, produce_request, read_frame, record_batch
 from bench.measure import make_value
 from kafkaev.client import Client
 from kafkaev.protocol import probes
-from kafkaev.protocol.connection import Connection
+from kafkaev.protocol.connection import BusyPoll, Connection
 from kafkaev.types import OFFSET_END
 
 API_PRODUCE = 0
@@ -218,8 +222,8 @@ def _raw_metadata(host: str, port: int, frame: bytes, count: int) -> list[float]
     return latencies[count // WARMUP_FRACTION:]
 
 
-async def _measure(bootstrap: str, topic: str, e2e_topic: str, count: int,
-                   rounds: int) -> tuple[dict[str, Samples], list[tuple[int, int, int]]]:
+async def _measure(bootstrap: str, topic: str, e2e_topic: str, count: int, rounds: int,
+                   busy_poll_us: int) -> tuple[dict[str, Samples], list[tuple[int, int, int]]]:
     host, port = bootstrap.split(",")[0].rsplit(":", 1)
     loop = asyncio.get_running_loop()
     results = {path.name: Samples() for path in (ROUNDTRIP, E2E, METADATA)}
@@ -233,13 +237,15 @@ async def _measure(bootstrap: str, topic: str, e2e_topic: str, count: int,
                 arrived.set_result(now)
                 return
 
-    producer = Client(bootstrap, loop=loop, linger_ms=0, acks=1)
-    consumer = Client(bootstrap, loop=loop, linger_ms=0, acks=1, on_message=on_message)
+    producer = Client(bootstrap, loop=loop, linger_ms=0, acks=1, busy_poll_us=busy_poll_us)
+    consumer = Client(bootstrap, loop=loop, linger_ms=0, acks=1, busy_poll_us=busy_poll_us, on_message=on_message)
     # The end-to-end path has a topic of its own: the round trips' records would wake the
     # consumer in the middle of the next round trip.
     consumer.assign([(e2e_topic, 0, OFFSET_END)])
     consumer.start()
     conn = Connection(loop)
+    if busy_poll_us:
+        conn.busy_poll = BusyPoll(loop, busy_poll_us)
     ready = loop.create_future()
     conn.connect(host, int(port), cb=lambda _c, e: ready.set_result(e))
     if (err := await _wait(ready)) is not None:
@@ -265,6 +271,8 @@ async def _measure(bootstrap: str, topic: str, e2e_topic: str, count: int,
             print(f"note: {probes.dropped()} marks past the capacity were dropped", file=sys.stderr)
     finally:
         conn.disconnect()
+        if conn.busy_poll is not None:
+            conn.busy_poll.close()
         for client in (producer, consumer):
             closed = loop.create_future()
             client.close(lambda e, closed=closed: closed.done() or closed.set_result(e))
@@ -333,6 +341,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--brokers", required=True, help="bootstrap of a running single-node cluster")
     parser.add_argument("--count", type=int, default=2000, help="iterations per path per round")
     parser.add_argument("--rounds", type=int, default=3, help="rounds, alternating kafkaev and the floors")
+    parser.add_argument("--busy-poll-us", type=int, default=0,
+                        help="kafkaev's busy_poll_us (0: its default, the loop sleeps between socket events)")
     args = parser.parse_args(argv)
     if not probes.compiled():
         print("this build has no probes: KAFKAEV_PROBES=1 python setup.py build_ext --inplace --force",
@@ -342,7 +352,8 @@ def main(argv: list[str] | None = None) -> int:
     topic, e2e_topic = (cluster.create_topic(f"bench-breakdown-{uuid.uuid4().hex[:8]}", partitions=1)
                         for _ in range(2))
     try:
-        results, marks = uvloop.run(_measure(args.brokers, topic, e2e_topic, args.count, args.rounds))
+        results, marks = uvloop.run(_measure(args.brokers, topic, e2e_topic, args.count, args.rounds,
+                                                  args.busy_poll_us))
     finally:
         cluster.delete_topic(topic)
         cluster.delete_topic(e2e_topic)
