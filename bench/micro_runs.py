@@ -16,6 +16,7 @@ import uvloop
 from bench import conn_latency, micro_codec
 from bench.measure import summarize_latencies
 from bench.spec import RunResult, RunSpec
+from kafkaev.protocol.connection import BusyPoll
 
 SUBJECT = "kafkaev"
 CODEC_REPEATS = 5  # best of: a codec run is a few hundred ms of pure CPU
@@ -64,15 +65,26 @@ def decode(spec: RunSpec) -> RunResult:
                                "repeats": CODEC_REPEATS})
 
 
-async def _negotiated_connection(host: str, port: int) -> conn_latency.Connection:
+async def _negotiated_connection(host: str, port: int, busy_poll_us: int = 0) -> conn_latency.Connection:
+    """A connected ``Connection``; with ``busy_poll_us``, a ``BusyPoll`` of its own, as a client's
+    pool would give it (closed by ``_disconnect``)."""
     loop = asyncio.get_running_loop()
     conn = conn_latency.Connection(loop)
+    if busy_poll_us:
+        conn.busy_poll = BusyPoll(loop, busy_poll_us)
     ready = loop.create_future()
     conn.connect(host, port, cb=lambda _c, err: ready.done() or ready.set_result(err))
     err = await ready
     if err is not None:
+        _disconnect(conn)
         raise err
     return conn
+
+
+def _disconnect(conn: conn_latency.Connection) -> None:
+    conn.disconnect()
+    if conn.busy_poll is not None:
+        conn.busy_poll.close()
 
 
 def _metadata_issuer(spec: RunSpec) -> tuple[object, object]:
@@ -83,7 +95,7 @@ def _metadata_issuer(spec: RunSpec) -> tuple[object, object]:
 
 async def _conn_kafkaev(spec: RunSpec, host: str, port: int) -> RunResult:
     issue, _frame_of = _metadata_issuer(spec)
-    conn = await _negotiated_connection(host, port)
+    conn = await _negotiated_connection(host, port, spec.busy_poll_us)
     try:
         await conn_latency.kafkaev_sequential(conn, issue, CONN_WARMUP_REQUESTS)
         latencies = await conn_latency.kafkaev_sequential(conn, issue, spec.count)
@@ -91,11 +103,13 @@ async def _conn_kafkaev(spec: RunSpec, host: str, port: int) -> RunResult:
         started = time.perf_counter()
         await conn_latency.kafkaev_pipelined(conn, issue, pipelined)
         elapsed = time.perf_counter() - started
+        spun_turns = conn.busy_poll.turns if conn.busy_poll is not None else 0
     finally:
-        conn.disconnect()
+        _disconnect(conn)
     return RunResult(records=pipelined, elapsed_s=elapsed, latency_us=summarize_latencies(latencies),
                      settings={"api": "Connection.metadata([topic]) on uvloop",
-                               "window": conn_latency.PIPELINE_WINDOW})
+                               "window": conn_latency.PIPELINE_WINDOW, "busy_poll_us": spec.busy_poll_us,
+                               "busy_poll_turns": spun_turns})
 
 
 async def _conn_raw(spec: RunSpec, host: str, port: int) -> RunResult:

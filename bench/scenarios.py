@@ -211,7 +211,8 @@ def all_scenarios(*, quick: bool) -> list[Scenario]:
                 group="micro"))
     scenarios.append(Scenario(
         "conn_metadata", "One connection: sequential Metadata round trip, then 1000 pipelined", KIND_CONN,
-        _entries(SUBJECT, "raw-socket"), (*LATENCY_METRICS[:3], REQUESTS_PER_S), {}, group="micro"))
+        (*_entries(SUBJECT), BUSY_POLL_ENTRY, *_entries("raw-socket")), (*LATENCY_METRICS[:3], REQUESTS_PER_S), {},
+        group="micro"))
     for size in VALUE_SIZES:
         if size != 100:
             scenarios.append(Scenario(

@@ -82,7 +82,7 @@ class RunSpec:
     keys: int = 0  # produce: records carry this many distinct keys in turn (every partition busy); 0: no key
     # produce: the linger every client gets in place of DEFAULTS_LINGER_MS (the asyncio closed loops)
     linger_ms: int | None = None
-    # roundtrip/e2e, kafkaev: its busy_poll_us (the loop spins this long after each socket read or
+    # roundtrip/e2e/conn, kafkaev: its busy_poll_us (the loop spins this long after each socket read or
     # write instead of sleeping); 0: off, the client's default
     busy_poll_us: int = 0
 

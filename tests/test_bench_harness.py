@@ -128,6 +128,22 @@ def test_micro_benchmark_figures():
     assert conn == {"p50": 10.0, "requests_per_s": 1000.0}
 
 
+@pytest.mark.parametrize("busy_poll_us", [0, 1000])
+def test_conn_metadata_times_one_connection_sleeping_or_spinning(kafka, busy_poll_us):
+    """conn_metadata's kafkaev side, at its default and as kafkaev[busy_poll]: the connection's
+    loop spins only when asked to."""
+    from bench.micro_runs import PIPELINED_PER_SEQUENTIAL, conn
+    from bench.spec import KIND_CONN
+
+    spec = RunSpec(client="kafkaev", kind=KIND_CONN, bootstrap=kafka.bootstrap, topic="", count=50,
+                   busy_poll_us=busy_poll_us)
+    result = conn(spec)
+    assert result.records == 50 * PIPELINED_PER_SEQUENTIAL and result.elapsed_s > 0
+    assert 0 < result.latency_us["p50"] <= result.latency_us["max"]
+    assert result.settings["busy_poll_us"] == busy_poll_us
+    assert (result.settings["busy_poll_turns"] > 0) == bool(busy_poll_us)
+
+
 class _FakeLoop:
     class _Handle:
         def __init__(self) -> None:
