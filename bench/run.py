@@ -23,7 +23,16 @@ from typing import Any
 from bench import report
 from bench.broker import ExistingCluster, landed_records, prefill, start_embedded
 from bench.machine import describe, machine_info
-from bench.scenarios import CPU_CORES, PEAK_RSS_MB, SUBJECT, Entry, Scenario, all_scenarios
+from bench.scenarios import (
+    CPU_CORES,
+    PEAK_RSS_MB,
+    STALLED_RECORDS,
+    STALLS,
+    SUBJECT,
+    Entry,
+    Scenario,
+    all_scenarios,
+)
 from bench.spec import (
     KIND_CONN,
     KIND_CONSUME,
@@ -105,6 +114,9 @@ def derive(kind: str, result: RunResult, landed: int | None) -> dict[str, float]
             figures["delivered_per_s"] = delivered / result.elapsed_s
     if kind in (KIND_ROUNDTRIP, KIND_E2E, KIND_CONN, KIND_REBALANCE):
         figures.update({k: v for k, v in result.latency_us.items()})
+    if kind == KIND_E2E:
+        figures[STALLS.name] = result.stalls
+        figures[STALLED_RECORDS.name] = result.stalled_records
     if kind in (KIND_ROUNDTRIP, KIND_E2E) and result.elapsed_s > 0:
         # what a latency costs in CPU: a client that spins (busy_poll_us) keeps a core near 1
         figures[CPU_CORES.name] = result.cpu_s / result.elapsed_s

@@ -84,7 +84,10 @@ REBALANCE_RATE = 5_000
 LATENCY_METRICS = tuple(Metric(name, "us", False) for name in ("p50", "p90", "p99", "p99.9"))
 # The client process's CPU time over the measured section's wall time: 1.0 is a core kept busy.
 CPU_CORES = Metric("cpu_cores", "cores busy", False)
-E2E_METRICS = (*LATENCY_METRICS, Metric("max", "us", False), CPU_CORES)
+# Stalls in an e2e run (bench.measure.stalls): whether its p99.9 and max are one event.
+STALLS = Metric("stalls", "stalls", False)
+STALLED_RECORDS = Metric("stalled_records", "records in stalls", False)
+E2E_METRICS = (*LATENCY_METRICS, Metric("max", "us", False), CPU_CORES, STALLS, STALLED_RECORDS)
 # kafkaev's busy_poll_us in its "kafkaev[busy_poll]" column of the latency scenarios: a few
 # round trips, so the loop still spins when a Fetch answer comes a millisecond after the write.
 LATENCY_BUSY_POLL_US = 1000

@@ -115,6 +115,8 @@ class RunResult:
     histogram: list[tuple[float, int]] = field(default_factory=list)  # (upper bound us, count)
     settings: dict[str, Any] = field(default_factory=dict)  # the client configuration used
     peak_rss_kb: int = 0  # the worker process's peak resident set (or its largest child's, the JVM's)
+    stalls: int = 0  # e2e: runs of records in a row, all late (bench.measure.stalls)
+    stalled_records: int = 0  # e2e: the records in those runs
     note: str = ""
 
     def to_json(self) -> str:

@@ -128,6 +128,36 @@ def test_micro_benchmark_figures():
     assert conn == {"p50": 10.0, "requests_per_s": 1000.0}
 
 
+def test_a_stall_is_records_in_a_row_all_late_and_a_lone_late_record_is_not():
+    from bench.measure import STALL_MIN_US, stalls
+
+    on_time, late = STALL_MIN_US / 10, STALL_MIN_US
+    decaying = [STALL_MIN_US * 4, STALL_MIN_US * 3, STALL_MIN_US * 2, late]  # one pause, draining
+    assert stalls([]) == (0, 0)
+    assert stalls([on_time, late, on_time]) == (0, 0)
+    assert stalls([on_time, *decaying, on_time, late, late]) == (2, 6)  # the second ends the run
+    assert stalls([late - 1, late - 1]) == (0, 0)
+
+
+def test_e2e_result_counts_stalls_in_send_order_after_the_warm_up():
+    from bench.measure import STALL_MIN_US, Section, e2e_result
+
+    spec = RunSpec(client="kafkaev", kind="e2e", bootstrap="", topic="t", rate=1000, duration_s=1.0, warmup_s=0.0)
+    section = Section()
+    section.started = 0.0
+    late_us, on_time_us = STALL_MIN_US * 2, 100.0
+    # (received ns, latency us), listed in arrival order. The two late records were sent first,
+    # one after the other, but a record sent after them arrives between them.
+    sent_ns = [1_000_000, 2_000_000, 3_000_000, 4_000_000, 7_500_000]
+    latencies = [late_us, late_us, on_time_us, on_time_us, on_time_us]
+    samples = sorted(((s + int(lat * 1000), lat) for s, lat in zip(sent_ns, latencies, strict=True)),
+                     key=lambda sample: sample[0])
+    result = e2e_result(spec, section, samples, len(samples), 0, {})
+    assert [lat for _now, lat in samples] == [on_time_us, on_time_us, late_us, on_time_us, late_us]
+    assert (result.stalls, result.stalled_records) == (1, 2)
+    assert result.records == 5 and result.failed == 0
+
+
 @pytest.mark.parametrize("busy_poll_us", [0, 1000])
 def test_conn_metadata_times_one_connection_sleeping_or_spinning(kafka, busy_poll_us):
     """conn_metadata's kafkaev side, at its default and as kafkaev[busy_poll]: the connection's
