@@ -39,12 +39,12 @@ from typing import Any
 import uvloop
 
 from bench.broker import ExistingCluster
-from bench.conn_latency import API_METADATA, RawClient, requests_under_test
+from bench.conn_latency import API_METADATA, RawClient, bare_connection, close_connection, requests_under_test
 from bench.floors.wire import connect, produce_request, read_frame, record_batch
 from bench.measure import make_value
 from kafkaev.client import Client
 from kafkaev.protocol import probes
-from kafkaev.protocol.connection import BusyPoll, Connection
+from kafkaev.protocol.connection import Connection
 from kafkaev.types import OFFSET_END
 
 API_PRODUCE = 0
@@ -243,9 +243,7 @@ async def _measure(bootstrap: str, topic: str, e2e_topic: str, count: int, round
     # consumer in the middle of the next round trip.
     consumer.assign([(e2e_topic, 0, OFFSET_END)])
     consumer.start()
-    conn = Connection(loop)
-    if busy_poll_us:
-        conn.busy_poll = BusyPoll(loop, busy_poll_us)
+    conn = bare_connection(loop, busy_poll_us)
     ready = loop.create_future()
     conn.connect(host, int(port), cb=lambda _c, e: ready.set_result(e))
     if (err := await _wait(ready)) is not None:
@@ -270,9 +268,7 @@ async def _measure(bootstrap: str, topic: str, e2e_topic: str, count: int, round
         if probes.dropped():
             print(f"note: {probes.dropped()} marks past the capacity were dropped", file=sys.stderr)
     finally:
-        conn.disconnect()
-        if conn.busy_poll is not None:
-            conn.busy_poll.close()
+        close_connection(conn)
         for client in (producer, consumer):
             closed = loop.create_future()
             client.close(lambda e, closed=closed: closed.done() or closed.set_result(e))

@@ -24,13 +24,28 @@ import uvloop
 
 from bench.measure import summarize_latencies
 from kafkaev.protocol import codec
-from kafkaev.protocol.connection import Connection
+from kafkaev.protocol.connection import BusyPoll, Connection
 
 API_METADATA = 3
 API_API_VERSIONS = 18
 SIZE = struct.Struct(">i")
 PIPELINE_WINDOW = 1000
 CLIENT_ID = "kafkaev"
+
+
+def bare_connection(loop: asyncio.AbstractEventLoop, busy_poll_us: int = 0) -> Connection:
+    """A ``Connection`` outside any client; with ``busy_poll_us``, a ``BusyPoll`` of its own, as a
+    client's pool would give it. ``close_connection`` disconnects it and closes that poll."""
+    conn = Connection(loop)
+    if busy_poll_us:
+        conn.busy_poll = BusyPoll(loop, busy_poll_us)
+    return conn
+
+
+def close_connection(conn: Connection) -> None:
+    conn.disconnect()
+    if conn.busy_poll is not None:
+        conn.busy_poll.close()
 
 
 class RawClient:

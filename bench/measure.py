@@ -8,7 +8,7 @@ import random
 import struct
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from bench.spec import RunResult, RunSpec
 
@@ -175,9 +175,16 @@ def latency_us_of(value: bytes, now_ns: int) -> float:
     return (now_ns - SEND_TIME.unpack_from(value)[0]) / 1000.0
 
 
-def stalls(latencies_in_send_order: Sequence[float]) -> tuple[int, int]:
-    """(stalls, records in them): the runs of STALL_MIN_RECORDS or more records in a row, each
-    STALL_MIN_US or more late. At 1,000 msg/s one stall can make a run's p99.9 and max."""
+class Stalls(NamedTuple):
+    """An e2e run's stalls (see STALL_MIN_US) and the records they held."""
+
+    count: int
+    records: int
+
+
+def stalls(latencies_in_send_order: Sequence[float]) -> Stalls:
+    """The runs of STALL_MIN_RECORDS or more records in a row, each STALL_MIN_US or more late.
+    At 1,000 msg/s one stall can make a run's p99.9 and max."""
     count = stalled = run = 0
     for latency in (*latencies_in_send_order, 0.0):  # the sentinel ends a run at the end
         if latency >= STALL_MIN_US:
@@ -187,7 +194,7 @@ def stalls(latencies_in_send_order: Sequence[float]) -> tuple[int, int]:
             count += 1
             stalled += run
         run = 0
-    return count, stalled
+    return Stalls(count, stalled)
 
 
 def e2e_result(spec: RunSpec, section: Section, samples: list[tuple[int, float]], total: int, failed: int,
@@ -195,9 +202,9 @@ def e2e_result(spec: RunSpec, section: Section, samples: list[tuple[int, float]]
     """The end-to-end run's result: latencies of records sent after the warm-up, from the
     ``(received_ns, latency_us)`` samples; records never received count as failed."""
     measured_from = int((section.started + spec.warmup_s) * 1e9)
-    sent = sorted((now - lat * 1000, lat) for now, lat in samples if now - lat * 1000 >= measured_from)
-    latencies = [lat for _sent_ns, lat in sent]
-    stall_count, stalled_records = stalls(latencies)
+    by_send_time = sorted((now - lat * 1000, lat) for now, lat in samples)
+    latencies = [lat for sent_ns, lat in by_send_time if sent_ns >= measured_from]
+    stalled = stalls(latencies)
     return RunResult(
         records=len(latencies),
         failed=failed + (total - len(samples)),
@@ -206,7 +213,7 @@ def e2e_result(spec: RunSpec, section: Section, samples: list[tuple[int, float]]
         latency_us=summarize_latencies(latencies),
         histogram=histogram(latencies),
         settings=settings,
-        stalls=stall_count,
-        stalled_records=stalled_records,
+        stalls=stalled.count,
+        stalled_records=stalled.records,
         note=f"received {len(samples)}/{total}",
     )

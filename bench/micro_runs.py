@@ -16,7 +16,6 @@ import uvloop
 from bench import conn_latency, micro_codec
 from bench.measure import summarize_latencies
 from bench.spec import RunResult, RunSpec
-from kafkaev.protocol.connection import BusyPoll
 
 SUBJECT = "kafkaev"
 CODEC_REPEATS = 5  # best of: a codec run is a few hundred ms of pure CPU
@@ -66,25 +65,17 @@ def decode(spec: RunSpec) -> RunResult:
 
 
 async def _negotiated_connection(host: str, port: int, busy_poll_us: int = 0) -> conn_latency.Connection:
-    """A connected ``Connection``; with ``busy_poll_us``, a ``BusyPoll`` of its own, as a client's
-    pool would give it (closed by ``_disconnect``)."""
+    """A connected bare ``Connection`` (``conn_latency.bare_connection``), spinning with
+    ``busy_poll_us``; ``conn_latency.close_connection`` ends it."""
     loop = asyncio.get_running_loop()
-    conn = conn_latency.Connection(loop)
-    if busy_poll_us:
-        conn.busy_poll = BusyPoll(loop, busy_poll_us)
+    conn = conn_latency.bare_connection(loop, busy_poll_us)
     ready = loop.create_future()
     conn.connect(host, port, cb=lambda _c, err: ready.done() or ready.set_result(err))
     err = await ready
     if err is not None:
-        _disconnect(conn)
+        conn_latency.close_connection(conn)
         raise err
     return conn
-
-
-def _disconnect(conn: conn_latency.Connection) -> None:
-    conn.disconnect()
-    if conn.busy_poll is not None:
-        conn.busy_poll.close()
 
 
 def _metadata_issuer(spec: RunSpec) -> tuple[object, object]:
@@ -105,7 +96,7 @@ async def _conn_kafkaev(spec: RunSpec, host: str, port: int) -> RunResult:
         elapsed = time.perf_counter() - started
         spun_turns = conn.busy_poll.turns if conn.busy_poll is not None else 0
     finally:
-        _disconnect(conn)
+        conn_latency.close_connection(conn)
     return RunResult(records=pipelined, elapsed_s=elapsed, latency_us=summarize_latencies(latencies),
                      settings={"api": "Connection.metadata([topic]) on uvloop",
                                "window": conn_latency.PIPELINE_WINDOW, "busy_poll_us": spec.busy_poll_us,

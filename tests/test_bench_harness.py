@@ -139,7 +139,7 @@ def test_a_stall_is_records_in_a_row_all_late_and_a_lone_late_record_is_not():
     assert stalls([late - 1, late - 1]) == (0, 0)
 
 
-def test_e2e_result_counts_stalls_in_send_order_after_the_warm_up():
+def test_e2e_result_counts_stalls_in_send_order():
     from bench.measure import STALL_MIN_US, Section, e2e_result
 
     spec = RunSpec(client="kafkaev", kind="e2e", bootstrap="", topic="t", rate=1000, duration_s=1.0, warmup_s=0.0)
