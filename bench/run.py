@@ -22,6 +22,7 @@ from typing import Any
 
 from bench import report
 from bench.broker import ExistingCluster, landed_records, prefill, start_embedded
+from bench.bytecode import precompile
 from bench.machine import describe, machine_info
 from bench.scenarios import (
     CPU_CORES,
@@ -370,6 +371,7 @@ def main(argv: list[str] | None = None) -> int:
     if not scenarios:
         print("bench: no scenario matches --scenarios/--clients", file=sys.stderr)
         return 2
+    precompile(PROJECT_ROOT)  # no run compiles kafkaev at import: the peers come compiled
     machine = machine_info()
     print(f"kafkaev bench ({'quick' if args.quick else 'full'}): {describe(machine)}", flush=True)
     started_at = datetime.now(timezone.utc)

@@ -437,3 +437,24 @@ def test_transactional_scenarios_run_for_every_client(kafka, tmp_path):
             if name.startswith("txn_produce"):  # whole transactions only
                 assert run["raw"]["records"] % scenario["params"]["txn_records"] == 0, (name, label)
         assert set(scenario["ratios"]["msgs_per_s"]) == {"kafkaev/confluent", "kafkaev/aiokafka"}, name
+
+
+def test_precompile_writes_bytecode_current_for_its_source_and_names_a_broken_package(tmp_path):
+    import importlib.util
+
+    from bench.bytecode import CHECKOUT_PACKAGES, precompile
+
+    for package in CHECKOUT_PACKAGES:
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "module.py").write_text("VALUE = 1\n")
+    precompile(tmp_path)
+    for package in CHECKOUT_PACKAGES:
+        source = tmp_path / package / "module.py"
+        # What the import system checks before it uses a .pyc (PEP 552, timestamp-based).
+        header = Path(importlib.util.cache_from_source(str(source))).read_bytes()[:16]
+        magic, flags, mtime, size = header[:4], *struct.unpack("<III", header[4:])
+        assert (magic, flags) == (importlib.util.MAGIC_NUMBER, 0), package
+        assert (mtime, size) == (int(source.stat().st_mtime) & 0xFFFFFFFF, source.stat().st_size), package
+    (tmp_path / CHECKOUT_PACKAGES[-1] / "broken.py").write_text("def (:\n")
+    with pytest.raises(RuntimeError, match=CHECKOUT_PACKAGES[-1]):
+        precompile(tmp_path)
