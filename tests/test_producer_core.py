@@ -281,6 +281,29 @@ def test_fail_calls_every_callback_once_with_the_error():
     assert got == [(None, err)] * 5
 
 
+def test_futures_are_settled_once_and_a_cancelled_one_is_left_alone_unreported(loop):
+    """kafkaev.aio's records: the batch sets each Future's result (or exception) itself; a
+    Future its awaiter cancelled stays cancelled, and that is no error to report."""
+    reported: list[BaseException] = []
+    acked, cancelled, failed, cancelled_failed = (loop.create_future() for _ in range(4))
+    cancelled.cancel()
+    cancelled_failed.cancel()
+    deliveries = Deliveries()
+    for delta, fut in enumerate((acked, cancelled)):
+        deliveries.add(fut, delta, 5)
+    deliveries.complete("t", 2, 40, -1, reported.append)
+    assert acked.result() == ("t", 2, 40, 5)
+    assert cancelled.cancelled()
+    err = KafkaError(DESTROY, "closed")
+    failing = Deliveries()
+    for delta, fut in enumerate((failed, cancelled_failed)):
+        failing.add(fut, delta, 5)
+    failing.fail(err, reported.append)
+    assert failed.exception() is err
+    assert cancelled_failed.cancelled()
+    assert reported == []
+
+
 class Delegating:
     """Not a RecordBatchBuilder: produce() goes through its Python-level append."""
 

@@ -52,6 +52,7 @@ cdef object _RECORD_METADATA = RecordMetadata
 # settled here, in the same loop, so an awaited record costs no Python frame of its own. Only
 # exact Futures (the C-accelerated type every loop's create_future() gives) take this path.
 cdef object _FUTURE = asyncio.Future
+cdef object _INVALID_STATE = asyncio.InvalidStateError
 
 
 cdef inline void _settle(object cb, object meta, object err, object report):
@@ -60,11 +61,15 @@ cdef inline void _settle(object cb, object meta, object err, object report):
     awaiter is left alone: the record was sent all the same."""
     try:
         if type(cb) is _FUTURE:
-            if not cb.done():
+            # Set without asking done() first: one call a record instead of two. Only a
+            # Future its awaiter cancelled is done here, and it refuses the result.
+            try:
                 if err is None:
                     cb.set_result(meta)
                 else:
                     cb.set_exception(err)
+            except _INVALID_STATE:
+                pass
         else:
             cb(meta, err)
     except Exception as exc:
