@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import struct
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.bytecode import CHECKOUT_PACKAGES, precompile
 from bench.measure import histogram, percentile, summarize_latencies
 from bench.scenarios import PEAK_RSS_MB, all_scenarios
 from bench.spec import RunResult, RunSpec
@@ -440,10 +442,6 @@ def test_transactional_scenarios_run_for_every_client(kafka, tmp_path):
 
 
 def test_precompile_writes_bytecode_current_for_its_source_and_names_a_broken_package(tmp_path):
-    import importlib.util
-
-    from bench.bytecode import CHECKOUT_PACKAGES, precompile
-
     for package in CHECKOUT_PACKAGES:
         (tmp_path / package).mkdir()
         (tmp_path / package / "module.py").write_text("VALUE = 1\n")

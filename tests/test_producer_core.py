@@ -281,7 +281,7 @@ def test_fail_calls_every_callback_once_with_the_error():
     assert got == [(None, err)] * 5
 
 
-def test_futures_are_settled_once_and_a_cancelled_one_is_left_alone_unreported(loop):
+def test_futures_get_their_outcome_and_a_cancelled_one_is_left_alone_unreported(loop):
     """kafkaev.aio's records: the batch sets each Future's result (or exception) itself; a
     Future its awaiter cancelled stays cancelled, and that is no error to report."""
     reported: list[BaseException] = []
