@@ -6,6 +6,7 @@ back-pressure through ``await produce`` and the callback API's ``on_buffer_room`
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import signal
 import subprocess
@@ -74,6 +75,23 @@ def test_await_produce_returns_metadata_and_raises_kafka_errors(loop, kafka, top
             with pytest.raises(kafkaev.KafkaError) as info:
                 await client.produce(topic, None, b"x" * 2_000_000)
             assert info.value.code == kafkaev.errors.MESSAGE_TOO_LARGE
+
+    run(loop, body())
+
+
+def test_record_futures_are_left_out_of_the_collector_while_they_cannot_be_in_a_cycle(loop, kafka, topic):
+    """A window of pending Futures outlived the collector's young generations and brought on
+    full collections: kafkaev.aio hands each to the producer untracked, and an acknowledged one
+    stays so (the tracking back on failure is tests/test_producer_core.py's)."""
+    async def body() -> None:
+        async with kafkaev.aio.Client(kafka.bootstrap, linger_ms=1) as client:
+            window = [client.produce_nowait(topic, None, b"v%d" % i) for i in range(PIPELINE_WINDOW)]
+            assert not any(gc.is_tracked(fut) for fut in window)
+            awaited = client.produce(topic, None, b"awaited")
+            assert isinstance(awaited, asyncio.Future) and not gc.is_tracked(awaited)
+            metas = [await fut for fut in (*window, awaited)]
+            assert [m.offset for m in metas] == list(range(PIPELINE_WINDOW + 1))
+            assert not any(gc.is_tracked(fut) for fut in (*window, awaited))
 
     run(loop, body())
 

@@ -4,8 +4,10 @@ delivery callbacks (no broker: the built batches are decoded back)."""
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import gc
 import time
+import weakref
 from functools import partial
 
 import pytest
@@ -302,6 +304,50 @@ def test_futures_get_their_outcome_and_a_cancelled_one_is_left_alone_unreported(
     assert failed.exception() is err
     assert cancelled_failed.cancelled()
     assert reported == []
+
+
+def _untracked_future(loop: asyncio.AbstractEventLoop) -> asyncio.Future:
+    """A Future as kafkaev.aio hands it to the producer: untracked by the collector."""
+    fut = loop.create_future()
+    ctypes.pythonapi.PyObject_GC_UnTrack(ctypes.py_object(fut))
+    assert not gc.is_tracked(fut)
+    return fut
+
+
+def _raise_from(fut: asyncio.Future) -> BaseException:
+    """Retrieve ``fut``'s exception by raising it here: its traceback leads back, through this
+    frame's ``fut``, to the Future that holds it (a cycle)."""
+    try:
+        fut.result()
+    except BaseException as exc:  # noqa: BLE001 - whatever it holds
+        return exc
+    raise AssertionError(f"{fut!r} holds no exception")
+
+
+def test_an_untracked_future_is_tracked_again_only_when_it_can_be_in_a_cycle(loop):
+    """An acknowledged record's Future holds an untracked RecordMetadata and nothing else: it
+    stays untracked. A failed or cancelled one is tracked again before the producer lets go,
+    and a cycle through its exception is then collected. A Future that came tracked stays so."""
+    acked, cancelled, tracked_acked = _untracked_future(loop), _untracked_future(loop), loop.create_future()
+    cancelled.cancel()
+    deliveries = Deliveries()
+    for delta, fut in enumerate((acked, cancelled, tracked_acked)):
+        deliveries.add(fut, delta, 5)
+    deliveries.complete("t", 0, 10, -1, print)
+    assert acked.result() == ("t", 0, 10, 5) and not gc.is_tracked(acked)
+    assert not gc.is_tracked(acked.result())
+    assert gc.is_tracked(cancelled) and gc.is_tracked(tracked_acked)
+
+    failed = _untracked_future(loop)
+    failing = Deliveries()
+    failing.add(failed, 0, 5)
+    failing.fail(KafkaError(DESTROY, "closed"), print)
+    assert gc.is_tracked(failed)
+    _raise_from(failed)
+    gone = weakref.ref(failed)
+    del failed
+    gc.collect()
+    assert gone() is None
 
 
 class Delegating:

@@ -10,7 +10,18 @@ the buffer is full) goes back to Python: the subclass's ``_produce_after_room`` 
 """
 
 
+import asyncio
+
 from kafkaev.producer import BufferFullError
+
+
+cdef extern from "Python.h":
+    void PyObject_GC_Track(object obj)
+    void PyObject_GC_UnTrack(object obj)
+    int PyObject_GC_IsTracked(object obj)
+
+
+cdef object _FUTURE = asyncio.Future
 
 
 cdef class ProducingClient:
@@ -55,10 +66,24 @@ cdef class ProducingClient:
         return fut
 
     cdef inline int _queue(self, topic, key, value, fut, partition, headers, timestamp_ms) except -1:
-        """Hand the record and its Future to the producer (no keywords on the common path)."""
-        if partition is None and headers is None and timestamp_ms is None:
-            self._core_produce(topic, key, value, fut)
-        else:
-            self._core_produce(topic, key, value, fut, partition=partition, headers=headers,
-                               timestamp_ms=timestamp_ms)
+        """Hand the record and its Future to the producer (no keywords on the common path).
+
+        The Future goes untracked by the collector: until the delivery loop settles it it
+        refers only to its loop and its awaiter, and the producer settles every record it took
+        exactly once; a failed or cancelled one is tracked again then (``core_delivery.pxi``).
+        Tracked, a window of pending Futures outlived the young collections and brought on
+        full ones (DESIGN.md)."""
+        cdef bint untracked = type(fut) is _FUTURE
+        if untracked:
+            PyObject_GC_UnTrack(fut)
+        try:
+            if partition is None and headers is None and timestamp_ms is None:
+                self._core_produce(topic, key, value, fut)
+            else:
+                self._core_produce(topic, key, value, fut, partition=partition, headers=headers,
+                                   timestamp_ms=timestamp_ms)
+        except BaseException:
+            if untracked and not PyObject_GC_IsTracked(fut):  # not taken: the caller keeps it
+                PyObject_GC_Track(fut)
+            raise
         return 0

@@ -48,6 +48,19 @@ cdef extern from *:
 
 
 cdef object _RECORD_METADATA = RecordMetadata
+
+cdef extern from *:
+    """
+    /* kafkaev.aio hands a record's Future over untracked (kafkaev/aio/send.pyx). It is
+       tracked again when it takes an exception, or was cancelled: an exception's traceback
+       can lead back to it. Settled with its RecordMetadata it stays untracked: it then
+       refers to its loop and an untracked tuple of str and ints only (setting the result
+       hands its callbacks to the loop, and it has no __dict__), so it can be in no cycle. */
+    static void kev_track_again(PyObject *obj) {
+        if (!PyObject_GC_IsTracked(obj)) PyObject_GC_Track(obj);
+    }
+    """
+    void kev_track_again(object obj)
 # A record's callback may be an asyncio.Future instead (kafkaev.aio's awaitable produce): it is
 # settled here, in the same loop, so an awaited record costs no Python frame of its own. Only
 # exact Futures (the C-accelerated type every loop's create_future() gives) take this path.
@@ -67,9 +80,10 @@ cdef inline void _settle(object cb, object meta, object err, object report):
                 if err is None:
                     cb.set_result(meta)
                 else:
+                    kev_track_again(cb)
                     cb.set_exception(err)
             except _INVALID_STATE:
-                pass
+                kev_track_again(cb)
         else:
             cb(meta, err)
     except Exception as exc:
