@@ -306,6 +306,23 @@ def test_futures_get_their_outcome_and_a_cancelled_one_is_left_alone_unreported(
     assert reported == []
 
 
+def test_a_future_already_done_is_reported_not_passed_over(loop):
+    """A record's outcome for a Future that holds one already (settled twice, or by someone
+    else) is reported once per record; the Future keeps what it had."""
+    reported: list[BaseException] = []
+    done = loop.create_future()
+    done.set_result("earlier")
+    deliveries = Deliveries()
+    deliveries.add(done, 0, 5)
+    deliveries.complete("t", 0, 7, -1, reported.append)
+    again = Deliveries()
+    again.add(done, 0, 5)
+    again.fail(KafkaError(DESTROY, "closed"), reported.append)
+    assert done.result() == "earlier"
+    assert [type(exc) for exc in reported] == [asyncio.InvalidStateError] * 2
+    assert "already done" in str(reported[0])
+
+
 def _untracked_future(loop: asyncio.AbstractEventLoop) -> asyncio.Future:
     """A Future as kafkaev.aio hands it to the producer: untracked by the collector."""
     fut = loop.create_future()

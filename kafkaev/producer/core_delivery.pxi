@@ -71,7 +71,8 @@ cdef object _INVALID_STATE = asyncio.InvalidStateError
 cdef inline void _settle(object cb, object meta, object err, object report):
     """Hand one record's outcome to its callback or Future; what a callback raises goes to
     ``report`` (a user callback must not starve the others). A Future cancelled by its
-    awaiter is left alone: the record was sent all the same."""
+    awaiter is left alone: the record was sent all the same. One already done otherwise is
+    reported: a record's outcome came twice."""
     try:
         if type(cb) is _FUTURE:
             # Set without asking done() first: one call a record instead of two. Only a
@@ -84,6 +85,8 @@ cdef inline void _settle(object cb, object meta, object err, object report):
                     cb.set_exception(err)
             except _INVALID_STATE:
                 kev_track_again(cb)
+                if not cb.cancelled():  # done, and not by its awaiter: settled twice
+                    raise _INVALID_STATE(f"a record's outcome came for a Future already done: {cb!r}")
         else:
             cb(meta, err)
     except Exception as exc:
