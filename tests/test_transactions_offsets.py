@@ -22,9 +22,10 @@ from kafkaev.errors import (
     UNKNOWN_MEMBER_ID,
     KafkaError,
 )
+from kafkaev.producer.markers import MARKERS_WAIT_MAX_S, MarkersWatch
 from kafkaev.producer.sender import Sender
 from kafkaev.producer.transaction import TxnState
-from kafkaev.producer.transaction_manager import V2_FIRST_ADD_DELAY_S, TransactionManager
+from kafkaev.producer.transaction_manager import TransactionManager
 from kafkaev.types import ConsumerGroupMetadata, TopicPartition
 
 INPUT_RECORDS = 20
@@ -196,19 +197,35 @@ def test_first_batches_and_offsets_are_added_one_ask_at_a_time(kafka, make_topic
 def test_a_transactions_first_batches_wait_for_the_previous_markers(kafka, make_topic, uv, monkeypatch):
     """Transactions v2: EndTxn is answered before the coordinator has written the markers, and a
     Produce that asks to add a partition meanwhile is held by its leader for 20 ms; the next
-    transaction's first batches go V2_FIRST_ADD_DELAY_S after EndTxn's answer at the earliest."""
+    transaction's first batches go only once the coordinator said the markers are written, or
+    MARKERS_WAIT_MAX_S after EndTxn's answer."""
     sink = make_topic(partitions=SINK_PARTITIONS)
     producer = Client(kafka.bootstrap, loop=uv, transactional_id=f"markers-{sink}", linger_ms=0)
     assert init(producer, uv) is None
     if producer._producer.txn.version < 2:
         pytest.skip("transactions v1 add partitions with AddPartitionsToTxn, which the client retries itself")
-    epochs: list[float] = []  # loop time of each new epoch: every EndTxn's answer (v2)
-    sends: list[float] = []  # loop time of each Produce written
-    new_epoch, send_request = TransactionManager._new_epoch, Sender._send_request
+    # Each event as (clock, loop time): uvloop's loop time counts whole milliseconds, too coarse
+    # to order a send after the answer it followed; the bound is a loop timer's, in loop time.
+    epochs: list[tuple[float, float]] = []  # each new epoch: every EndTxn's answer (v2)
+    sends: list[tuple[float, float]] = []  # each Produce written
+    written: list[tuple[float, float]] = []  # each answer saying the markers are written
+    new_epoch, send_request, answered = TransactionManager._new_epoch, Sender._send_request, MarkersWatch._answered
+
+    def now() -> tuple[float, float]:
+        return time.perf_counter(), uv.time()
+
     monkeypatch.setattr(TransactionManager, "_new_epoch",
-                        lambda manager, *args: epochs.append(uv.time()) or new_epoch(manager, *args))
+                        lambda manager, *args: epochs.append(now()) or new_epoch(manager, *args))
+
+    def watch_answered(watch: MarkersWatch, *args: object) -> None:
+        before = watch._written
+        answered(watch, *args)
+        if watch._written and not before:
+            written.append(now())
+
+    monkeypatch.setattr(MarkersWatch, "_answered", watch_answered)
     monkeypatch.setattr(Sender, "_send_request",
-                        lambda sender, *args: sends.append(uv.time()) or send_request(sender, *args))
+                        lambda sender, *args: sends.append(now()) or send_request(sender, *args))
     # Back to back, each begun in the previous one's commit callback, as a pipeline does.
     delivery = Delivery(SINK_PARTITIONS * TRANSACTIONS_OF_EVERY_PARTITION)
     outcomes: list[KafkaError | None] = []
@@ -228,8 +245,11 @@ def test_a_transactions_first_batches_wait_for_the_previous_markers(kafka, make_
     assert len(epochs) == TRANSACTIONS_OF_EVERY_PARTITION, epochs
     for ended, next_ended in itertools.pairwise(epochs):
         first = min(sent for sent in sends if ended < sent < next_ended)
-        # uvloop's clock counts whole milliseconds as floats: 1241.990 - 1241.988 < 0.002
-        assert first - ended >= V2_FIRST_ADD_DELAY_S - FLOAT_SLACK_S, (ended, first, sends)
+        told = [at for at in written if ended < at < first]
+        # loop time is whole milliseconds as floats: 1241.990 - 1241.988 < 0.002
+        assert told or first[1] - ended[1] >= MARKERS_WAIT_MAX_S - FLOAT_SLACK_S, (ended, first, written, sends)
+    assert written, "the coordinator was never asked, or never answered"
+    assert producer._producer.txn._markers.asks >= len(written)
     close_producer(producer, uv)
 
 
@@ -256,7 +276,7 @@ def test_offsets_held_by_the_first_add_pause_fail_once_when_the_client_closes(ka
 
     producer.commit_transaction(committed)
     run_until(uv, lambda: outcomes and outcomes[-1][0] == "close", 30, "the close")
-    settle = uv.time() + 10 * V2_FIRST_ADD_DELAY_S  # past the pause: a late send would show now
+    settle = uv.time() + 10 * MARKERS_WAIT_MAX_S  # past the pause: a late send would show now
     run_until(uv, lambda: uv.time() >= settle, 5, "the pause")
     assert [what for what, _err in outcomes] == ["commit", "offsets", "close"], outcomes
     assert outcomes[0][1] is None and isinstance(outcomes[1][1], KafkaError), outcomes

@@ -65,6 +65,7 @@ from ..protocol.connection import Connection, OffsetToCommit
 from ..types import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 from .core import PartitionState
 from .idempotence import ProducerIdentity
+from .markers import MarkersWatch
 from .transaction import Transaction, TxnState, concurrent_transactions_delay_s
 
 TRANSACTION_VERSION_FEATURE = "transaction.version"
@@ -74,14 +75,6 @@ END_TXN_FIRST_V2_VERSION = 5  # EndTxn v5+ bumps the epoch (KIP-890)
 PRODUCE_FIRST_V2_VERSION = 12  # Produce v12+ adds the partition to the transaction (KIP-890)
 # Coordinator answers after which the same request is sent again (after a backoff).
 RETRIABLE_CODES = COORDINATOR_ERRORS | {CONCURRENT_TRANSACTIONS}
-# v2: a transaction's first adds (its first batches' Produce, its TxnOffsetCommit) go out at least
-# this long after the previous EndTxn was answered. The coordinator answers EndTxn before the
-# transaction's markers are written, and a Produce that asks to add a partition meanwhile is held
-# by its leader for add.partitions.to.txn.retry.backoff.ms (20 ms by default, KAFKA-18654). On a
-# local 4.4 broker, 1,000-record transactions back to back met that in about one in three (9.4-10.6
-# ms per transaction on average); with this pause in about one in 250 (4.8-4.9 ms). 2 ms, as
-# uvloop's clock counts whole milliseconds: at least one passes.
-V2_FIRST_ADD_DELAY_S = 0.002
 # A request lost with its connection (or never answered): the coordinator is looked up again.
 CONNECTION_LOST = frozenset({TRANSPORT, TIMED_OUT, STATE, DESTROY})
 # EndTxn answers meaning the coordinator ended the transaction before us (a timeout) and
@@ -133,7 +126,9 @@ class TransactionManager:
         self._after_adds_due: list[Callable[[], object]] = []  # v2: offset commits held by the first-add pause
         self._idle_waiters: list[Callable[[], object]] = []
         self._commit: _PendingCommit | None = None  # the commit_transaction() not answered yet
-        self._adds_not_before = 0.0  # v2: loop time before which no first add goes (V2_FIRST_ADD_DELAY_S)
+        # v2: a transaction's first adds (its first batches' Produce, its TxnOffsetCommit) wait
+        # for the previous transaction's markers (markers.py)
+        self._markers = MarkersWatch(loop, self._link, config.transactional_id, self._markers_written)
         self._adds_wake: asyncio.TimerHandle | None = None
         self._closed = False
 
@@ -177,15 +172,19 @@ class TransactionManager:
         return False
 
     def _adds_due(self) -> bool:
-        """v2: may the transaction's first adds go out yet (V2_FIRST_ADD_DELAY_S)? If not, one
-        timer sends the offset commits held in ``_after_adds_due`` and wakes the sender when
-        they may."""
-        wait = self._adds_not_before - self._loop.time()
-        if wait <= 0:
+        """v2: may the transaction's first adds go out yet (``MarkersWatch``)? If not, they go
+        when the coordinator says the markers are written, or at the watch's bound: then the
+        sender is woken and the offset commits held in ``_after_adds_due`` are sent."""
+        if self._markers.written():
             return True
         if self._adds_wake is None:
-            self._adds_wake = self._loop.call_later(wait, self._adds_now_due)
+            self._adds_wake = self._loop.call_later(self._markers.not_after - self._loop.time(), self._adds_now_due)
         return False
+
+    def _markers_written(self) -> None:
+        if self._adds_wake is not None:  # first adds wait: they go now, not at the bound
+            self._adds_wake.cancel()
+            self._adds_now_due()
 
     def _adds_now_due(self) -> None:
         self._adds_wake = None
@@ -590,7 +589,7 @@ class TransactionManager:
             assert resp is not None  # no error: an answer
             if v2:
                 self._new_epoch(resp.producer_id, resp.producer_epoch)  # KIP-890: every EndTxn bumps it
-                self._adds_not_before = self._loop.time() + V2_FIRST_ADD_DELAY_S
+                self._markers.ended()
             if commit:
                 txn.finished()
                 self._call(cb, None)
