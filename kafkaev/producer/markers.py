@@ -54,7 +54,7 @@ class MarkersWatch:
         # which of them was asked about: once each, again only after a Prepare answer (a failed
         # ask leaves the bound; one left unanswered by a paused coordinator holds up no later one)
         self._asked_for = -1
-        self.asks = 0  # DescribeTransactions sent, for the stats and the tests
+        self.asks = 0  # DescribeTransactions sent (its repr; the tests)
 
     @property
     def not_after(self) -> float:
@@ -86,7 +86,7 @@ class MarkersWatch:
             try:
                 conn.request(ApiKey.DESCRIBE_TRANSACTIONS,
                              DescribeTransactionsRequest(transactional_ids=[self._transactional_id]),
-                             lambda resp, err: self._answered(ended, resp, err))
+                             lambda answer, failure: self._answered(ended, answer, failure))
             except KafkaError:  # refused before it was written (the connection is going): the bound
                 pass
 

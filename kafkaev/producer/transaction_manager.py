@@ -123,7 +123,7 @@ class TransactionManager:
         self._requests = 0  # coordinator requests in flight (adds, offsets)
         self._offset_commits = 0  # v2: TxnOffsetCommits in flight (each adds the group)
         self._after_verifying: list[Callable[[], object]] = []  # v2: offset commits held by first batches
-        self._after_adds_due: list[Callable[[], object]] = []  # v2: offset commits held by the first-add pause
+        self._after_adds_due: list[Callable[[], object]] = []  # v2: offset commits held until the previous markers are written
         self._idle_waiters: list[Callable[[], object]] = []
         self._commit: _PendingCommit | None = None  # the commit_transaction() not answered yet
         # v2: a transaction's first adds (its first batches' Produce, its TxnOffsetCommit) wait
@@ -406,8 +406,8 @@ class TransactionManager:
         if self._adds_wake is not None:
             self._adds_wake.cancel()
             self._adds_wake = None
-        # Offset commits held by the pause go now, to the closed links: each callback gets its
-        # error once.
+        # Offset commits held for the previous markers go now, to the closed links: each
+        # callback gets its error once.
         self._send_held_offset_commits()
 
     # --- requests -----------------------------------------------------------------------------
