@@ -22,6 +22,7 @@ from kafkaev.testing.admin import Capability, KafkaCluster, UnknownPartition
 from kafkaev.testing.certs import make_tls_files
 from kafkaev.testing.cluster import BrokerNode, BrokerStartError, LocalCluster
 from kafkaev.testing.config import NodePorts, SecuritySetup, render_server_properties
+from kafkaev.testing.external import ExternalCluster
 from kafkaev.testing.peer import PeerRecord, consume, produce, round_trip
 from kafkaev.testing.versions import KafkaVersion, KafkaVersionError
 
@@ -236,6 +237,18 @@ def test_kafka_version_comes_from_the_environment(monkeypatch: pytest.MonkeyPatc
         assert cluster.kafka_version == KafkaVersion(3, 9, 1)
     finally:
         cluster.stop()  # never started: this removes its temp directory
+
+
+def test_an_external_cluster_runs_the_version_the_environment_declares(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The protocol cannot tell a cluster's release: tests that ask ``kafka.kafka_version`` of
+    a ``KAFKAEV_BROKERS`` cluster get the one ``KAFKAEV_KAFKA_VERSION`` declares."""
+    monkeypatch.delenv(jars.VERSION_ENV, raising=False)
+    assert ExternalCluster("127.0.0.1:9092").kafka_version == versions.broker_version(jars.KAFKA_VERSION)
+    monkeypatch.setenv(jars.VERSION_ENV, "3.9.1")
+    assert ExternalCluster("127.0.0.1:9092").kafka_version == KafkaVersion(3, 9, 1)
+    monkeypatch.setenv(jars.VERSION_ENV, "4.x")
+    with pytest.raises(KafkaVersionError, match=jars.VERSION_ENV):
+        ExternalCluster("127.0.0.1:9092")
 
 
 @pytest.mark.parametrize(

@@ -20,6 +20,8 @@ from .probe import BrokerApiVersions, ProbeError, api_versions
 if TYPE_CHECKING:
     from confluent_kafka.admin import AdminClient, ClusterMetadata, TopicMetadata
 
+    from .versions import KafkaVersion
+
 ADMIN_TIMEOUT_S = 30.0
 POLL_INTERVAL_S = 0.1
 NO_LEADER = -1
@@ -81,6 +83,7 @@ class KafkaCluster(abc.ABC):
 
     capabilities: frozenset[Capability] = frozenset()
     node_count: int = 1
+    kafka_version: KafkaVersion  # the Apache Kafka release its brokers run
 
     def __init__(self) -> None:
         self._admin: AdminClient | None = None

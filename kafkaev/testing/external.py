@@ -3,6 +3,8 @@
 ``KAFKAEV_BROKERS=host:port,...`` points every test at an existing cluster; only its PLAINTEXT bootstrap
 is known, so tests that need TLS/SASL listeners or node faults skip with the reason. With
 ``KAFKAEV_TESTCONTAINERS=1`` and a Docker engine, testcontainers' Kafka image replaces the local JVMs.
+Neither can be asked which release it runs (the protocol does not say): it is the one
+``KAFKAEV_KAFKA_VERSION`` declares (default 4.4.0), as for the tests' ``requires_kafka`` markers.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from typing import Any
 
 from kafkaev.local_broker import BROKERS_ENV  # also the default brokers of Client() and the CLI
 
+from . import jars
 from .admin import KafkaCluster
+from .versions import KafkaVersion, broker_version
 
 TESTCONTAINERS_ENV = "KAFKAEV_TESTCONTAINERS"
 TESTCONTAINERS_IMAGE_ENV = "KAFKAEV_TESTCONTAINERS_IMAGE"
@@ -25,6 +29,7 @@ class ExternalCluster(KafkaCluster):
 
     def __init__(self, bootstrap: str, node_count: int = 1) -> None:
         super().__init__()
+        self.kafka_version = _declared_version()
         servers = [s.strip() for s in bootstrap.split(",") if s.strip()]
         if not servers or any(":" not in s for s in servers):
             raise ValueError(f"bootstrap: expected 'host:port,...', got {bootstrap!r}")
@@ -58,6 +63,7 @@ class ContainerCluster(ExternalCluster):
         from testcontainers.community.kafka import KafkaContainer
 
         KafkaCluster.__init__(self)
+        self.kafka_version = _declared_version()
         self.image = image or os.environ.get(TESTCONTAINERS_IMAGE_ENV, DEFAULT_KAFKA_IMAGE)
         self._container: Any = KafkaContainer(self.image).with_kraft()
         self._bootstrap = ""
@@ -80,6 +86,11 @@ class ContainerCluster(ExternalCluster):
 
     def __repr__(self) -> str:
         return f"ContainerCluster({self.image!r}, bootstrap={self._bootstrap!r})"
+
+
+def _declared_version() -> KafkaVersion:
+    """The release ``KAFKAEV_KAFKA_VERSION`` says an external cluster runs (default 4.4.0)."""
+    return broker_version(jars.kafka_version())
 
 
 def external_from_environment() -> KafkaCluster | None:
