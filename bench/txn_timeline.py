@@ -4,11 +4,14 @@
 It runs whole transactions of ``--records`` records on one transactional ``kafkaev.Client`` with
 the scenarios' settings, each begun from the previous commit's callback, and stamps: the
 transaction's begin, its last ``produce()``, its first Produce written, the last Produce answered
-before its EndTxn, the EndTxn sent, and the commit's callback. It reports the medians of:
-producing the records, ``commit_transaction()`` to its first Produce (the pause after the
-previous EndTxn, see DESIGN.md "Transactions"), that Produce to the flush's end (the broker
-adding the partition and appending), and EndTxn. The stamps cost CPU of their own: its msg/s is
-not the scenario's figure::
+before its EndTxn, the EndTxn sent, the commit's callback, and the coordinator's answer that its
+markers are written. It reports the medians of: producing the records, ``commit_transaction()``
+to its first Produce (the wait for the previous transaction's markers, see DESIGN.md
+"Transactions"), that Produce to the flush's end (the broker adding the partition and
+appending), EndTxn, and the markers. The three broker steps one transaction waits out in turn
+(markers, flush, EndTxn) bound what any client on this broker can do one transaction at a time:
+the report's ``broker-bound`` figure is its records over their sum. The stamps cost CPU of their
+own: its msg/s is not the scenario's figure::
 
     python -m bench.txn_timeline --brokers 127.0.0.1:9092 --records 1000
 """
@@ -31,7 +34,7 @@ from bench.measure import make_value
 from bench.spec import KIND_TXN_PRODUCE, RunSpec
 from bench.stamping import replaced
 from kafkaev import Client, KafkaError
-from kafkaev.producer import sender, transaction_manager
+from kafkaev.producer import markers, sender, transaction_manager
 
 VALUE_SIZE = 100  # the scenarios' value size
 PARTITIONS = 3  # the scenarios' topic
@@ -48,6 +51,7 @@ class Transaction:
     last_answer: float = 0.0  # before EndTxn: the flush's end
     end_txn: float = 0.0
     committed: float = 0.0
+    markers_written: float = 0.0  # the coordinator's first answer after EndTxn that says so
 
 
 @dataclass(slots=True)
@@ -61,6 +65,7 @@ def stamped(timeline: Timeline) -> Iterator[None]:
     """Wrap the sender's write and answer and the transaction manager's EndTxn."""
     send_request, on_response = sender.Sender._send_request, sender.Sender._on_response
     end_txn = transaction_manager.TransactionManager._end_txn
+    answered = markers.MarkersWatch._answered
 
     def send_request_stamped(self: Any, conn: Any, batches: list[Any]) -> None:
         txn = timeline.current
@@ -80,10 +85,17 @@ def stamped(timeline: Timeline) -> Iterator[None]:
             txn.end_txn = time.perf_counter()
         end_txn(self, commit, cb)
 
+    def answered_stamped(self: Any, ended: int, resp: Any, err: Any) -> None:
+        answered(self, ended, resp, err)
+        # the markers asked about are the last finished transaction's (the current one is open)
+        if self._written and timeline.done and not timeline.done[-1].markers_written:
+            timeline.done[-1].markers_written = time.perf_counter()
+
     with replaced([
         (sender.Sender, "_send_request", send_request_stamped),
         (sender.Sender, "_on_response", on_response_stamped),
         (transaction_manager.TransactionManager, "_end_txn", end_txn_stamped),
+        (markers.MarkersWatch, "_answered", answered_stamped),
     ]):
         yield
 
@@ -99,26 +111,38 @@ class Report:
     flush_ms: float  # that write to the last Produce answer
     end_txn_ms: float  # EndTxn sent to the commit's callback
     commit_ms: float  # commit_transaction() to its callback
+    markers_ms: float  # the commit's callback (EndTxn answered) to the coordinator saying its markers are written
+    bound_by_markers: int  # transactions whose markers no answer said were written (the watch's bound let the adds go)
+    broker_bound_msgs_per_s: float  # records over the median markers + flush + EndTxn: no client CPU at all
 
     def __str__(self) -> str:
         return (f"{self.transactions} transactions, {self.msgs_per_s / 1e3:.1f}K msg/s; medians: produce "
                 f"{self.produce_ms:.2f} ms, commit() to first Produce {self.to_first_write_ms:.2f} ms, Produce to "
                 f"flushed {self.flush_ms:.2f} ms, EndTxn {self.end_txn_ms:.2f} ms; commit() to callback "
-                f"{self.commit_ms:.2f} ms")
+                f"{self.commit_ms:.2f} ms, markers {self.markers_ms:.2f} ms ({self.bound_by_markers} left to the "
+                f"bound); broker-bound {self.broker_bound_msgs_per_s / 1e3:.1f}K msg/s")
 
 
 def report(done: list[Transaction], records: int, elapsed_s: float) -> Report:
-    def median_ms(stage: Callable[[Transaction], float]) -> float:
-        return statistics.median(stage(t) for t in done) * 1e3
+    def median_ms(stage: Callable[[Transaction], float], among: list[Transaction] = done) -> float:
+        return statistics.median(stage(t) for t in among) * 1e3 if among else 0.0
 
+    told = [t for t in done if t.markers_written]
+    markers_ms = median_ms(lambda t: t.markers_written - t.committed, told)
+    flush_ms = median_ms(lambda t: t.last_answer - t.first_write)
+    end_txn_ms = median_ms(lambda t: t.committed - t.end_txn)
     return Report(
         transactions=len(done),
         msgs_per_s=len(done) * records / elapsed_s,
         produce_ms=median_ms(lambda t: t.produced - t.begun),
         to_first_write_ms=median_ms(lambda t: t.first_write - t.produced),
-        flush_ms=median_ms(lambda t: t.last_answer - t.first_write),
-        end_txn_ms=median_ms(lambda t: t.committed - t.end_txn),
+        flush_ms=flush_ms,
+        end_txn_ms=end_txn_ms,
         commit_ms=median_ms(lambda t: t.committed - t.produced),
+        markers_ms=markers_ms,
+        # the last transaction's markers are never asked about: no transaction follows it
+        bound_by_markers=len(done) - 1 - len(told),
+        broker_bound_msgs_per_s=records / ((markers_ms + flush_ms + end_txn_ms) / 1e3),
     )
 
 
