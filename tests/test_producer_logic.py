@@ -32,10 +32,16 @@ from kafkaev.errors import (
     UNKNOWN_TOPIC_WAIT_TIMEOUT,
     KafkaError,
 )
-from kafkaev.producer import BufferFullError, Producer, ProducerLifecycle
+from kafkaev.producer import HELD_RECORD_FOOTPRINT, BufferFullError, Producer, ProducerLifecycle
 from kafkaev.producer.accumulator import BATCH_FIRST_STEP
 from kafkaev.producer.idempotence import next_sequence
-from kafkaev.protocol.codec import ApiKey, EncodedBatch, RecordBatchBuilder, decode_record_batches
+from kafkaev.protocol.codec import (
+    RECORD_OVERHEAD_MAX,
+    ApiKey,
+    EncodedBatch,
+    RecordBatchBuilder,
+    decode_record_batches,
+)
 
 TOPIC = "t"
 
@@ -476,6 +482,36 @@ def test_records_admitted_while_their_topic_was_unknown_are_not_failed_for_memor
     results.assert_each_once(range(admitted))
     assert all(err is None for _meta, err in results.values())
     assert env.producer._acc.budget.reserved == 0 and env.producer._acc.budget.held == 0
+
+
+def test_a_record_held_for_its_topic_counts_what_holding_it_costs_and_leaves_as_it_is_batched(loop, fake_cluster):
+    # A held record costs its HeldRecord and queue slot besides its bytes: about as much again
+    # at 100 bytes. A burst before the first metadata must fill the budget by that, and each
+    # record must be dropped from the queue as it goes into its batch, not after the last one.
+    cluster = cluster_with_topic(fake_cluster, 1)
+    value = b"x" * 100
+    per_record = RECORD_OVERHEAD_MAX + len(value) + HELD_RECORD_FOOTPRINT
+    env = make(loop, cluster, buffer_memory=per_record * 10 + per_record // 2, batch_size=1024, linger_ms=1)
+    results, cb_for = collect()
+    admitted = 0
+    with pytest.raises(BufferFullError, match="wait for topic metadata"):
+        for i in range(100):
+            env.producer.produce(TOPIC, None, value, cb_for(i), partition=0)
+            admitted += 1
+    assert admitted == 10
+    queue = env.producer._waiting[TOPIC].records
+    queued_at_readmit: list[int] = []
+    readmit = env.producer.readmit
+
+    def readmit_counting(*args: object) -> None:
+        queued_at_readmit.append(len(queue))
+        readmit(*args)
+
+    env.producer.readmit = readmit_counting
+    run_until(loop, lambda: len(results) == admitted)
+    results.assert_each_once(range(admitted))
+    assert queued_at_readmit == list(range(admitted - 1, -1, -1))
+    assert env.producer._acc.budget.held == 0
 
 
 def test_unknown_topic_times_out_clearly(loop, fake_cluster):
