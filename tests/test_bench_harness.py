@@ -413,6 +413,11 @@ def test_transaction_timeline_stamps_every_stage_of_each_transaction(kafka):
     stages = (report.produce_ms, report.to_first_write_ms, report.flush_ms, report.end_txn_ms)
     assert all(stage > 0 for stage in stages)
     assert max(report.to_first_write_ms, report.flush_ms, report.end_txn_ms) < report.commit_ms
+    # each transaction but the last has its markers asked about: told written, or left to the bound
+    assert 0 <= report.bound_by_markers <= report.transactions - 1
+    assert report.markers_ms > 0 or report.bound_by_markers == report.transactions - 1
+    bound_ms = report.markers_ms + report.flush_ms + report.end_txn_ms
+    assert report.broker_bound_msgs_per_s == pytest.approx(10 / (bound_ms / 1e3))
 
 
 def test_transactional_scenarios_run_for_every_client(kafka, tmp_path):
