@@ -18,10 +18,12 @@ PREFILL_QUEUE_MESSAGES = 1_000_000
 MEMORY_LOG_PARENT = Path("/dev/shm")
 # A full run writes ~20 GB over its course; topics are deleted after each run, so a few GB at once.
 MEMORY_LOG_MIN_FREE_BYTES = 8 * 1024**3
+DELETE_DELAY_CONFIG = "log.segment.delete.delay.ms"
 BENCH_BROKER_CONFIG = {
     # A deleted run topic's files go at once, not a minute later: they may be in memory.
-    "log.segment.delete.delay.ms": "1000",
+    DELETE_DELAY_CONFIG: "1000",
 }
+ADMIN_TIMEOUT_S = 15.0
 
 
 class ExistingCluster(KafkaCluster):
@@ -44,6 +46,34 @@ class ExistingCluster(KafkaCluster):
 
     def log_tail(self, lines: int = 0) -> str:
         return ""  # its logs are not ours to read
+
+
+def deletion_delays(cluster: KafkaCluster) -> dict[int, int]:
+    """Each broker's ``log.segment.delete.delay.ms``: how long a deleted run topic's files stay."""
+    from confluent_kafka.admin import ConfigResource
+
+    admin = cluster.admin()
+    resources = [ConfigResource(ConfigResource.Type.BROKER, str(node)) for node in cluster.metadata().brokers]
+    delays = {}
+    for resource, future in admin.describe_configs(resources, request_timeout=ADMIN_TIMEOUT_S).items():
+        delays[int(resource.name)] = int(future.result(timeout=ADMIN_TIMEOUT_S)[DELETE_DELAY_CONFIG].value)
+    return delays
+
+
+def slow_deletion_warning(delays: dict[int, int], bootstrap: str) -> str | None:
+    """What to tell the user of a ``--brokers`` cluster that keeps deleted topics' files longer
+    than the embedded broker does: a full run writes ~20 GB, deleted after each run, and a log in
+    memory (/dev/shm) that keeps them a minute fills the machine's RAM and slows every later run."""
+    wanted = int(BENCH_BROKER_CONFIG[DELETE_DELAY_CONFIG])
+    slow = {node: delay for node, delay in sorted(delays.items()) if delay > wanted}
+    if not slow:
+        return None
+    listed = ", ".join(f"broker {node}: {delay} ms" for node, delay in slow.items())
+    commands = "\n".join(f"    kafkaev configs alter -b {bootstrap} --broker {node} --set {DELETE_DELAY_CONFIG}={wanted}"
+                         for node in slow)
+    return (f"warning: deleted run topics keep their files for {DELETE_DELAY_CONFIG} ({listed}); a full run "
+            f"writes ~20 GB, so a broker log in memory can fill it. The embedded broker uses {wanted} ms:\n"
+            f"{commands}")
 
 
 def memory_log_parent() -> Path | None:

@@ -21,7 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from bench import report
-from bench.broker import ExistingCluster, landed_records, prefill, start_embedded
+from bench.broker import (
+    ExistingCluster,
+    deletion_delays,
+    landed_records,
+    prefill,
+    slow_deletion_warning,
+    start_embedded,
+)
 from bench.bytecode import precompile
 from bench.machine import describe, machine_info
 from bench.scenarios import (
@@ -378,6 +385,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.brokers:
         cluster: Any = ExistingCluster(args.brokers)
         embedded = False
+        warning = slow_deletion_warning(deletion_delays(cluster), args.brokers)
+        if warning:
+            print(warning, flush=True)
     else:
         print(f"starting the embedded Apache Kafka {kafka_version()} broker ...", flush=True)
         cluster = start_embedded()

@@ -461,3 +461,27 @@ def test_precompile_writes_bytecode_current_for_its_source_and_names_a_broken_pa
     (tmp_path / CHECKOUT_PACKAGES[-1] / "broken.py").write_text("def (:\n")
     with pytest.raises(RuntimeError, match=CHECKOUT_PACKAGES[-1]):
         precompile(tmp_path)
+
+
+def test_a_broker_that_keeps_deleted_topics_is_named_with_its_delay():
+    from bench.broker import DELETE_DELAY_CONFIG, slow_deletion_warning
+
+    assert slow_deletion_warning({1: 1000, 2: 500}, "h:1") is None  # as the embedded broker, or sooner
+    warning = slow_deletion_warning({1: 60000, 2: 1000, 3: 90000}, "h:1")
+    assert warning is not None
+    assert f"{DELETE_DELAY_CONFIG} (broker 1: 60000 ms, broker 3: 90000 ms)" in warning
+    commands = [line.strip() for line in warning.splitlines()[1:]]
+    assert commands == [f"kafkaev configs alter -b h:1 --broker {node} --set {DELETE_DELAY_CONFIG}=1000"
+                        for node in (1, 3)]
+
+
+def test_each_broker_of_the_cluster_reports_its_deletion_delay(kafka):
+    from bench.broker import ExistingCluster, deletion_delays
+
+    cluster = ExistingCluster(kafka.bootstrap)
+    try:
+        delays = deletion_delays(cluster)
+    finally:
+        cluster.stop()
+    assert set(delays) == set(kafka.metadata().brokers)
+    assert all(delay >= 0 for delay in delays.values())
