@@ -4,6 +4,7 @@ consumer; which protocol version each broker gets."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 
 import pytest
@@ -20,6 +21,8 @@ from kafkaev.types import OFFSET_BEGINNING
 TRANSACTIONS = int(os.environ.get("KAFKAEV_TXN_COUNT", "1000"))
 RECORDS_PER_TRANSACTION = 100
 PARTITIONS = 3
+LONG_LINGER_MS = 20000  # a batch that waits for it cannot be acknowledged within a test's waits
+SHORT_WAIT_S = 0.3
 
 
 def _expected_version(kafka) -> int:
@@ -99,6 +102,32 @@ def test_abort_fails_every_unsent_record_once(kafka, topic, uv):
     assert commit(client, uv) is None
     close(client, uv)
     assert [m.value() for m in peer_read_to_end(kafka.bootstrap, topic, 1, "read_uncommitted")] == [b"after"]
+
+
+@pytest.mark.compat
+def test_a_first_batch_goes_before_its_linger_once_the_adds_are_due(kafka, topic, uv):
+    """v2: a transaction's first batch to a partition has its leader add the partition, so it
+    goes as soon as the previous transaction's markers are written, not at the linger's end:
+    that round trip overlaps the records still to come. The partition's later batches linger
+    as usual. v1 adds the partition with AddPartitionsToTxn, and its batches linger."""
+    client = Client(kafka.bootstrap, loop=uv, transactional_id=f"txn-{topic}", linger_ms=LONG_LINGER_MS)
+    assert init(client, uv) is None
+    early = _expected_version(kafka) == TRANSACTION_V2
+    for _ in range(2):  # the second transaction's first batch waits for the first one's markers
+        delivery = Delivery(2)
+        client.begin_transaction()
+        client.produce(topic, None, b"first", delivery.cb(0))
+        if early:
+            run_until(uv, lambda d=delivery: bool(d.metas), LONG_LINGER_MS / 1000 / 2, "the first batch's ack")
+        client.produce(topic, None, b"second", delivery.cb(1))
+        uv.run_until_complete(asyncio.sleep(SHORT_WAIT_S))
+        assert 1 not in delivery.metas, "a later batch must linger"
+        assert (0 in delivery.metas) is early
+        assert commit(client, uv) is None
+        delivery.assert_each_once()
+    close(client, uv)
+    values = [m.value() for m in peer_read_to_end(kafka.bootstrap, topic, 1, "read_committed")]
+    assert values == [b"first", b"second"] * 2
 
 
 def _read_committed_with_kafkaev(kafka, topic: str, partitions: int, uv) -> dict[int, list[bytes]]:

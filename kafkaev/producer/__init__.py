@@ -27,7 +27,7 @@ from ..config import ClientConfig
 from ..errors import DESTROY, MESSAGE_TOO_LARGE, UNKNOWN_TOPIC_OR_PARTITION, KafkaError
 from ..protocol.codec import RECORD_OVERHEAD_MAX
 from .accumulator import Accumulator, BufferFullError, TopicState
-from .core import ProducerCore, ProducerLifecycle, coerce_bytes, settle
+from .core import PartitionState, ProducerCore, ProducerLifecycle, coerce_bytes, settle
 from .partitioner import custom_partition
 from .sender import Sender
 from .transaction_manager import TransactionManager
@@ -259,6 +259,13 @@ class Producer(ProducerCore):
         """The transaction can no longer take records: close the open batches, so the next
         produce() opens one and meets the refusal."""
         self._acc.close_all()
+        self._sender.wake()
+
+    def close_batches_of(self, parts: list[PartitionState]) -> None:
+        """Close the open batch of each of ``parts`` now, its linger cut short, and wake the sender."""
+        for part in parts:
+            if part.batch is not None:
+                self._acc.close_batch(part.batch)
         self._sender.wake()
 
     def abort_unsent(self, err: KafkaError) -> None:

@@ -69,7 +69,7 @@ SENDING_STATES = frozenset({TxnState.IN_TRANSACTION, TxnState.COMMITTING})
 class Transaction:
     """The state, its cause, and the open transaction's partitions and group."""
 
-    __slots__ = ("transactional_id", "state", "error", "added", "pending", "verifying", "group_added",
+    __slots__ = ("transactional_id", "state", "error", "added", "pending", "opened", "verifying", "group_added",
                  "offsets_sent", "bump_required", "record_failed")
 
     def __init__(self, transactional_id: str) -> None:
@@ -78,6 +78,9 @@ class Transaction:
         self.error: KafkaError | None = None  # why the state is ABORTABLE_ERROR or FATAL_ERROR
         self.added: set[PartitionState] = set()  # partitions in the open transaction
         self.pending: set[PartitionState] = set()  # v1: to add with the next AddPartitionsToTxn
+        # v2: partitions whose first batch of the open transaction opened and is to go as soon
+        # as the adds are due, not at the linger's end (TransactionManager._send_first_batches)
+        self.opened: set[PartitionState] = set()
         # v2: partitions whose first batch of the open transaction is in flight (its Produce
         # has the leader add the partition to the transaction; nothing else of them goes yet).
         self.verifying: set[PartitionState] = set()
@@ -148,6 +151,7 @@ class Transaction:
         """EndTxn done (or not needed): the transaction's partitions and group are forgotten."""
         self.added.clear()
         self.pending.clear()
+        self.opened.clear()
         self.verifying.clear()
         self.group_added = None
         self.offsets_sent = False

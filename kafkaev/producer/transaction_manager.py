@@ -94,6 +94,7 @@ class TxnProducer(Protocol):
     def flush(self, cb: Callable[[KafkaError | None], object] | None = None) -> None: ...
     def abort_unsent(self, err: KafkaError) -> None: ...
     def close_open_batches(self) -> None: ...
+    def close_batches_of(self, parts: list[PartitionState]) -> None: ...
     def reset_sequences(self) -> None: ...
     def wake(self) -> None: ...
 
@@ -149,9 +150,12 @@ class TransactionManager:
         the commit flushes."""
         txn = self.txn
         if txn.state is TxnState.IN_TRANSACTION or (readmitted and txn.state is TxnState.COMMITTING):
-            if part is not None and self.version < TRANSACTION_V2 and part not in txn.added:
-                txn.want(part)
-                self._loop.call_soon(self._add_partitions)  # coalesced: one request per turn
+            if part is not None and part not in txn.added:
+                if self.version < TRANSACTION_V2:
+                    txn.want(part)
+                    self._loop.call_soon(self._add_partitions)  # coalesced: one request per turn
+                else:
+                    self._first_batch_opened(part)
             return
         txn.require("produce", TxnState.IN_TRANSACTION)
 
@@ -171,6 +175,32 @@ class TransactionManager:
         self._add_partitions()
         return False
 
+    def _first_batch_opened(self, part: PartitionState) -> None:
+        """v2: ``part``'s first batch of the transaction opened. It goes as soon as the adds are
+        due, not at the linger's end: its Produce has the leader add the partition, and that round
+        trip then overlaps the records still to come, as v1's AddPartitionsToTxn overlaps the
+        linger. Records produced in one turn with the commit are not split: the commit flushes
+        them before ``_send_first_batches`` runs."""
+        txn = self.txn
+        if not txn.opened:
+            self._loop.call_soon(self._send_first_batches)  # coalesced: once per turn
+        txn.opened.add(part)
+
+    def _send_first_batches(self) -> None:
+        txn = self.txn
+        if not txn.opened:
+            return
+        if not txn.in_transaction:  # committing: the flush sent them; aborting: dropped
+            txn.opened.clear()
+            return
+        if not self._adds_due():  # the previous markers: _adds_now_due calls again
+            return
+        opened, txn.opened = txn.opened, set()
+        # not a partition whose first batch is closed already and waits to be sent: its next
+        # batch lingers, or a sender held back (an offset commit in flight) would meet a
+        # short batch every turn
+        self._producer.close_batches_of([part for part in opened if part not in txn.added and not part.queue])
+
     def _adds_due(self) -> bool:
         """v2: may the transaction's first adds go out yet (``MarkersWatch``)? If not, they go
         when the coordinator says the markers are written, or at the watch's bound: then the
@@ -188,6 +218,7 @@ class TransactionManager:
 
     def _adds_now_due(self) -> None:
         self._adds_wake = None
+        self._send_first_batches()
         self._producer.wake()
         self._send_held_offset_commits()
 
