@@ -33,6 +33,7 @@ from bench.bytecode import precompile
 from bench.machine import describe, machine_info
 from bench.scenarios import (
     CPU_CORES,
+    EOS_TXN_RECORDS,
     PEAK_RSS_MB,
     STALLED_RECORDS,
     STALLS,
@@ -71,6 +72,8 @@ REBALANCE_TIME_CAP_S = 90.0
 
 # The kinds reported as msg/s, MB/s and CPU per record.
 THROUGHPUT_KINDS = (KIND_PRODUCE, KIND_CONSUME, KIND_HANDLE, KIND_TXN_PRODUCE, KIND_EOS)
+# The kinds whose runs use the broker's transaction coordinator (warmed up apart).
+TRANSACTIONAL_KINDS = (KIND_TXN_PRODUCE, KIND_EOS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,17 +88,23 @@ class Plan:
     consume_records: int
     codec_records: int
     conn_requests: int
-    # Before the first scenario on the embedded broker, untimed: produce for this long, then round
-    # trips, so no client's first reps meet a JVM that has not compiled its produce and fetch paths.
+    # Before the first scenario on the embedded broker (or with --warm-up), untimed: produce for
+    # this long, then round trips, so no client's first reps meet a JVM that has not compiled the
+    # paths they use.
     broker_warmup_s: float
+    # Then, when transactional scenarios run, the EOS pipeline and transactions for this long each:
+    # the broker runs one transaction's steps once per transaction, not per record, and on a fresh
+    # broker 5 s of them left the first repetition of txn_produce_1000 at two thirds of the later
+    # ones' msg/s.
+    broker_txn_warmup_s: float
 
 
 QUICK = Plan(reps=1, duration_s=1.0, warmup_s=0.3, roundtrips=1000, e2e_seconds=2.0, consume_records=300_000,
-             codec_records=50_000, conn_requests=1000, broker_warmup_s=1.0)
+             codec_records=50_000, conn_requests=1000, broker_warmup_s=1.0, broker_txn_warmup_s=1.0)
 # consume_records: enough that kafkaev's consume runs last over a second as the peers' (capped at
 # duration_s) do; 1.5M records took it 0.3-0.6 s, and its figures moved by 40% run to run.
 FULL = Plan(reps=3, duration_s=2.5, warmup_s=0.7, roundtrips=5000, e2e_seconds=4.0, consume_records=5_000_000,
-            codec_records=200_000, conn_requests=5000, broker_warmup_s=5.0)
+            codec_records=200_000, conn_requests=5000, broker_warmup_s=5.0, broker_txn_warmup_s=15.0)
 
 
 @dataclass(slots=True)
@@ -187,20 +196,43 @@ class Runner:
                 replication_factor=1)
         return spec
 
-    def warm_broker(self) -> None:
-        """Untimed traffic before the first scenario (``Plan.broker_warmup_s``): kafkaev's
-        throughput produce, then its round trips. Their figures are not kept."""
-        self.progress(f"warming the broker up for {self.plan.broker_warmup_s:.0f}s of produce, then round trips")
-        warm_ups = (
+    def warm_broker(self, scenarios: list[Scenario]) -> None:
+        """Untimed traffic before the first scenario: kafkaev's throughput produce and its round
+        trips; then, when ``scenarios`` has them, its EOS pipeline (after the pre-fill of its
+        input) and its transactions. Their figures are not kept.
+
+        Plain produce neither warms the transactional paths nor lets a pre-fill's aftermath
+        pass: on a fresh broker the first repetition of ``txn_produce_1000`` ran at a quarter of the later
+        ones' msg/s without them, at two thirds after 5 s of transactions, and the first of
+        ``eos_pipeline`` just after its pre-fill at 0.7-0.85x for every client. Repetition 1
+        starts with kafkaev, so a cold broker costs kafkaev's figures first, and skews every
+        ratio."""
+        plan = self.plan
+        kinds = {s.kind for s in scenarios}
+        warm_ups = [
             RunSpec(client=SUBJECT, kind=KIND_PRODUCE, bootstrap=self.bootstrap, topic="", warmup_s=0.0,
-                    duration_s=self.plan.broker_warmup_s, partitions=PRODUCE_PARTITIONS),
+                    duration_s=plan.broker_warmup_s, partitions=PRODUCE_PARTITIONS),
             RunSpec(client=SUBJECT, kind=KIND_ROUNDTRIP, bootstrap=self.bootstrap, topic="", warmup_s=0.0,
-                    count=self.plan.roundtrips),
-        )
+                    count=plan.roundtrips),
+        ]
+        said = f"{plan.broker_warmup_s:.0f}s of produce, then round trips"
+        if KIND_EOS in kinds:
+            warm_ups.append(RunSpec(client=SUBJECT, kind=KIND_EOS, bootstrap=self.bootstrap, topic="", warmup_s=0.0,
+                                    duration_s=plan.broker_txn_warmup_s, count=plan.consume_records,
+                                    partitions=PRODUCE_PARTITIONS, txn_records=EOS_TXN_RECORDS))
+            said += f", {plan.broker_txn_warmup_s:.0f}s of the EOS pipeline"
+        if kinds & set(TRANSACTIONAL_KINDS):
+            warm_ups.append(RunSpec(client=SUBJECT, kind=KIND_TXN_PRODUCE, bootstrap=self.bootstrap, topic="",
+                                    warmup_s=0.0, duration_s=plan.broker_txn_warmup_s, partitions=PRODUCE_PARTITIONS,
+                                    txn_records=EOS_TXN_RECORDS))  # many transactions, as the pipeline's
+            said += f", {plan.broker_txn_warmup_s:.0f}s of transactions"
+        self.progress(f"warming the broker up: {said}")
         for spec in warm_ups:
             spec.topic = self.cluster.create_topic(f"bench-{self.run_id}-warmup-{spec.kind}",
                                                    partitions=spec.partitions, replication_factor=1)
             try:
+                if spec.kind == KIND_EOS:
+                    spec.source_topic = self.prefilled_topic()
                 self.run_one(spec)
             except Exception as exc:  # noqa: BLE001 - the scenarios' own runs report a broken broker
                 self.progress(f"warm-up {spec.kind} failed: {type(exc).__name__}: {exc}")
@@ -333,6 +365,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="one repetition, short runs, trimmed sweeps (< 3 min)")
     parser.add_argument("--brokers", help="bootstrap of an existing cluster (default: start the embedded one)")
+    parser.add_argument("--warm-up", action="store_true",
+                        help="with --brokers: warm the broker up first, as the embedded one is (for a broker "
+                             "started just before the run)")
     parser.add_argument("--reps", type=int, help="repetitions per scenario and client (median reported)")
     parser.add_argument("--duration", type=float, help="seconds per measured produce/consume section")
     parser.add_argument("--scenarios", help="comma-separated scenario names or prefixes to run")
@@ -397,10 +432,11 @@ def main(argv: list[str] | None = None) -> int:
         runner = Runner(args, plan, cluster.bootstrap, cluster)
         runner.total = sum(len(s.entries) for s in scenarios) * plan.reps
         print(f"broker {cluster.bootstrap}; {runner.total} runs", flush=True)
-        # A broker of --brokers has been running; a warm-up's gigabytes there would only be
-        # noise for the first scenarios (bench.compare_commits shares one between checkouts).
-        if embedded and any(s.kind not in (KIND_ENCODE, KIND_DECODE) for s in scenarios):  # codecs send nothing
-            runner.warm_broker()
+        # A broker of --brokers has usually been running; a warm-up's gigabytes there would only
+        # be noise for the first scenarios (bench.compare_commits shares one between checkouts).
+        # --warm-up asks for it anyway: a broker started just before the run is as cold.
+        if (embedded or args.warm_up) and any(s.kind not in (KIND_ENCODE, KIND_DECODE) for s in scenarios):
+            runner.warm_broker(scenarios)  # codecs send nothing
         results = {s.name: summarize(s, runner.run_scenario(s)) for s in scenarios}
     finally:
         cluster.stop()
