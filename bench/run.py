@@ -29,6 +29,7 @@ from bench.broker import (
     slow_deletion_warning,
     start_embedded,
 )
+from bench.broker_heap import BrokerHeap
 from bench.bytecode import precompile
 from bench.machine import describe, machine_info
 from bench.scenarios import (
@@ -74,6 +75,9 @@ REBALANCE_TIME_CAP_S = 90.0
 THROUGHPUT_KINDS = (KIND_PRODUCE, KIND_CONSUME, KIND_HANDLE, KIND_TXN_PRODUCE, KIND_EOS)
 # The kinds whose runs use the broker's transaction coordinator (warmed up apart).
 TRANSACTIONAL_KINDS = frozenset({KIND_TXN_PRODUCE, KIND_EOS})
+# The kinds whose runs start with the broker's heap just collected (bench.broker_heap): one
+# broker GC pause is their p99.9 and max wherever it falls.
+LATENCY_KINDS = frozenset({KIND_ROUNDTRIP, KIND_E2E, KIND_CONN})
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +89,10 @@ class Plan:
     warmup_s: float
     roundtrips: int
     e2e_seconds: float
+    # An e2e run measures at least this many records, longer than e2e_seconds at low rates: at
+    # 1,000 msg/s 4 s held ~4,000, whose p99.9 was the fifth-worst record, and one broker hiccup
+    # of a few ms in a run made it.
+    e2e_min_records: int
     consume_records: int
     codec_records: int
     conn_requests: int
@@ -99,11 +107,13 @@ class Plan:
     broker_txn_warmup_s: float
 
 
-QUICK = Plan(reps=1, duration_s=1.0, warmup_s=0.3, roundtrips=1000, e2e_seconds=2.0, consume_records=300_000,
+QUICK = Plan(reps=1, duration_s=1.0, warmup_s=0.3, roundtrips=1000, e2e_seconds=2.0, e2e_min_records=0,
+             consume_records=300_000,
              codec_records=50_000, conn_requests=1000, broker_warmup_s=1.0, broker_txn_warmup_s=1.0)
 # consume_records: enough that kafkaev's consume runs last over a second as the peers' (capped at
 # duration_s) do; 1.5M records took it 0.3-0.6 s, and its figures moved by 40% run to run.
-FULL = Plan(reps=3, duration_s=2.5, warmup_s=0.7, roundtrips=5000, e2e_seconds=4.0, consume_records=5_000_000,
+FULL = Plan(reps=3, duration_s=2.5, warmup_s=0.7, roundtrips=5000, e2e_seconds=4.0, e2e_min_records=10_000,
+            consume_records=5_000_000,
             codec_records=200_000, conn_requests=5000, broker_warmup_s=5.0, broker_txn_warmup_s=15.0)
 
 
@@ -146,11 +156,12 @@ def derive(kind: str, result: RunResult, landed: int | None) -> dict[str, float]
 
 
 class Runner:
-    def __init__(self, args: argparse.Namespace, plan: Plan, bootstrap: str, cluster: Any) -> None:
+    def __init__(self, args: argparse.Namespace, plan: Plan, bootstrap: str, cluster: Any, heap: BrokerHeap) -> None:
         self.args = args
         self.plan = plan
         self.bootstrap = bootstrap
         self.cluster = cluster
+        self.heap = heap
         self.run_id = uuid.uuid4().hex[:8]
         self.consume_topic: str | None = None
         self.done = 0
@@ -170,7 +181,7 @@ class Runner:
         elif scenario.kind == KIND_ROUNDTRIP:
             spec.count = plan.roundtrips
         elif scenario.kind == KIND_E2E:
-            spec.duration_s = plan.e2e_seconds
+            spec.duration_s = max(plan.e2e_seconds, plan.e2e_min_records / spec.rate)
             spec.warmup_s = max(0.5, plan.warmup_s)
         elif scenario.kind in (KIND_CONSUME, KIND_HANDLE, KIND_EOS):  # the pre-filled topic (eos: its input, in a fresh group)
             spec.count = plan.consume_records
@@ -284,6 +295,12 @@ class Runner:
             raise RuntimeError(f"hung past {timeout:.0f}s at {lines[dumped[0] + 1].strip()}")
         raise RuntimeError(f"exit {proc.returncode}: {lines[-1] if lines else 'no output'}")
 
+    def collect_broker_heap(self) -> None:
+        failure = self.heap.collect()
+        if failure is not None:  # the run goes on with the heap as it is, and says so once
+            self.progress(f"broker heap not collected, and not tried again: {failure}")
+            self.heap = BrokerHeap((), None, failure)
+
     def run_scenario(self, scenario: Scenario) -> dict[str, EntryOutcome]:
         outcomes = {entry.label: EntryOutcome() for entry in scenario.entries}
         for rep in range(self.plan.reps):
@@ -295,6 +312,8 @@ class Runner:
                 spec = None
                 try:
                     spec = self.spec_for(scenario, entry, rep)
+                    if scenario.kind in LATENCY_KINDS:
+                        self.collect_broker_heap()
                     result = self.run_one(spec)
                     landed = (landed_records(self.bootstrap, spec.topic, spec.partitions)
                               if scenario.kind == KIND_PRODUCE and entry.uses_broker else None)
@@ -430,9 +449,12 @@ def main(argv: list[str] | None = None) -> int:
         embedded = True
         print(f"broker log in {cluster.directory}", flush=True)
     try:
-        runner = Runner(args, plan, cluster.bootstrap, cluster)
+        heap = BrokerHeap.of([(b.host, b.port) for b in cluster.metadata().brokers.values()])
+        runner = Runner(args, plan, cluster.bootstrap, cluster, heap)
         runner.total = sum(len(s.entries) for s in scenarios) * plan.reps
         print(f"broker {cluster.bootstrap}; {runner.total} runs", flush=True)
+        if any(s.kind in LATENCY_KINDS for s in scenarios):
+            print(heap.describe(), flush=True)
         # A broker of --brokers has usually been running; a warm-up's gigabytes there would only
         # be noise for the first scenarios (bench.compare_commits shares one between checkouts).
         # --warm-up asks for it anyway: a broker started just before the run is as cold.
@@ -448,7 +470,8 @@ def main(argv: list[str] | None = None) -> int:
         "machine": machine,
         "broker": {"embedded": embedded, "bootstrap": cluster.bootstrap if not embedded else "embedded",
                    "log_directory": str(cluster.directory) if embedded else None,
-                   "kafka_version": cluster.version if embedded else None},
+                   "kafka_version": cluster.version if embedded else None,
+                   "heap_before_latency_runs": runner.heap.describe()},
         "plan": {name: getattr(plan, name) for name in plan.__slots__},
         "ratio_definition": "kafkaev / peer median; for metrics with higher_is_better=false lower is better",
         "scenarios": results,

@@ -485,3 +485,39 @@ def test_each_broker_of_the_cluster_reports_its_deletion_delay(kafka):
         cluster.stop()
     assert set(delays) == set(kafka.metadata().brokers)
     assert all(delay >= 0 for delay in delays.values())
+
+
+def test_a_listener_is_found_by_its_port_and_a_process_that_is_not_a_jvm_is_never_sent_jcmd():
+    import os
+    import socket
+
+    from bench.broker_heap import BrokerHeap, listening_pids
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        assert listening_pids(port) == {os.getpid()}
+        heap = BrokerHeap.of([("127.0.0.1", port)])
+        assert heap.pids == () and "is not a JVM" in heap.describe()
+    # jcmd's attach sends SIGQUIT, which would end this process: collect() checks first
+    assert "no longer a JVM" in BrokerHeap((os.getpid(),), "jcmd").collect()
+    assert "not on this machine (192.0.2.1:9092)" in BrokerHeap.of([("192.0.2.1", 9092)]).describe()
+
+
+def test_latency_runs_start_with_the_local_brokers_heap_collected(kafka, tmp_path):
+    from bench.broker_heap import BrokerHeap
+
+    addresses = [(b.host, b.port) for b in kafka.metadata().brokers.values()]
+    heap = BrokerHeap.of(addresses)
+    if not heap.pids:
+        pytest.skip(heap.describe())  # a broker of KAFKAEV_BROKERS elsewhere
+    assert heap.collect() is None
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", "--quick", "--brokers", kafka.bootstrap, "--scenarios", "roundtrip",
+         "--clients", "raw-socket", "--no-chart", "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert heap.describe() in proc.stdout and "not collected" not in proc.stdout
+    [json_path] = tmp_path.glob("*.json")
+    assert json.loads(json_path.read_text())["broker"]["heap_before_latency_runs"] == heap.describe()
