@@ -112,6 +112,21 @@ class CoordinatorLink:
             else:
                 self._find()
 
+    def send(self, request: Callable[[Connection], object], fail: Callable[[KafkaError], object]) -> None:
+        """``request(conn)`` with a ready connection to the coordinator; ``fail(err)``, once, when
+        there is none or the connection refuses the request before writing it."""
+        def on_conn(conn: Connection | None, err: KafkaError | None) -> None:
+            if err is not None:
+                fail(err)
+                return
+            assert conn is not None  # no error: a connection
+            try:
+                request(conn)
+            except KafkaError as exc:
+                fail(exc)
+
+        self.get(on_conn)
+
     def _on_conn(self, conn: Connection | None, err: KafkaError | None, cb: ConnCallback) -> None:
         if err is not None:
             self.forget()

@@ -171,22 +171,15 @@ class GroupMember(GroupMemberBase):
             for a in self.options.assignors
         ]
 
-        def on_conn(conn: Connection | None, err: KafkaError | None) -> None:
-            if err is not None:
-                self._join_failed(err)
-                return
-            assert conn is not None  # no error: a connection
+        def join(conn: Connection) -> None:
             log.debug("group %r: JoinGroup to %s:%s (member %r, topics %s)", self.group_id, conn.host, conn.port,
                       self.member_id, sorted(topics))
-            try:
-                conn.join_group(self.group_id, self.member_id, PROTOCOL_TYPE, protocols, self._on_join,
-                                session_timeout_ms=self.options.session_timeout_ms,
-                                rebalance_timeout_ms=self.options.rebalance_timeout_ms,
-                                group_instance_id=self.group_instance_id)
-            except KafkaError as exc:
-                self._join_failed(exc)
+            conn.join_group(self.group_id, self.member_id, PROTOCOL_TYPE, protocols, self._on_join,
+                            session_timeout_ms=self.options.session_timeout_ms,
+                            rebalance_timeout_ms=self.options.rebalance_timeout_ms,
+                            group_instance_id=self.group_instance_id)
 
-        self.link.get(on_conn)
+        self.link.send(join, self._join_failed)
 
     def _join_failed(self, err: KafkaError) -> None:
         self._join_in_flight = False
@@ -307,22 +300,15 @@ class GroupMember(GroupMemberBase):
     def _sync(self, payloads: list[codec.SyncGroupRequestAssignment]) -> None:
         generation = self.generation
 
-        def on_conn(conn: Connection | None, err: KafkaError | None) -> None:
-            if err is not None:
-                self._on_sync(None, err, generation)
-                return
-            assert conn is not None  # no error: a connection
+        def sync(conn: Connection) -> None:
             log.debug("group %r: SyncGroup generation %d (member %r, %d assignments)", self.group_id, generation,
                       self.member_id, len(payloads))
-            try:
-                conn.sync_group(self.group_id, generation, self.member_id, payloads,
-                                lambda resp, e: self._on_sync(resp, e, generation),
-                                group_instance_id=self.group_instance_id, protocol_type=PROTOCOL_TYPE,
-                                protocol_name=self.protocol_name)
-            except KafkaError as exc:
-                self._on_sync(None, exc, generation)
+            conn.sync_group(self.group_id, generation, self.member_id, payloads,
+                            lambda resp, e: self._on_sync(resp, e, generation),
+                            group_instance_id=self.group_instance_id, protocol_type=PROTOCOL_TYPE,
+                            protocol_name=self.protocol_name)
 
-        self.link.get(on_conn)
+        self.link.send(sync, lambda err: self._on_sync(None, err, generation))
 
     def _on_sync(self, resp: codec.SyncGroupResponse | None, err: KafkaError | None, generation: int) -> None:
         self._join_in_flight = False
@@ -428,20 +414,13 @@ class GroupMember(GroupMemberBase):
         self._heartbeat_sent()
         generation = self.generation
 
-        def on_conn(conn: Connection | None, err: KafkaError | None) -> None:
-            if err is not None:
-                self._on_heartbeat(None, err, generation)
-                return
-            assert conn is not None  # no error: a connection
+        def heartbeat(conn: Connection) -> None:
             log.debug("group %r: Heartbeat generation %d (member %r)", self.group_id, generation, self.member_id)
-            try:
-                conn.heartbeat(self.group_id, generation, self.member_id,
-                               lambda resp, e: self._on_heartbeat(resp, e, generation),
-                               group_instance_id=self.group_instance_id)
-            except KafkaError as exc:
-                self._on_heartbeat(None, exc, generation)
+            conn.heartbeat(self.group_id, generation, self.member_id,
+                           lambda resp, e: self._on_heartbeat(resp, e, generation),
+                           group_instance_id=self.group_instance_id)
 
-        self.link.get(on_conn)
+        self.link.send(heartbeat, lambda err: self._on_heartbeat(None, err, generation))
 
     def _on_heartbeat(self, resp: codec.HeartbeatResponse | None, err: KafkaError | None, generation: int) -> None:
         self._heartbeat_in_flight = False
@@ -496,22 +475,15 @@ class GroupMember(GroupMemberBase):
             if cb is not None:
                 self.ctx.call(cb, err)
 
-        def on_conn(conn: Connection | None, err: KafkaError | None) -> None:
-            if err is not None:
-                done(None, err)
-                return
-            assert conn is not None  # no error: a connection
+        def leave(conn: Connection) -> None:
             log.debug("group %r: LeaveGroup (member %r)", self.group_id, self.member_id)
-            try:
-                conn.leave_group(
-                    self.group_id,
-                    [codec.MemberIdentity(member_id=self.member_id, group_instance_id=self.group_instance_id)],
-                    done,
-                )
-            except KafkaError as exc:
-                done(None, exc)
+            conn.leave_group(
+                self.group_id,
+                [codec.MemberIdentity(member_id=self.member_id, group_instance_id=self.group_instance_id)],
+                done,
+            )
 
-        self.link.get(on_conn)
+        self.link.send(leave, lambda err: done(None, err))
 
 
 __all__ = ["GroupMember", "GroupOptions", "GroupState", "MemberSubscription"]

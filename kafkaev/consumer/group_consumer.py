@@ -30,7 +30,6 @@ from collections.abc import Callable
 
 from kafkaev.errors import FENCED_MEMBER_EPOCH, NONE, UNKNOWN_MEMBER_ID, KafkaError
 from kafkaev.protocol import codec
-from kafkaev.protocol.connection import Connection
 from kafkaev.types import TopicPartition
 
 from .context import ConsumerContext
@@ -217,17 +216,7 @@ class ConsumerGroupMember(GroupMemberBase):
             else:
                 self._on_heartbeat(resp, err, req, sent_selection, sent_owned)
 
-        def on_conn(conn: Connection | None, err: KafkaError | None) -> None:
-            if err is not None:
-                answered(None, err)
-                return
-            assert conn is not None  # no error: a connection
-            try:
-                conn.consumer_group_heartbeat(req, answered)
-            except KafkaError as exc:
-                answered(None, exc)
-
-        self.link.get(on_conn)
+        self.link.send(lambda conn: conn.consumer_group_heartbeat(req, answered), lambda err: answered(None, err))
 
     def _on_heartbeat(self, resp: codec.ConsumerGroupHeartbeatResponse | None, err: KafkaError | None,
                       req: codec.ConsumerGroupHeartbeatRequest, sent_selection: TopicSelection,
