@@ -29,6 +29,7 @@ class ExternalCluster(KafkaCluster):
 
     def __init__(self, bootstrap: str, node_count: int = 1) -> None:
         super().__init__()
+        self.version = jars.kafka_version()  # the declared release: its jars run the Java interop programs
         self.kafka_version = _declared_version()
         servers = [s.strip() for s in bootstrap.split(",") if s.strip()]
         if not servers or any(":" not in s for s in servers):
@@ -63,6 +64,7 @@ class ContainerCluster(ExternalCluster):
         from testcontainers.community.kafka import KafkaContainer
 
         KafkaCluster.__init__(self)
+        self.version = jars.kafka_version()
         self.kafka_version = _declared_version()
         self.image = image or os.environ.get(TESTCONTAINERS_IMAGE_ENV, DEFAULT_KAFKA_IMAGE)
         self._container: Any = KafkaContainer(self.image).with_kraft()
