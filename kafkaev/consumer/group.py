@@ -110,11 +110,16 @@ class GroupMember(GroupMemberBase):
         if code == REBALANCE_IN_PROGRESS:
             self.request_rejoin()
             return
+        self._drop_generation(code)
+        self.request_rejoin()
+
+    def _drop_generation(self, code: int = NONE) -> None:
+        """The coordinator no longer counts this member in its generation: the partitions are
+        someone else's by now (on_lost), and after UNKNOWN_MEMBER_ID it joins as a new member."""
         if code == UNKNOWN_MEMBER_ID:
             self.member_id = ""
         self.generation = NO_GENERATION
         self.ownership.lose()
-        self.request_rejoin()
 
     def _no_generation(self) -> str | None:
         return "no generation to commit with (rebalancing)" if self.generation == NO_GENERATION else None
@@ -222,9 +227,7 @@ class GroupMember(GroupMemberBase):
             self.member_id = resp.member_id
             self._join()
         elif code in (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION):
-            self.member_id = "" if code == UNKNOWN_MEMBER_ID else self.member_id
-            self.generation = NO_GENERATION
-            self.ownership.lose()
+            self._drop_generation(code)
             self._join()
         elif code == REBALANCE_IN_PROGRESS:
             self._join()
@@ -331,9 +334,7 @@ class GroupMember(GroupMemberBase):
         if code != NONE:
             self.state = GroupState.JOINING
             if code in (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION):
-                self.member_id = "" if code == UNKNOWN_MEMBER_ID else self.member_id
-                self.generation = NO_GENERATION
-                self.ownership.lose()
+                self._drop_generation(code)
                 self._join()
             elif code == REBALANCE_IN_PROGRESS:
                 self._join()
@@ -404,8 +405,7 @@ class GroupMember(GroupMemberBase):
             return
         if self.ctx.loop.time() - self._last_heartbeat_ok > self.options.session_timeout_ms / 1000.0:
             # The coordinator has expired this session by now: the partitions are gone.
-            self.generation = NO_GENERATION
-            self.ownership.lose()
+            self._drop_generation()
             self._start_rebalance()
             return
         if self._heartbeat_in_flight:
