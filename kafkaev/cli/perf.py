@@ -219,6 +219,18 @@ def _progress(args: argparse.Namespace, client: Client, meter: Meter) -> Progres
     return Progress(client.loop, meter, sys.stderr if args.json else sys.stdout, args.interval)
 
 
+def _finish(args: argparse.Namespace, client: Client, meter: Meter, progress: Progress, cpu_started: float, *,
+            consuming: bool) -> Figures:
+    """The measured section is over: its figures, with the client stopped (``consuming``) and closed."""
+    elapsed = time.perf_counter() - meter.started
+    cpu_s = _cpu() - cpu_started
+    progress.stop()
+    if consuming:
+        client.stop()
+    _close(client)
+    return _figures(args, meter, elapsed, cpu_s)
+
+
 def _figures(args: argparse.Namespace, meter: Meter, elapsed: float, cpu_s: float) -> Figures:
     ordered = sorted(meter.latencies_us)
     latency = None
@@ -275,13 +287,9 @@ def _produce(args: argparse.Namespace) -> int:
             loop.run_until_complete(asyncio.sleep(0))  # let the loop send
             _pace(loop, args.rate, meter.started, i + 1)
     _flush(client)
-    elapsed = time.perf_counter() - meter.started
-    cpu_s = _cpu() - cpu
-    progress.stop()
-    _close(client)
-    figures = _figures(args, meter, elapsed, cpu_s)
+    figures = _finish(args, client, meter, progress, cpu, consuming=False)
     _report(args, figures, [
-        f"{meter.done} records acked in {elapsed:.2f}s: {figures.records_per_s:,.0f} msg/s, "
+        f"{meter.done} records acked in {figures.elapsed_s:.2f}s: {figures.records_per_s:,.0f} msg/s, "
         f"{figures.mb_per_s:.1f} MB/s, {figures.cpu_us_per_record:.2f} us CPU/record",
         *_histogram(meter.latencies_us)])
     if meter.failures:
@@ -314,14 +322,9 @@ def _consume(args: argparse.Namespace) -> int:
     progress.start()
     client.start()
     loop.run_forever()
-    elapsed = time.perf_counter() - meter.started
-    cpu_s = _cpu() - cpu
-    progress.stop()
-    client.stop()
-    _close(client)
-    figures = _figures(args, meter, elapsed, cpu_s)
+    figures = _finish(args, client, meter, progress, cpu, consuming=True)
     _report(args, figures, [
-        f"{meter.done} records in {elapsed:.2f}s: {figures.records_per_s:,.0f} msg/s, "
+        f"{meter.done} records in {figures.elapsed_s:.2f}s: {figures.records_per_s:,.0f} msg/s, "
         f"{figures.mb_per_s:.1f} MB/s, {figures.cpu_us_per_record:.2f} us CPU/record"])
     return 0
 
@@ -363,12 +366,7 @@ def _e2e(args: argparse.Namespace) -> int:
         loop.run_until_complete(asyncio.wait_for(asyncio.shield(all_received), E2E_DRAIN_TIMEOUT_S))
     except asyncio.TimeoutError:
         pass  # reported below as "n of count records consumed"
-    elapsed = time.perf_counter() - meter.started
-    cpu_s = _cpu() - cpu
-    progress.stop()
-    client.stop()
-    _close(client)
-    figures = _figures(args, meter, elapsed, cpu_s)
+    figures = _finish(args, client, meter, progress, cpu, consuming=True)
     _report(args, figures, [f"{meter.done} of {args.count} records consumed at {rate} msg/s offered",
                             *_histogram(meter.latencies_us)])
     return 0
