@@ -309,20 +309,11 @@ async def _open_socket(BaseConnection conn, object loop, str host, int port, obj
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             await loop.sock_connect(sock, sockaddr)
-        except OSError as exc:
-            sock.close()
-            failures.append(f"{sockaddr[0]}: {exc.strerror or exc}")
-            continue
-        except BaseException:
-            sock.close()
-            raise
-        proxy = _ProtocolProxy(conn)
-        try:
             await loop.create_connection(
-                lambda: proxy, sock=sock, ssl=ssl_ctx,
+                lambda: _ProtocolProxy(conn), sock=sock, ssl=ssl_ctx,
                 server_hostname=host if ssl_ctx is not None else None,
                 ssl_handshake_timeout=timeout if ssl_ctx is not None else None)
-        except ssl.SSLError as exc:
+        except ssl.SSLError as exc:  # before OSError, its base: only the handshake raises it
             sock.close()
             raise KafkaError(errors.SSL, f"TLS handshake with {host}:{port} failed: {exc}") from None
         except OSError as exc:
