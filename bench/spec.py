@@ -15,6 +15,9 @@ RESULT_PREFIX = "BENCH-RESULT "
 # Bytes a producer may hold unacknowledged, the same for every client that has such a limit:
 # a client allowed to queue more than the broker absorbs in a run only measures its queue.
 PRODUCE_BUFFER_BYTES = 256 * 1024 * 1024
+# Records a producer may hold unacknowledged, likewise the same for every client that has such a
+# limit (librdkafka's queue.buffering.max.messages, kafkaev's buffer_records).
+PRODUCE_BUFFER_RECORDS = 2_000_000
 # How long a producer loop whose buffer is full waits for acknowledgements before it tries again.
 BUFFER_FULL_WAIT_S = 0.001
 # The defaults scenarios' one setting aligned across clients: kafkaev's default linger, and the

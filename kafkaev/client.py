@@ -166,7 +166,8 @@ class Client:
                 timestamp_ms: int | None = None) -> None:
         """Queue one record; ``cb(RecordMetadata, None)`` once acknowledged or ``cb(None, err)``
         once it failed. key/value: bytes-like, str (UTF-8) or None. headers: (name, value)
-        pairs (a name may repeat) or a dict. Raises BufferFullError when buffer_memory is full.
+        pairs (a name may repeat) or a dict. Raises BufferFullError when buffer_memory or
+        buffer_records is full.
         A ``partition`` the topic does not have is ``UnknownPartitionError`` (UNKNOWN_PARTITION):
         raised here when the topic's metadata is loaded, else given to ``cb`` once it is.
         (Replaced per instance by the producer's own method.)"""
@@ -185,8 +186,8 @@ class Client:
         self._producer.flush(cb)
 
     def on_buffer_room(self, cb: Callable[[], object]) -> None:
-        """``cb()`` once, from the loop, when ``buffer_memory`` has room for a batch again (at
-        the next turn of the loop if it has now). A tight loop of ``produce()`` calls that met
+        """``cb()`` once, from the loop, when ``buffer_memory`` has room for a batch and
+        ``buffer_records`` for a record again (at the next turn of the loop if they have now). A tight loop of ``produce()`` calls that met
         ``BufferFullError`` returns and registers itself here to go on where it stopped; the
         loop meanwhile sends and acknowledges what is buffered."""
         self._producer.on_buffer_room(cb)

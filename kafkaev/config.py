@@ -74,6 +74,10 @@ BATCH_FIRST_STEP = 16384
 # (2,048 at the defaults) whole first steps alone filled buffer_memory with a record or two
 # each, and every other partition was refused.
 BATCH_MIN_FIRST_STEP = 1024
+# Records produced and not yet completed, at most (librdkafka's queue.buffering.max.messages
+# default). Bytes alone let small records pile up: at 100 bytes buffer_memory's 32 MiB is about
+# 300,000 records, and a producer that outruns the broker keeps the budget full.
+DEFAULT_BUFFER_RECORDS = 100_000
 # The idempotent producer keeps at most this many batches in flight per partition:
 # the broker caches only the last five batch sequences per producer and partition.
 MAX_IN_FLIGHT_IDEMPOTENT = 5
@@ -226,6 +230,7 @@ FOREIGN_OPTIONS: dict[str, str] = {
     "request_required_acks": "acks",
     "message_max_bytes": "max_request_size",
     "queue_buffering_max_kbytes": "buffer_memory",
+    "queue_buffering_max_messages": "buffer_records",
     "allow_auto_create_topics": "allow_auto_topic_creation",
     "enable_auto_commit": "auto_commit",
     "partition_assignment_strategy": "assignors",
@@ -296,6 +301,7 @@ class ClientConfig:
     max_in_flight: int = 5  # produce requests in flight per partition
     produce_connections: int = DEFAULT_PRODUCE_CONNECTIONS  # per broker, at most; a partition always uses the same one
     buffer_memory: int = 32 * 1024 * 1024
+    buffer_records: int = DEFAULT_BUFFER_RECORDS  # records produced and not completed, at most; 0: no limit
     max_request_size: int = DEFAULT_MAX_REQUEST_SIZE
     retry_backoff_ms: int = 100
     retry_backoff_max_ms: int = 1000
@@ -443,6 +449,7 @@ class ClientConfig:
         if self.buffer_memory < first_step:
             raise _fail("buffer_memory", f"at least {first_step} (a new batch's first step: "
                         f"min(batch_size, {BATCH_FIRST_STEP}))", self.buffer_memory)
+        _check_int("buffer_records", self.buffer_records, 0)
         _check_int("retry_backoff_ms", self.retry_backoff_ms, 0)
         _check_int("retry_backoff_max_ms", self.retry_backoff_max_ms, self.retry_backoff_ms)
         put(self, "retry_backoff", BackoffPolicy(self.retry_backoff_ms, self.retry_backoff_max_ms))

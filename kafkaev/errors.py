@@ -611,7 +611,7 @@ MSG_TIMED_OUT = -192  # record not delivered within delivery_timeout_ms
 UNKNOWN_PARTITION = -190  # produce(partition=) beyond the topic's partition count
 UNKNOWN_TOPIC_WAIT_TIMEOUT = -188  # topic never appeared in metadata in time
 TIMED_OUT = -185  # a request got no response within request_timeout_ms
-QUEUE_FULL = -184  # buffer_memory exhausted
+QUEUE_FULL = -184  # buffer_memory or buffer_records exhausted
 SSL = -181  # TLS handshake or certificate failure
 STATE = -172  # call not valid in the object's current state
 AUTHENTICATION = -169  # SASL authentication failed
@@ -635,7 +635,7 @@ _CLIENT_ERRORS: tuple[ErrorSpec, ...] = (
         "The topic did not appear in the cluster metadata in time.",
     ),
     ErrorSpec(TIMED_OUT, "TIMED_OUT", True, "The request timed out on the client side."),
-    ErrorSpec(QUEUE_FULL, "QUEUE_FULL", True, "The producer's buffer memory is exhausted."),
+    ErrorSpec(QUEUE_FULL, "QUEUE_FULL", True, "The producer's buffer (buffer_memory or buffer_records) is full."),
     ErrorSpec(SSL, "SSL", False, "The TLS handshake or certificate verification failed."),
     ErrorSpec(STATE, "STATE", False, "The operation is not valid in the current state."),
     ErrorSpec(AUTHENTICATION, "AUTHENTICATION", False, "Authentication with the broker failed."),
@@ -736,6 +736,22 @@ class ProtocolError(KafkaError):
 
     def __init__(self, message: str) -> None:
         super().__init__(PROTOCOL, message)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.message,))
+
+
+class BufferFullError(KafkaError):
+    """``buffer_memory`` or ``buffer_records`` is exhausted (records waiting for their topic's
+    metadata count too): code QUEUE_FULL.
+
+    Raised by ``produce`` like confluent-kafka's ``BufferError``: let the loop run so that
+    batches are sent and acknowledged, then produce again (``Client.on_buffer_room(cb)`` says
+    when).
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(QUEUE_FULL, message)
 
     def __reduce__(self) -> tuple[object, ...]:
         return (type(self), (self.message,))

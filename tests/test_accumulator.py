@@ -160,7 +160,7 @@ def test_buffer_memory_reserved_and_released(loop):
     assert acc.budget.hold(almost_all)
     with pytest.raises(BufferFullError, match="buffer_memory"):
         acc.new_batch(tstate.parts[2], 10)
-    acc.budget.unhold(almost_all)
+    acc.budget.unhold(almost_all, 1)
     big = 39000
     acc.release(a)
     with pytest.raises(BufferFullError):
@@ -255,7 +255,7 @@ def test_new_batches_take_the_least_step_once_open_batches_hold_half_the_budget(
     assert acc.budget.hold(2 * BATCH_FIRST_STEP)  # half of the budget, taken by no open batch
     first = acc.new_batch(parts[0], 10)
     assert first.reserved == BATCH_FIRST_STEP
-    acc.budget.unhold(2 * BATCH_FIRST_STEP)
+    acc.budget.unhold(2 * BATCH_FIRST_STEP, 1)
     assert acc.new_batch(parts[1], 10).reserved == BATCH_FIRST_STEP  # open: two steps of four
     assert acc.new_batch(parts[2], 10).reserved == BATCH_MIN_FIRST_STEP
     assert acc.new_batch(parts[3], 5000).reserved == 5000 + BATCH_HEADER_SIZE  # its record's size
@@ -398,7 +398,7 @@ def test_records_waiting_for_metadata_take_room_from_batches(loop):
     assert acc.budget.hold(40000 - BATCH_MIN_FIRST_STEP + 1)
     with pytest.raises(BufferFullError, match="buffer_memory"):
         acc.new_batch(tstate.parts[0], 10)
-    acc.budget.unhold(40000 - BATCH_MIN_FIRST_STEP + 1)
+    acc.budget.unhold(40000 - BATCH_MIN_FIRST_STEP + 1, 1)
     acc.new_batch(tstate.parts[0], 10)
 
 

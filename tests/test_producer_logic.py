@@ -27,6 +27,7 @@ from kafkaev.errors import (
     DUPLICATE_SEQUENCE_NUMBER,
     MSG_TIMED_OUT,
     NOT_LEADER_OR_FOLLOWER,
+    QUEUE_FULL,
     STATE,
     UNKNOWN_PRODUCER_ID,
     UNKNOWN_TOPIC_WAIT_TIMEOUT,
@@ -512,6 +513,45 @@ def test_a_record_held_for_its_topic_counts_what_holding_it_costs_and_leaves_as_
     results.assert_each_once(range(admitted))
     assert queued_at_readmit == list(range(admitted - 1, -1, -1))
     assert env.producer._acc.budget.held == 0
+
+
+@pytest.mark.parametrize("keyed", [False, True], ids=["sticky", "keyed"])
+def test_buffer_records_refuses_the_record_past_it_until_acks_make_room(loop, fake_cluster, keyed):
+    cluster = cluster_with_topic(fake_cluster, 2)
+    limit = 50
+    env = make(loop, cluster, buffer_records=limit, linger_ms=10000)
+    learn_topic(loop, env)
+    budget = env.producer._acc.budget
+    results, cb_for = collect()
+    for i in range(limit):
+        env.producer.produce(TOPIC, b"k%d" % i if keyed else None, b"v", cb_for(i))
+    with pytest.raises(BufferFullError, match=rf"buffer_records \({limit}\)") as info:
+        env.producer.produce(TOPIC, b"late" if keyed else None, b"v", cb_for(limit))
+    assert info.value.code == QUEUE_FULL and budget.records == limit
+    assert budget.reserved < budget.limit  # the bytes had room: the count refused it
+    room: list[int] = []
+    env.producer.on_buffer_room(lambda: room.append(budget.records))
+    env.producer.flush()
+    run_until(loop, lambda: len(results) == limit and room)
+    results.assert_each_once(range(limit))
+    assert all(err is None for _meta, err in results.values()) and len(room) == 1 and room[0] < limit
+    assert budget.records == 0
+    env.producer.produce(TOPIC, None, b"v", cb_for(limit))  # room again
+    assert budget.records == 1
+
+
+def test_records_held_for_their_topic_count_against_buffer_records_and_are_not_refused_later(loop, fake_cluster):
+    cluster = cluster_with_topic(fake_cluster, 1)
+    env = make(loop, cluster, buffer_records=10, linger_ms=1)
+    results, cb_for = collect()
+    for i in range(10):
+        env.producer.produce(TOPIC, None, b"v", cb_for(i))  # the topic is not known yet: held
+    with pytest.raises(BufferFullError, match="10 records in all"):
+        env.producer.produce(TOPIC, None, b"v", cb_for(10))
+    run_until(loop, lambda: len(results) == 10)  # readmitted at the limit, none refused
+    results.assert_each_once(range(10))
+    assert all(err is None for _meta, err in results.values())
+    assert env.producer._acc.budget.records == 0
 
 
 def test_unknown_topic_times_out_clearly(loop, fake_cluster):

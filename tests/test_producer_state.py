@@ -84,11 +84,63 @@ def test_held_records_count_beside_reserved_batches():
     budget = MemoryBudget(LIMIT)
     budget.reserve(batch(topic()[1].parts[0], 1), 6000)
     assert budget.hold(3000) and budget.hold(1000)
-    assert not budget.hold(1) and budget.held == 4000
-    budget.unhold(4000)
-    assert budget.held == 0
+    assert not budget.hold(1) and (budget.held, budget.records) == (4000, 2)
+    budget.unhold(4000, 2)
+    assert (budget.held, budget.records) == (0, 0)
     with pytest.raises(RuntimeError):
-        budget.unhold(1)
+        budget.unhold(1, 0)
+    with pytest.raises(RuntimeError):
+        budget.unhold(0, 1)
+
+
+def test_records_are_refused_at_the_record_limit_and_come_back_with_their_batch():
+    budget = MemoryBudget(LIMIT, 3)
+    part = topic()[1].parts[0]
+    assert budget.hold(10) and budget.hold(10) and budget.hold(10)
+    assert not budget.hold(10) and (budget.held, budget.records) == (30, 3)  # the bytes fit, the count does not
+    assert not budget.has_record_room() and "buffer_records (3)" in budget.refusal()
+    budget.unhold(30, 3)
+    assert budget.records == 0 and budget.has_record_room()
+    b = batch(part, 1)
+    budget.reserve(b, 100)
+    assert b.counted
+    for _ in range(3):
+        budget.count_record()  # as ProducerCore appends each record
+    b.record_count = 3  # as the batch closes
+    assert not budget.hold(10) and not budget.has_record_room()
+    budget.release(b)
+    assert budget.records == 0 and not b.counted and budget.hold(10)
+    budget.release(b)  # twice: nothing more
+    assert budget.records == 1
+
+
+def test_a_split_batch_passes_the_counting_of_its_records_to_its_first_half():
+    budget = MemoryBudget(LIMIT, 10)
+    part = topic()[1].parts[0]
+    b, first, second = batch(part, 1), batch(part, 1, (1, 0)), batch(part, 1, (1, 1))
+    budget.reserve(b, 100)
+    budget.transfer(b, first)
+    budget.reserve(second, 0, readmitted=True)  # as Accumulator.split: no bytes, its records count
+    assert (b.counted, first.counted, second.counted) == (False, True, True)
+    for _ in range(4):
+        budget.count_record()
+    first.record_count, second.record_count = 2, 2
+    budget.release(b)  # the original is never released; were it, it would give back nothing
+    assert (budget.reserved, budget.records) == (100, 4)
+    budget.release(first)
+    budget.release(second)
+    assert (budget.reserved, budget.records) == (0, 0)
+
+
+def test_a_bare_batch_counts_no_records_and_no_limit_means_none():
+    budget = MemoryBudget(LIMIT)
+    bare = batch(topic()[1].parts[0], 1)
+    bare.record_count = 5  # never reserved: a test's stand-in, not counted
+    budget.release(bare)
+    assert budget.records == 0
+    assert all(budget.hold(1) for _ in range(1000)) and budget.has_record_room()
+    with pytest.raises(ValueError, match="buffer_records"):
+        MemoryBudget(LIMIT, -1)
 
 
 def test_sizes_are_never_negative():
@@ -130,13 +182,13 @@ def test_random_use_stays_within_zero_and_the_limit():
             if budget.hold(size):
                 held.append(size)
         elif step == 4 and held:
-            budget.unhold(held.pop())
+            budget.unhold(held.pop(), 1)
         assert 0 <= budget.reserved <= LIMIT and budget.held >= 0
         assert budget.reserved == sum(b.reserved for b in holding) and budget.held == sum(held)
     for b in holding:
         budget.release(b)
-    budget.unhold(sum(held))
-    assert (budget.reserved, budget.held) == (0, 0)
+    budget.unhold(sum(held), len(held))
+    assert (budget.reserved, budget.held, budget.records) == (0, 0, 0)
 
 
 # --- PartitionQueue and the ready set -------------------------------------------------------------

@@ -28,6 +28,7 @@ from bench.spec import (
     DEFAULTS_LINGER_MS,
     E2E_TICK_S,
     PRODUCE_BUFFER_BYTES,
+    PRODUCE_BUFFER_RECORDS,
     RunResult,
     RunSpec,
 )
@@ -35,9 +36,9 @@ from bench.spec import (
 CALLS_PER_CLOCK_CHECK = 1000
 CONSUME_BATCH = 10000
 # librdkafka's own queue limits are far below a benchmark's burst; raise them (as its docs advise
-# for throughput) so produce() measures the client, not BufferError back-off. The byte limit is
-# the one every client gets: 2 GiB queued of 10 kB records outlasts any flush deadline.
-QUEUE_MAX_MESSAGES = 2_000_000
+# for throughput) to the limits every client gets, so produce() measures the client, not
+# BufferError back-off.
+QUEUE_MAX_MESSAGES = PRODUCE_BUFFER_RECORDS
 QUEUE_MAX_KBYTES = PRODUCE_BUFFER_BYTES // 1024
 EOS_JOIN_TIMEOUT_S = 30.0  # eos: how long joining the group and the first fetch may take
 EOS_END_TIMEOUT_S = 5.0  # eos: no record for this long is the input's end

@@ -30,6 +30,7 @@ from bench.spec import (
     E2E_TICK_S,
     HANDLE_ASYNC,
     PRODUCE_BUFFER_BYTES,
+    PRODUCE_BUFFER_RECORDS,
     RunResult,
     RunSpec,
 )
@@ -69,6 +70,7 @@ def _compression(spec: RunSpec) -> str | None:
 
 def _throughput_settings(spec: RunSpec) -> dict[str, Any]:
     return {"acks": spec.acks, "linger_ms": spec.throughput_linger_ms, "batch_size": BATCH_SIZE, "buffer_memory": PRODUCE_BUFFER_BYTES,
+            "buffer_records": PRODUCE_BUFFER_RECORDS,
             "produce_connections": PRODUCE_CONNECTIONS, "compression": _compression(spec)}
 
 

@@ -146,7 +146,7 @@ class Client(ProducingClient):
             try:
                 self._produce(topic, key, value, fut, partition=partition, headers=headers, timestamp_ms=timestamp_ms)
             except BufferFullError:
-                if budget.reserved == 0 and budget.held == 0:
+                if budget.reserved == 0 and budget.held == 0 and budget.records == 0:
                     self._room.pass_turn()
                     # Nothing buffered, and still no room: the record alone is larger than buffer_memory.
                     raise BufferFullError(
@@ -160,7 +160,8 @@ class Client(ProducingClient):
             return
 
     async def wait_for_buffer_room(self) -> None:
-        """Return once ``buffer_memory`` has room for a batch (at once if it has)."""
+        """Return once ``buffer_memory`` has room for a batch and ``buffer_records`` for a record
+        (at once if they have)."""
         room: asyncio.Future[None] = self.loop.create_future()
         self._client.on_buffer_room(lambda: resolve(room))
         await room

@@ -1,4 +1,5 @@
-"""Awaited ``produce()`` calls waiting for ``buffer_memory`` room, woken one at a time.
+"""Awaited ``produce()`` calls waiting for room in ``buffer_memory`` and ``buffer_records``,
+woken one at a time.
 
 Waking every waiter whenever a batch completes would make each of them try, most fail again
 with ``BufferFullError`` and wait again: with 1,000 producing tasks that is 1,000 exceptions per

@@ -100,8 +100,9 @@ class Producer(ProducerCore):
         metadata.add_listener(self._on_metadata)
 
     def on_buffer_room(self, cb: Callable[[], object]) -> None:
-        """``cb()`` once, from the loop, when buffer_memory has room for a batch again (at the
-        next turn if it has now): how a loop of produce() calls that met BufferFullError goes on."""
+        """``cb()`` once, from the loop, when buffer_memory has room for a batch and
+        buffer_records for a record again (at the next turn if they have now): how a loop of
+        produce() calls that met BufferFullError goes on."""
         if not callable(cb):
             raise TypeError(f"on_buffer_room: 'cb' must be callable, got {type(cb).__name__}")
         self._acc.when_room(cb)
@@ -138,10 +139,7 @@ class Producer(ProducerCore):
         size += HELD_RECORD_FOOTPRINT  # what it holds, not only what it will take on the wire
         budget = self._acc.budget
         if not budget.hold(size):
-            raise BufferFullError(
-                f"buffer_memory ({budget.limit} bytes) is full: {budget.held} bytes of records wait for "
-                f"topic metadata, {budget.reserved} are in batches; let the event loop run, then produce again"
-            )
+            raise BufferFullError(budget.refusal())
         waiting = self._waiting.get(topic)
         if waiting is None:
             waiting = self._waiting[topic] = _Waiting()
@@ -156,7 +154,7 @@ class Producer(ProducerCore):
         if waiting is None:
             return
         self._waiting_count -= len(waiting.records)
-        self._acc.budget.unhold(waiting.size)
+        self._acc.budget.unhold(waiting.size, len(waiting.records))
         self._acc.room_freed()
         if info is not None and not self.closed:
             self._add_topic(info)

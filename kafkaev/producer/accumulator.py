@@ -20,10 +20,11 @@ the partition becomes *ready* for the sender.
   reserves more, doubling up to ``batch_size``, only as records fill it (``grow``); built,
   it holds its encoded size, and it gives that back when it completes. So a large
   ``batch_size`` costs a quiet partition nothing, and thousands of partitions neither reserve
-  a full batch each nor run out of first steps. A batch that cannot grow is full; a full
-  buffer raises ``BufferFullError`` from ``produce``. ``when_room(cb)`` calls ``cb()``
-  once a new batch fits again (``Client.on_buffer_room``, the awaited produce of
-  ``kafkaev.aio``).
+  a full batch each nor run out of first steps. A batch that cannot grow is full. The same
+  budget counts records, from ``produce`` until their batch completes, against
+  ``buffer_records``. A full buffer, in bytes or in records, raises ``BufferFullError`` from
+  ``produce``. ``when_room(cb)`` calls ``cb()`` once a new batch and a record fit again
+  (``Client.on_buffer_room``, the awaited produce of ``kafkaev.aio``).
 * Each partition's ``PartitionQueue`` holds its closed batches and those in flight, and keeps
   the partition in the ``ReadySet`` exactly while it has a batch to send.
 * A batch's builder stays with it until the batch completes, then is emptied and kept for
@@ -46,7 +47,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from ..config import BATCH_FIRST_STEP, BATCH_MIN_FIRST_STEP, ClientConfig
-from ..errors import QUEUE_FULL, KafkaError
+from ..errors import BufferFullError
 from ..protocol.codec import BATCH_HEADER_SIZE, RecordBatchBuilder, read_records
 from .core import MemoryBudget, PartitionState, ProducerBatch, ReadySet, TopicState
 from .held import ConnectionKey, HeldPartitions
@@ -98,21 +99,6 @@ class _NoConnections:
         return 0
 
 
-class BufferFullError(KafkaError):
-    """``buffer_memory`` is exhausted (records waiting for their topic's metadata count too).
-
-    Raised by ``produce`` like confluent-kafka's ``BufferError``: let the loop run so that
-    batches are sent and acknowledged, then produce again (``Client.on_buffer_room(cb)`` says
-    when).
-    """
-
-    def __init__(self, message: str) -> None:
-        super().__init__(QUEUE_FULL, message)
-
-    def __reduce__(self) -> tuple[object, ...]:
-        return (type(self), (self.message,))
-
-
 class Accumulator:
     """Open batches, the linger timer, the topics' state, and the ready set and memory budget
     they share."""
@@ -151,7 +137,7 @@ class Accumulator:
         # Which connection a partition sends on, and how many requests it has out: the sender's to say.
         self._connections: ProduceConnections = _NoConnections()
         self._linger_timer: asyncio.Handle | None = None  # a TimerHandle unless linger_ms=0
-        self.budget = MemoryBudget(config.buffer_memory)
+        self.budget = MemoryBudget(config.buffer_memory, config.buffer_records)
         self._first_step = min(config.batch_size, BATCH_FIRST_STEP)  # what a new batch reserves
         self._min_first_step = min(config.batch_size, BATCH_MIN_FIRST_STEP)  # ... once open ones crowd it
         # What the open batches reserve (new_batch, grow, close_batch keep it): past half the
@@ -224,10 +210,7 @@ class Accumulator:
             # waits): opened smaller under that pressure, batches would go out small.
             capacity = max(self._min_first_step, least)
         if not readmitted and not budget.can_reserve(capacity):
-            raise BufferFullError(
-                f"buffer_memory ({budget.limit} bytes) is full: {budget.reserved} bytes are waiting "
-                "to be sent or acknowledged; let the event loop run, then produce again"
-            )
+            raise BufferFullError(budget.refusal())
         now = self._loop.time()
         spare = self._spare_builders
         if spare and capacity <= self._first_step:
@@ -305,10 +288,11 @@ class Accumulator:
 
     # --- waiting for room ------------------------------------------------------------------------
     def has_room(self) -> bool:
-        """Would a new batch (a whole first step) fit in buffer_memory now? A new batch gets
-        less only while open batches hold half the budget: woken for less, a waiter could be
-        refused again at once, and spin."""
-        return self.budget.can_reserve(self._first_step)
+        """Would a new batch (a whole first step) fit in buffer_memory, and a record in
+        buffer_records, now? A new batch gets less only while open batches hold half the
+        budget: woken for less, a waiter could be refused again at once, and spin."""
+        budget = self.budget
+        return budget.can_reserve(self._first_step) and budget.has_record_room()
 
     def when_room(self, cb: Callable[[], object]) -> None:
         """``cb()`` once, from the loop, as soon as a new batch fits (at the next turn if one
@@ -440,6 +424,7 @@ class Accumulator:
         data = batch.data
         assert data is not None  # refused by the broker, so it was built
         records = read_records(part.topic, part.partition, bytes(data)).messages  # splitting is rare
+        counted = batch.counted
         half = len(records) // 2
         halves = ((records[:half], batch.deliveries), (records[half:], batch.deliveries.split(half)))
         for side, (chunk, deliveries) in enumerate(halves):
@@ -451,6 +436,8 @@ class Accumulator:
                                         batch.order + (side,))
             if side == 0:
                 self.budget.transfer(batch, replacement)  # what the built batch holds passes to the first half
+            elif counted:
+                self.budget.reserve(replacement, 0, readmitted=True)  # no bytes of its own; its records count
             replacement.deliveries = deliveries
             replacement.record_count = builder.record_count
             self.requeue(replacement)  # in the original's place: after what precedes it, before the rest

@@ -18,7 +18,7 @@ from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Realloc
 from cpython.object cimport PyObject
 from cpython.unicode cimport PyUnicode_CheckExact
-from libc.stdint cimport int32_t, int64_t
+from libc.stdint cimport INT64_MAX, int32_t, int64_t
 
 # RECORD_OVERHEAD_MAX: what a record adds to a batch beyond key, value and headers, at most: the
 # bound of the oversize check and the memory reserved for a batch.
@@ -31,7 +31,8 @@ from collections import deque
 from collections.abc import Mapping
 
 from kafkaev.protocol.codec import murmur2
-from kafkaev.errors import MESSAGE_TOO_LARGE, STATE, UNKNOWN_TOPIC_OR_PARTITION, KafkaError, UnknownPartitionError
+from kafkaev.errors import (MESSAGE_TOO_LARGE, STATE, UNKNOWN_TOPIC_OR_PARTITION, BufferFullError, KafkaError,
+                            UnknownPartitionError)
 from kafkaev.types import RecordMetadata
 
 cdef extern from "Python.h":

@@ -98,6 +98,10 @@ cdef Py_ssize_t _append_record(ProducerBatch batch, int64_t timestamp, key, valu
     return delta
 
 
+cdef int _refuse_full(MemoryBudget budget) except -1:
+    raise BufferFullError(budget.refusal())
+
+
 cdef int _refuse_closed() except -1:
     raise KafkaError(STATE, "produce: the client is closed")
 
@@ -116,6 +120,7 @@ cdef class ProducerCore:
 
     cdef readonly object _acc
     cdef readonly dict _topics
+    cdef MemoryBudget _budget           # the accumulator's: records are counted here as they are appended
     cdef object _wake
     cdef object _custom_partition
     cdef object _unknown_topic
@@ -129,6 +134,7 @@ cdef class ProducerCore:
     def __init__(self, accumulator, wake, custom_partition, Py_ssize_t max_request_size, unknown_topic):
         self._acc = accumulator
         self._topics = accumulator.topics
+        self._budget = accumulator.budget
         self._wake = wake
         self._custom_partition = custom_partition
         self._max_request_size = max_request_size
@@ -169,7 +175,8 @@ cdef class ProducerCore:
         (``cb`` may be an ``asyncio.Future``: its result or exception is set instead).
 
         Raises at once, queueing nothing: TypeError/ValueError naming a bad argument, KafkaError
-        MESSAGE_TOO_LARGE, BufferFullError when ``buffer_memory`` is full, STATE once closed.
+        MESSAGE_TOO_LARGE, BufferFullError when ``buffer_memory`` or ``buffer_records`` is full,
+        STATE once closed.
         """
         cdef int64_t timestamp
         cdef Py_ssize_t p, num_partitions
@@ -192,6 +199,8 @@ cdef class ProducerCore:
                 _refuse_closed()
             self._unknown_topic(topic, key, value, cb, partition, headers, timestamp)
             return
+        if self._budget.records_full() and not self._readmitting:
+            _refuse_full(self._budget)
         tstate = <TopicState>found
         num_partitions = tstate.num_partitions
         if num_partitions <= 0:  # the metadata layer never hands over such a topic; no modulo by zero
@@ -201,6 +210,7 @@ cdef class ProducerCore:
                 p = self._custom_partition(topic, key, num_partitions)
             elif key is None:
                 self._append_sticky(tstate, timestamp, value, cb, headers)
+                self._budget.count_record()
                 return
             elif PyBytes_CheckExact(key):
                 p = murmur2_positive(PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key)) % num_partitions
@@ -213,11 +223,12 @@ cdef class ProducerCore:
         else:
             p = partition
         self._append(<PartitionState>tstate.parts[p], timestamp, key, value, cb, headers)
+        self._budget.count_record()
 
     def readmit(self, str topic not None, key, value, cb, partition, headers, int64_t timestamp_ms):
         """Append a record that waited for its topic's metadata, now known: checked as
         produce() checks it, ``timestamp_ms`` stamped when it was produced, but not against
-        ``buffer_memory`` again, which admitted it then."""
+        ``buffer_memory`` or ``buffer_records`` again, which admitted it then."""
         # The waiver lasts this one call and reaches only _append_new (a slow path), so
         # produce()'s per-record path carries nothing for it; no user code runs meanwhile.
         self._readmitting = True

@@ -11,6 +11,7 @@ cpdef enum:
     NO_SEQUENCE = -1    # ProducerBatch.base_seq before its first (idempotent) send
     NO_LEADER = -1      # PartitionState.leader while the metadata names none
     NO_EPOCH = -1       # unknown leader epoch / producer epoch
+    NO_RECORD_LIMIT = 0  # MemoryBudget's record_limit when records are not counted against one
 
 cpdef enum ProducerLifecycle:
     OPEN = 0        # produce() appends
@@ -69,6 +70,9 @@ cdef class ProducerBatch:
     cdef readonly double created        # loop time
     cdef readonly double deadline       # loop time after which the records fail with MSG_TIMED_OUT
     cdef readonly Py_ssize_t reserved   # bytes of buffer_memory held; changed only by MemoryBudget
+    # Its records count in MemoryBudget.records until it completes (from reserve or transfer;
+    # changed only by MemoryBudget). A test's bare batch does not.
+    cdef readonly bint counted
     # The EncodedBatch, built once at first send and resent as is (re-stamped after an epoch
     # bump); a large uncompressed one holds its builder's buffer.
     cdef public object data
@@ -91,6 +95,7 @@ cdef class ProducerBatch:
         self.created = created
         self.deadline = deadline
         self.reserved = 0  # until MemoryBudget.reserve
+        self.counted = False
         self.data = None
         self.record_count = 0
         self.base_seq = NO_SEQUENCE
@@ -304,15 +309,22 @@ cdef class PartitionQueue:
 
 @cython.final
 cdef class MemoryBudget:
-    """``buffer_memory``: the bytes of records produced and not yet completed.
+    """``buffer_memory`` and ``buffer_records``: the bytes and the records produced and not yet
+    completed.
 
-    Two accounts share the limit. ``reserved``: what batches hold, from the capacity they
+    Two accounts share the byte limit. ``reserved``: what batches hold, from the capacity they
     open with, raised step by step as they fill (``extend``), then their encoded size once
     built, until they complete. ``held``: records
     waiting for their topic's metadata, at their own size until they are appended or failed.
     Neither ever goes below 0. A new batch or a held record is refused when it would take the
     two together above the limit (records waiting for metadata count, as in librdkafka); the one excess allowed is a re-admitted batch (its records were
-    admitted when produced) and a built batch's encoded size above its capacity."""
+    admitted when produced) and a built batch's encoded size above its capacity.
+
+    ``records`` counts every record from ``produce()`` until its batch completes, waiting for
+    metadata or in a batch; the producer's per-record path adds one per appended record
+    (``ProducerCore``), ``hold`` one per waiting record, and ``release`` takes a batch's
+    ``record_count`` back. A record is refused once ``records`` reaches ``record_limit``
+    (``buffer_records``; 0 is no limit); a re-admitted one never is."""
 
     # int64_t, not Py_ssize_t: each Py_ssize_t argument adds a call site of the helper that
     # converts produce()'s partition number, and with more of them the compiler stopped
@@ -320,13 +332,38 @@ cdef class MemoryBudget:
     cdef readonly int64_t limit
     cdef readonly int64_t reserved
     cdef readonly int64_t held
+    cdef readonly int64_t record_limit  # INT64_MAX for no limit
+    cdef readonly int64_t records
 
-    def __init__(self, int64_t limit):
+    def __init__(self, int64_t limit, int64_t record_limit=NO_RECORD_LIMIT):
         if limit < 0:
             raise ValueError(f"buffer_memory must be >= 0, got {limit}")
+        if record_limit < 0:
+            raise ValueError(f"buffer_records must be >= 0, got {record_limit}")
         self.limit = limit
         self.reserved = 0
         self.held = 0
+        self.record_limit = INT64_MAX if record_limit == NO_RECORD_LIMIT else record_limit
+        self.records = 0
+
+    cdef inline bint records_full(self) noexcept:
+        return self.records >= self.record_limit
+
+    cpdef void count_record(self) noexcept:
+        """One more record appended to a batch (the per-record path's only bookkeeping here;
+        a C call from ProducerCore, the class being final)."""
+        self.records += 1
+
+    def has_record_room(self):
+        """Would one more record be admitted?"""
+        return self.records < self.record_limit
+
+    def refusal(self):
+        """Why a record or a batch is refused now: what each account holds against its limit."""
+        return (f"buffer_memory ({self.limit} bytes) or buffer_records "
+                f"({'no limit' if self.record_limit == INT64_MAX else self.record_limit}) is full: "
+                f"{self.reserved} bytes are in batches waiting to be sent or acknowledged, {self.held} wait "
+                f"for topic metadata, {self.records} records in all; let the event loop run, then produce again")
 
     cpdef bint can_reserve(self, int64_t size):
         """Would a batch of ``size`` bytes fit beside what batches reserve and waiting records hold?"""
@@ -345,6 +382,7 @@ cdef class MemoryBudget:
                                 f"of {self.limit}")
         self.reserved += size
         batch.reserved = size
+        batch.counted = True
 
     cpdef bint extend(self, ProducerBatch batch, int64_t extra) except -1:
         """``batch``, still open, grows by ``extra`` bytes: True when they fit beside what the
@@ -365,38 +403,54 @@ cdef class MemoryBudget:
         batch.reserved = size
 
     cpdef void transfer(self, ProducerBatch source, ProducerBatch target) except *:
-        """What ``source`` holds passes to ``target`` (a split batch to its first half)."""
+        """What ``source`` holds passes to ``target`` (a split batch to its first half), and
+        with it the counting of records: ``source`` is never released."""
         if target.reserved:
             raise RuntimeError(f"{target!r} already holds {target.reserved} bytes")
         target.reserved = source.reserved
         source.reserved = 0
+        target.counted = source.counted
+        source.counted = False
 
     cpdef void release(self, ProducerBatch batch) except *:
-        """``batch`` completed (acknowledged, failed or empty): its bytes are free again.
-        Releasing it twice gives nothing back the second time."""
+        """``batch`` completed (acknowledged, failed or empty): its bytes and its records
+        (``record_count``, set when it closed) are free again. Releasing it twice gives nothing
+        back the second time."""
         if batch.reserved > self.reserved:
             raise RuntimeError(f"{batch!r} releases {batch.reserved} bytes, only {self.reserved} reserved")
+        if batch.counted and batch.record_count > self.records:
+            raise RuntimeError(f"{batch!r} releases {batch.record_count} records, only {self.records} counted")
         self.reserved -= batch.reserved
         batch.reserved = 0
+        if batch.counted:
+            self.records -= batch.record_count
+            batch.counted = False
 
     cpdef bint hold(self, int64_t size) except -1:
         """A record of ``size`` bytes waits for its topic's metadata: False (nothing held)
-        when it does not fit beside what batches reserve and other records hold."""
+        when it does not fit beside what batches reserve and other records hold, or the
+        records are at their limit."""
         if size < 0:
             raise ValueError(f"a record cannot hold {size} bytes")
-        if self.reserved + self.held + size > self.limit:
+        if self.reserved + self.held + size > self.limit or self.records >= self.record_limit:
             return False
         self.held += size
+        self.records += 1
         return True
 
-    cpdef void unhold(self, int64_t size) except *:
-        """Records that held ``size`` bytes in all stopped waiting (appended or failed)."""
+    cpdef void unhold(self, int64_t size, int64_t records) except *:
+        """``records`` records that held ``size`` bytes in all stopped waiting (appended, and
+        counted again there, or failed)."""
         if not 0 <= size <= self.held:
             raise RuntimeError(f"unholding {size} bytes, only {self.held} held")
+        if not 0 <= records <= self.records:
+            raise RuntimeError(f"unholding {records} records, only {self.records} counted")
         self.held -= size
+        self.records -= records
 
     def __repr__(self):
-        return f"<MemoryBudget reserved={self.reserved} held={self.held} limit={self.limit}>"
+        return (f"<MemoryBudget reserved={self.reserved} held={self.held} limit={self.limit} "
+                f"records={self.records}>")
 
 
 @cython.final

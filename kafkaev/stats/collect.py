@@ -172,6 +172,7 @@ class StatsCollector:
         txn = None if producer.txn is None else producer.txn.txn.state
         return ProducerStats(
             buffer_limit=budget.limit, buffer_used=budget.reserved + budget.held,
+            buffer_records_limit=self._client.config.buffer_records, buffer_records_used=budget.records,
             batches_in_flight=sender.in_flight, records_waiting_for_metadata=producer._waiting_count,
             idempotent=identity is not None,
             producer_id=NO_PRODUCER_ID if identity is None else identity.producer_id,

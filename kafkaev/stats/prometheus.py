@@ -67,6 +67,10 @@ PRODUCER_SERIES = (
 PRODUCER_BUFFER_SERIES = (
     Series("producer_buffer_used_bytes", GAUGE, "buffer_memory in use.", lambda s: s.producer.buffer_used),
     Series("producer_buffer_limit_bytes", GAUGE, "buffer_memory.", lambda s: s.producer.buffer_limit),
+    Series("producer_buffer_records", GAUGE, "Records produced and not yet completed (buffer_records counts them).",
+           lambda s: s.producer.buffer_records_used),
+    Series("producer_buffer_records_limit", GAUGE, "buffer_records (0: no limit).",
+           lambda s: s.producer.buffer_records_limit),
 )
 CONSUMER_SERIES = (
     Series("consumer_records", COUNTER, "Records handed to the callback since assigned.",

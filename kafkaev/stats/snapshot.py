@@ -87,6 +87,8 @@ class ProducerStats:
 
     buffer_limit: int  # buffer_memory
     buffer_used: int  # bytes reserved by batches and held by records waiting for metadata
+    buffer_records_limit: int  # buffer_records (0: no limit)
+    buffer_records_used: int  # records produced and not yet completed (in batches or waiting for metadata)
     batches_in_flight: int
     records_waiting_for_metadata: int
     idempotent: bool
