@@ -225,16 +225,68 @@ def test_callback_api_tight_loop_through_on_buffer_room(loop, kafka, topic):
     assert run(loop, finished) is None
 
 
-def test_records_waiting_for_metadata_count_against_buffer_memory_only(loop, kafka, topic):
-    """200,000 records for a topic whose metadata is not known yet: no separate count cap."""
+def test_await_produce_waits_for_buffer_records_room(loop, kafka, topic):
+    """1,000 tasks awaiting produce() against a buffer_records of a quarter of that: the count
+    is what fills (buffer_memory is the default 32 MiB). Every record is acknowledged once, no
+    BufferFullError escapes, and the records outstanding never pass buffer_records."""
+    limit = PIPELINE_WINDOW // 4
+    count = 20 * PIPELINE_WINDOW
+    seen_max = 0
+    waits = 0
+
+    async def body() -> None:
+        nonlocal seen_max, waits
+        async with kafkaev.aio.Client(kafka.bootstrap, linger_ms=2, buffer_records=limit) as client:
+            budget = client._budget
+            next_seq = iter(range(count))
+            offsets: list[int] = []
+
+            async def worker() -> None:
+                nonlocal waits
+                for seq in next_seq:
+                    offsets.append((await client.produce(topic, None, b"%d" % seq)).offset)
+                    if client._room:
+                        waits += 1
+
+            async def watch() -> None:
+                # Once a turn of the loop: a worker resumes from an acknowledgement, when the
+                # count has just fallen, so it cannot see how high the count went.
+                nonlocal seen_max
+                while True:
+                    seen_max = max(seen_max, budget.records)
+                    await asyncio.sleep(0)
+
+            watcher = asyncio.ensure_future(watch())
+            await asyncio.gather(*(worker() for _ in range(PIPELINE_WINDOW)))
+            watcher.cancel()
+            assert sorted(offsets) == list(range(count))
+            assert budget.records == 0
+
+    run(loop, body())
+    assert waits > 0, "buffer_records never filled: the test proves nothing"
+    assert 0 < seen_max <= limit
+
+
+def test_records_waiting_for_metadata_count_against_buffer_records_too(loop, kafka, topic):
+    """A burst for a topic whose metadata is not known yet: the default buffer_records refuses
+    the record past it at once, and with no count limit 200,000 wait and are all written."""
     count = 200_000
 
     async def body() -> None:
-        async with kafkaev.aio.Client(kafka.bootstrap, linger_ms=5, buffer_memory=64 * 1024 * 1024) as client:
+        async with kafkaev.aio.Client(kafka.bootstrap, linger_ms=5) as client:
+            limit = client.config.buffer_records
+            futs = [client.produce_nowait(topic, None, b"%d" % i) for i in range(limit)]
+            with pytest.raises(BufferFullError, match="buffer_records"):
+                client.produce_nowait(topic, None, b"one too many")
+            budget = client._budget
+            assert budget.records == limit and budget.held < budget.limit  # the count refused it, not the bytes
+            assert [m.offset for m in await asyncio.gather(*futs)] == list(range(limit))
+        async with kafkaev.aio.Client(kafka.bootstrap, linger_ms=5, buffer_memory=64 * 1024 * 1024,
+                                      buffer_records=0) as client:
             futs = [client.produce_nowait(topic, None, b"%d" % i) for i in range(count)]  # none raises
             assert client._budget.held > 0
             metas = await asyncio.gather(*futs)
-            assert [m.offset for m in metas] == list(range(count))
+            assert [m.offset for m in metas] == list(range(limit, limit + count))
 
     run(loop, body())
 

@@ -82,8 +82,10 @@ def test_a_prometheus_scrape_sees_the_series(uv: asyncio.AbstractEventLoop, busy
     group_labels = (("client_id", "exporter-test"), ("group", group))
     assert samples[("kafkaev_group_rebalances_total", group_labels)] >= 1
     assert samples[("kafkaev_group_state", (*group_labels, ("state", "stable")))] == 1
-    assert samples[("kafkaev_producer_buffer_limit_bytes", (("client_id", "exporter-test"),))] == \
-        client.config.buffer_memory
+    client_labels = (("client_id", "exporter-test"),)
+    assert samples[("kafkaev_producer_buffer_limit_bytes", client_labels)] == client.config.buffer_memory
+    assert samples[("kafkaev_producer_buffer_records_limit", client_labels)] == client.config.buffer_records
+    assert samples[("kafkaev_producer_buffer_records", client_labels)] == 0  # everything acknowledged
 
 
 def test_an_opentelemetry_reader_sees_the_series(busy_client: Any) -> None:

@@ -56,6 +56,8 @@ def test_stats_counts_match_what_was_produced_and_consumed(uv: asyncio.AbstractE
         assert part.avg_records_per_batch == part.records_delivered / part.batches_delivered
         assert 0 < part.avg_batch_bytes <= 16384 + 1024
     assert stats.producer.buffer_used == 0 and stats.producer.buffer_limit == producer.config.buffer_memory
+    assert stats.producer.buffer_records_used == 0
+    assert stats.producer.buffer_records_limit == producer.config.buffer_records
     assert not stats.producer.idempotent and stats.producer.producer_id == -1
     (broker,) = stats.brokers
     assert broker.requests_sent >= broker.responses_received > sum(p.batches_delivered for p in by_partition.values()) / 100
