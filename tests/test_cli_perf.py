@@ -115,3 +115,26 @@ def test_perf_usage_mistakes_exit_2(kafka, topic):
                                ("e2e", ("-s", "4"), "--size must be >= 8 for e2e")):
         line = one_line_error(run_cli("perf", mode, topic, *args, brokers=kafka.bootstrap), "perf", status=2)
         assert reason in line
+
+
+def test_perf_and_produce_wait_for_buffer_room_instead_of_failing(kafka, topic):
+    # A buffer far smaller than what the commands produce: the first records fill it while the
+    # topic's metadata is still on its way, the later ones while batches wait for their answers.
+    b = kafka.bootstrap
+    small = ("-X", "buffer_memory=65536", "-X", "buffer_records=50")
+    produced = run_cli("perf", "produce", topic, "-n", "2000", "-s", "1000", "--json", *small, brokers=b)
+    assert produced.returncode == 0, produced.stderr.decode()
+    assert json.loads(produced.stdout)["records"] == 2000
+    e2e = run_cli("perf", "e2e", topic, "-n", "300", "-r", "100000", "--json", *small, brokers=b)
+    assert e2e.returncode == 0, e2e.stderr.decode()
+    assert json.loads(e2e.stdout)["records"] == 300
+    lines = b"".join(b"%d:" % i + b"x" * 3000 + b"\n" for i in range(200))
+    piped = run_cli("produce", topic, *small, stdin=lines, brokers=b)
+    assert piped.returncode == 0, piped.stderr.decode()
+    assert "produced 200 records" in piped.stderr.decode()
+
+
+def test_perf_says_at_once_when_a_record_can_never_fit_the_buffer(kafka, topic):
+    line = one_line_error(run_cli("perf", "produce", topic, "-n", "10", "-s", "20000", "-X", "buffer_memory=16384",
+                                  brokers=kafka.bootstrap), "perf")
+    assert "QUEUE_FULL" in line and "buffer_memory (16384 bytes)" in line

@@ -221,6 +221,19 @@ def wait(loop: Any, start: Callable[[Callable[[Any, KafkaError | None], None]], 
     return loop.run_until_complete(future)
 
 
+def wait_for_room(client: Any) -> bool:
+    """After ``produce()`` raised BufferFullError: turn the client's loop until its producer has
+    room again (the records before are sent and acknowledged meanwhile, or their topic's
+    metadata arrives), True then. False at once when nothing is buffered: that record can never
+    fit."""
+    if client.pending == 0:
+        return False
+    room = client.loop.create_future()
+    client.on_buffer_room(lambda: room.done() or room.set_result(None))
+    client.loop.run_until_complete(room)
+    return True
+
+
 def require_topic(client: Any, topic: str) -> None:
     """Fail at once on a topic the cluster does not have (the consumer itself would wait for it)."""
     from kafkaev.admin import Admin

@@ -21,8 +21,16 @@ from typing import IO, TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from kafkaev.client import Client
 
-from kafkaev.cli.common import CliError, UsageError, add_brokers, new_client, require_topic, wait
-from kafkaev.errors import KafkaError
+from kafkaev.cli.common import (
+    CliError,
+    UsageError,
+    add_brokers,
+    new_client,
+    require_topic,
+    wait,
+    wait_for_room,
+)
+from kafkaev.errors import BufferFullError, KafkaError
 from kafkaev.types import OFFSET_BEGINNING
 
 SEND_TIME = struct.Struct(">q")  # e2e payloads start with the send time (ns)
@@ -282,7 +290,14 @@ def _produce(args: argparse.Namespace) -> int:
     # records go out evenly rather than YIELD_EVERY at a time.
     step = YIELD_EVERY if args.rate <= 0 else max(1, min(YIELD_EVERY, args.rate // PACE_TICKS_PER_S))
     for i in range(args.count):
-        client.produce(args.topic, None, value, make_cb(time.perf_counter_ns()))
+        cb = make_cb(time.perf_counter_ns())
+        while True:
+            try:
+                client.produce(args.topic, None, value, cb)
+                break
+            except BufferFullError:  # a full buffer, or records waiting for the topic's metadata
+                if not wait_for_room(client):
+                    raise
         if i % step == step - 1:
             loop.run_until_complete(asyncio.sleep(0))  # let the loop send
             _pace(loop, args.rate, meter.started, i + 1)
@@ -359,7 +374,13 @@ def _e2e(args: argparse.Namespace) -> int:
     meter.restart()
     progress.start()
     for i in range(args.count):
-        client.produce(args.topic, None, SEND_TIME.pack(time.perf_counter_ns()) + padding)
+        while True:
+            try:
+                client.produce(args.topic, None, SEND_TIME.pack(time.perf_counter_ns()) + padding)
+                break
+            except BufferFullError:
+                if not wait_for_room(client):
+                    raise
         _pace(loop, rate, meter.started, i + 1)
     _flush(client)
     try:

@@ -17,8 +17,9 @@ from kafkaev.cli.common import (
     parse_pairs,
     unescape,
     wait,
+    wait_for_room,
 )
-from kafkaev.errors import MESSAGE_TOO_LARGE, KafkaError
+from kafkaev.errors import MESSAGE_TOO_LARGE, BufferFullError, KafkaError
 
 ACKS_CHOICES = {"0": 0, "1": 1, "-1": -1, "all": -1}
 TRAILING_POSITIONAL = "files"  # files may follow the options too (kafkaev/__main__.py)
@@ -162,11 +163,16 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         for label, key, value in ([] if signals.requested else _records(args, signals)):
-            try:
-                client.produce(args.topic, key, value, delivered_as(label), partition=args.partition,
-                               headers=headers)
-            except KafkaError as exc:
-                raise refused(label, len(value) + len(key or b""), exc) from None
+            while True:
+                try:
+                    client.produce(args.topic, key, value, delivered_as(label), partition=args.partition,
+                                   headers=headers)
+                    break
+                except KafkaError as exc:
+                    # large records fill the buffer before FLUSH_EVERY: wait for room, unless it is empty
+                    if isinstance(exc, BufferFullError) and wait_for_room(client):
+                        continue
+                    raise refused(label, len(value) + len(key or b""), exc) from None
             sent += 1
             if sent % FLUSH_EVERY == 0:
                 flush()
