@@ -137,4 +137,4 @@ def test_perf_and_produce_wait_for_buffer_room_instead_of_failing(kafka, topic):
 def test_perf_says_at_once_when_a_record_can_never_fit_the_buffer(kafka, topic):
     line = one_line_error(run_cli("perf", "produce", topic, "-n", "10", "-s", "20000", "-X", "buffer_memory=16384",
                                   brokers=kafka.bootstrap), "perf")
-    assert "QUEUE_FULL" in line and "buffer_memory (16384 bytes)" in line
+    assert "MESSAGE_TOO_LARGE" in line and "more than all of it (16384)" in line

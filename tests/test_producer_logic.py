@@ -25,6 +25,7 @@ from kafkaev.config import ClientConfig
 from kafkaev.errors import (
     DESTROY,
     DUPLICATE_SEQUENCE_NUMBER,
+    MESSAGE_TOO_LARGE,
     MSG_TIMED_OUT,
     NOT_LEADER_OR_FOLLOWER,
     QUEUE_FULL,
@@ -538,6 +539,22 @@ def test_buffer_records_refuses_the_record_past_it_until_acks_make_room(loop, fa
     assert budget.records == 0
     env.producer.produce(TOPIC, None, b"v", cb_for(limit))  # room again
     assert budget.records == 1
+
+
+@pytest.mark.parametrize("topic_known", [True, False], ids=["topic-known", "waiting-for-metadata"])
+def test_a_record_larger_than_all_of_buffer_memory_is_too_large_not_a_full_buffer(loop, fake_cluster, topic_known):
+    # Waiting for room would wait forever: it is refused at once as too large, naming the option.
+    cluster = cluster_with_topic(fake_cluster, 1)
+    env = make(loop, cluster, buffer_memory=16384, batch_size=16384)
+    if topic_known:
+        learn_topic(loop, env)
+    results, cb_for = collect()
+    with pytest.raises(KafkaError, match=r"buffer_memory, more than all of it \(16384\)") as info:
+        env.producer.produce(TOPIC, None, b"x" * 16384, cb_for(0))
+    assert info.value.code == MESSAGE_TOO_LARGE and not isinstance(info.value, BufferFullError)
+    env.producer.produce(TOPIC, None, b"x" * 8000, cb_for(1))  # one that fits goes through
+    run_until(loop, lambda: len(results) == 1)
+    results.assert_each_once([1])
 
 
 def test_records_held_for_their_topic_count_against_buffer_records_and_are_not_refused_later(loop, fake_cluster):

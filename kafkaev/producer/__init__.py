@@ -136,17 +136,16 @@ class Producer(ProducerCore):
         if size > self._max_request_size:
             raise KafkaError(MESSAGE_TOO_LARGE, f"produce: record of {size} bytes is larger than max_request_size "
                              f"({self._max_request_size})")
-        size += HELD_RECORD_FOOTPRINT  # what it holds, not only what it will take on the wire
-        budget = self._acc.budget
-        if not budget.hold(size):
-            raise BufferFullError(budget.refusal())
+        held = size + HELD_RECORD_FOOTPRINT  # what it holds, not only what it will take on the wire
+        if not self._acc.budget.hold(held):
+            raise self._acc.refusal(size, held)
         waiting = self._waiting.get(topic)
         if waiting is None:
             waiting = self._waiting[topic] = _Waiting()
             timeout_ms = min(config.metadata_wait_ms, config.delivery_timeout_ms)
             self._md.wait_for_topic(topic, partial(self._on_topic, topic), timeout_ms=timeout_ms, auto_create=True)
         waiting.records.append(HeldRecord(key, value, cb, partition, headers, timestamp_ms))
-        waiting.size += size
+        waiting.size += held
         self._waiting_count += 1
 
     def _on_topic(self, topic: str, info: TopicInfo | None, err: KafkaError | None) -> None:

@@ -47,7 +47,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from ..config import BATCH_FIRST_STEP, BATCH_MIN_FIRST_STEP, ClientConfig
-from ..errors import BufferFullError
+from ..errors import MESSAGE_TOO_LARGE, BufferFullError, KafkaError
 from ..protocol.codec import BATCH_HEADER_SIZE, RecordBatchBuilder, read_records
 from .core import MemoryBudget, PartitionState, ProducerBatch, ReadySet, TopicState
 from .held import ConnectionKey, HeldPartitions
@@ -210,7 +210,7 @@ class Accumulator:
             # waits): opened smaller under that pressure, batches would go out small.
             capacity = max(self._min_first_step, least)
         if not readmitted and not budget.can_reserve(capacity):
-            raise BufferFullError(budget.refusal())
+            raise self.refusal(record_size, least)
         now = self._loop.time()
         spare = self._spare_builders
         if spare and capacity <= self._first_step:
@@ -250,6 +250,16 @@ class Accumulator:
         self._open_reserved += target - limit
         builder.max_batch_size = target
         return True
+
+    def refusal(self, record_size: int, needed: int) -> KafkaError:
+        """What a record of ``record_size`` bytes refused for memory raises, ``needed`` bytes of
+        buffer_memory being the least it takes: MESSAGE_TOO_LARGE when that is more than
+        buffer_memory holds at all (waiting for room would wait forever), else BufferFullError."""
+        budget = self.budget
+        if needed > budget.limit:
+            return KafkaError(MESSAGE_TOO_LARGE, f"produce: record of {record_size} bytes needs {needed} bytes of "
+                                                 f"buffer_memory, more than all of it ({budget.limit})")
+        return BufferFullError(budget.refusal())
 
     def close_batch(self, batch: ProducerBatch) -> None:
         """Stop appending to ``batch`` and queue it for the sender."""
