@@ -159,6 +159,7 @@ class ClientOptions(TypedDict, total=False):
     max_in_flight: int
     produce_connections: int
     buffer_memory: int
+    buffer_records: int
     max_request_size: int
     retry_backoff_ms: int
     retry_backoff_max_ms: int
