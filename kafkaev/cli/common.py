@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import fields
 from typing import Any
 
-from kafkaev.errors import NONE, KafkaError, error_name
+from kafkaev.errors import NONE, BufferFullError, KafkaError, error_name
 from kafkaev.local_broker import BROKERS_ENV, FALLBACK_BROKERS
 
 
@@ -221,17 +221,18 @@ def wait(loop: Any, start: Callable[[Callable[[Any, KafkaError | None], None]], 
     return loop.run_until_complete(future)
 
 
-def wait_for_room(client: Any) -> bool:
-    """After ``produce()`` raised BufferFullError: turn the client's loop until its producer has
-    room again (the records before are sent and acknowledged meanwhile, or their topic's
-    metadata arrives), True then. False at once when nothing is buffered: that record can never
-    fit."""
-    if client.pending == 0:
-        return False
-    room = client.loop.create_future()
-    client.on_buffer_room(lambda: room.done() or room.set_result(None))
-    client.loop.run_until_complete(room)
-    return True
+def produce_when_room(client: Any, topic: str, key: bytes | None, value: bytes, cb: Any = None, *,
+                      partition: int | None = None, headers: Any = None) -> None:
+    """``client.produce(...)``; while the producer's buffer is full (BufferFullError), turn the
+    loop until ``Client.on_buffer_room`` says there is room (the records before are sent and
+    acknowledged meanwhile, or their topic's metadata arrives), then produce it. A record that
+    could never fit raises MESSAGE_TOO_LARGE at once, as any other refusal."""
+    while True:
+        try:
+            client.produce(topic, key, value, cb, partition=partition, headers=headers)
+            return
+        except BufferFullError:
+            wait(client.loop, lambda done: client.on_buffer_room(lambda: done(None, None)), "buffer room")
 
 
 def require_topic(client: Any, topic: str) -> None:

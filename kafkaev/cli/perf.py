@@ -26,11 +26,11 @@ from kafkaev.cli.common import (
     UsageError,
     add_brokers,
     new_client,
+    produce_when_room,
     require_topic,
     wait,
-    wait_for_room,
 )
-from kafkaev.errors import BufferFullError, KafkaError
+from kafkaev.errors import KafkaError
 from kafkaev.types import OFFSET_BEGINNING
 
 SEND_TIME = struct.Struct(">q")  # e2e payloads start with the send time (ns)
@@ -290,14 +290,7 @@ def _produce(args: argparse.Namespace) -> int:
     # records go out evenly rather than YIELD_EVERY at a time.
     step = YIELD_EVERY if args.rate <= 0 else max(1, min(YIELD_EVERY, args.rate // PACE_TICKS_PER_S))
     for i in range(args.count):
-        cb = make_cb(time.perf_counter_ns())
-        while True:
-            try:
-                client.produce(args.topic, None, value, cb)
-                break
-            except BufferFullError:  # a full buffer, or records waiting for the topic's metadata
-                if not wait_for_room(client):
-                    raise
+        produce_when_room(client, args.topic, None, value, make_cb(time.perf_counter_ns()))
         if i % step == step - 1:
             loop.run_until_complete(asyncio.sleep(0))  # let the loop send
             _pace(loop, args.rate, meter.started, i + 1)
@@ -374,13 +367,7 @@ def _e2e(args: argparse.Namespace) -> int:
     meter.restart()
     progress.start()
     for i in range(args.count):
-        while True:
-            try:
-                client.produce(args.topic, None, SEND_TIME.pack(time.perf_counter_ns()) + padding)
-                break
-            except BufferFullError:
-                if not wait_for_room(client):
-                    raise
+        produce_when_room(client, args.topic, None, SEND_TIME.pack(time.perf_counter_ns()) + padding)
         _pace(loop, rate, meter.started, i + 1)
     _flush(client)
     try:

@@ -15,11 +15,11 @@ from kafkaev.cli.common import (
     add_brokers,
     new_client,
     parse_pairs,
+    produce_when_room,
     unescape,
     wait,
-    wait_for_room,
 )
-from kafkaev.errors import MESSAGE_TOO_LARGE, BufferFullError, KafkaError
+from kafkaev.errors import MESSAGE_TOO_LARGE, KafkaError
 
 ACKS_CHOICES = {"0": 0, "1": 1, "-1": -1, "all": -1}
 TRAILING_POSITIONAL = "files"  # files may follow the options too (kafkaev/__main__.py)
@@ -163,16 +163,12 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         for label, key, value in ([] if signals.requested else _records(args, signals)):
-            while True:
-                try:
-                    client.produce(args.topic, key, value, delivered_as(label), partition=args.partition,
-                                   headers=headers)
-                    break
-                except KafkaError as exc:
-                    # large records fill the buffer before FLUSH_EVERY: wait for room, unless it is empty
-                    if isinstance(exc, BufferFullError) and wait_for_room(client):
-                        continue
-                    raise refused(label, len(value) + len(key or b""), exc) from None
+            try:
+                # large records fill the buffer before FLUSH_EVERY: it waits for room
+                produce_when_room(client, args.topic, key, value, delivered_as(label), partition=args.partition,
+                                  headers=headers)
+            except KafkaError as exc:
+                raise refused(label, len(value) + len(key or b""), exc) from None
             sent += 1
             if sent % FLUSH_EVERY == 0:
                 flush()
