@@ -22,7 +22,7 @@ from consumer_helpers import fill, parse
 
 import kafkaev
 import kafkaev.aio
-from kafkaev.errors import UNKNOWN_TOPIC_OR_PARTITION
+from kafkaev.errors import MESSAGE_TOO_LARGE, UNKNOWN_TOPIC_OR_PARTITION, KafkaError
 from kafkaev.producer import BufferFullError
 from kafkaev.types import TopicPartition
 
@@ -137,6 +137,11 @@ def assert_in_order_by_key(by_partition: dict[int, list[Any]], expected: int) ->
     assert sorted(seen) == list(range(expected))
 
 
+def budget_of(client: kafkaev.aio.Client) -> Any:
+    """The producer's MemoryBudget: what buffer_memory and buffer_records hold now."""
+    return client._client._producer._acc.budget
+
+
 def test_await_produce_waits_for_buffer_room(loop, kafka, topic):
     """Tight loops against a small buffer_memory: produce_nowait() raising BufferFullError and
     waiting for room, then 1,000 tasks each awaiting produce() in a loop (produce() waits for
@@ -149,7 +154,7 @@ def test_await_produce_waits_for_buffer_room(loop, kafka, topic):
     async def body() -> None:
         nonlocal seen_max, waits
         async with kafkaev.aio.Client(kafka.bootstrap, linger_ms=2, buffer_memory=limit, batch_size=8192) as client:
-            budget = client._budget
+            budget = budget_of(client)
             futs = []
             for seq in range(RECORDS // 10):
                 try:
@@ -237,7 +242,7 @@ def test_await_produce_waits_for_buffer_records_room(loop, kafka, topic):
     async def body() -> None:
         nonlocal seen_max, waits
         async with kafkaev.aio.Client(kafka.bootstrap, linger_ms=2, buffer_records=limit) as client:
-            budget = client._budget
+            budget = budget_of(client)
             next_seq = iter(range(count))
             offsets: list[int] = []
 
@@ -267,6 +272,33 @@ def test_await_produce_waits_for_buffer_records_room(loop, kafka, topic):
     assert 0 < seen_max <= limit
 
 
+def test_a_record_that_can_never_fit_is_refused_not_waited_for(loop, kafka, topic):
+    """A record larger than all of buffer_memory: MESSAGE_TOO_LARGE from produce() while its
+    topic's metadata is on its way, once it is known, and when its turn comes behind records
+    waiting for room (buffer_records=1 keeps them waiting); the records around it still go."""
+    big = b"x" * (2 * 16384)
+
+    async def body() -> None:
+        async with kafkaev.aio.Client(kafka.bootstrap, linger_ms=2, buffer_memory=16384, batch_size=16384,
+                                      buffer_records=1) as client:
+            with pytest.raises(KafkaError) as held:
+                await client.produce(topic, None, big)  # the topic not known yet
+            first = await client.produce(topic, None, b"first")
+            with pytest.raises(KafkaError) as known:
+                await client.produce(topic, None, big)
+            blocker = client.produce_nowait(topic, None, b"blocker")  # the one record buffer_records allows
+            waiting = asyncio.ensure_future(client.produce(topic, None, b"waiting"))
+            await asyncio.sleep(0)
+            assert client._room, "no produce() waits for room: the big record would not queue behind one"
+            results = await asyncio.gather(client.produce(topic, None, big), waiting, blocker, return_exceptions=True)
+            for err in (held.value, known.value, results[0]):
+                assert isinstance(err, KafkaError) and err.code == MESSAGE_TOO_LARGE, err
+                assert "more than all of it (16384)" in str(err)
+            assert [first.offset, results[2].offset, results[1].offset] == [0, 1, 2]
+
+    run(loop, body(), timeout=TEST_TIMEOUT_S)
+
+
 def test_records_waiting_for_metadata_count_against_buffer_records_too(loop, kafka, topic):
     """A burst for a topic whose metadata is not known yet: the default buffer_records refuses
     the record past it at once, and with no count limit 200,000 wait and are all written."""
@@ -278,13 +310,13 @@ def test_records_waiting_for_metadata_count_against_buffer_records_too(loop, kaf
             futs = [client.produce_nowait(topic, None, b"%d" % i) for i in range(limit)]
             with pytest.raises(BufferFullError, match="buffer_records"):
                 client.produce_nowait(topic, None, b"one too many")
-            budget = client._budget
+            budget = budget_of(client)
             assert budget.records == limit and budget.held < budget.limit  # the count refused it, not the bytes
             assert [m.offset for m in await asyncio.gather(*futs)] == list(range(limit))
         async with kafkaev.aio.Client(kafka.bootstrap, linger_ms=5, buffer_memory=64 * 1024 * 1024,
                                       buffer_records=0) as client:
             futs = [client.produce_nowait(topic, None, b"%d" % i) for i in range(count)]  # none raises
-            assert client._budget.held > 0
+            assert budget_of(client).held > 0
             metas = await asyncio.gather(*futs)
             assert [m.offset for m in metas] == list(range(limit, limit + count))
 

@@ -85,7 +85,6 @@ class Client(ProducingClient):
         self.loop: asyncio.AbstractEventLoop = loop
         self._buffer = self._client._consumer.use_buffer()
         self._produce = self._client._producer.produce  # the per-record C call
-        self._budget = self._client._producer._acc.budget
         self._room = RoomQueue(loop, self._client.on_buffer_room, self._client._producer._acc.has_room)
         # produce() and produce_nowait() are ProducingClient's, in C (kafkaev.aio.send).
         self._init_producing(self._produce, _record_future_factory(loop), self._room.waiters)
@@ -138,19 +137,14 @@ class Client(ProducingClient):
     async def _produce_when_room(self, topic: str, key: RecordBytes, value: RecordBytes,
                                  fut: asyncio.Future[RecordMetadata], partition: int | None,
                                  headers: Headers | None, timestamp_ms: int | None) -> None:
-        """Wait for this record's turn in the RoomQueue, produce it, pass the turn on."""
-        budget = self._budget
+        """Wait for this record's turn in the RoomQueue, produce it, pass the turn on. A record
+        that could never fit is refused at once (MESSAGE_TOO_LARGE), never waited for."""
         again = False
         while True:
             await self._room.wait_turn(again=again)
             try:
                 self._produce(topic, key, value, fut, partition=partition, headers=headers, timestamp_ms=timestamp_ms)
             except BufferFullError:
-                if budget.reserved == 0 and budget.held == 0 and budget.records == 0:
-                    self._room.pass_turn()
-                    # Nothing buffered, and still no room: the record alone is larger than buffer_memory.
-                    raise BufferFullError(
-                        f"a record larger than buffer_memory ({budget.limit} bytes) can never be sent") from None
                 again = True
                 continue
             except BaseException:
