@@ -98,16 +98,16 @@ def test_records_are_refused_at_the_record_limit_and_come_back_with_their_batch(
     part = topic()[1].parts[0]
     assert budget.hold(10) and budget.hold(10) and budget.hold(10)
     assert not budget.hold(10) and (budget.held, budget.records) == (30, 3)  # the bytes fit, the count does not
-    assert not budget.has_record_room() and "buffer_records (3)" in budget.refusal()
+    assert budget.records_full() and "buffer_records (3)" in budget.refusal()
     budget.unhold(30, 3)
-    assert budget.records == 0 and budget.has_record_room()
+    assert budget.records == 0 and not budget.records_full()
     b = batch(part, 1)
     budget.reserve(b, 100)
     assert b.counted
     for _ in range(3):
         budget.count_record()  # as ProducerCore appends each record
     b.record_count = 3  # as the batch closes
-    assert not budget.hold(10) and not budget.has_record_room()
+    assert not budget.hold(10) and budget.records_full()
     budget.release(b)
     assert budget.records == 0 and not b.counted and budget.hold(10)
     budget.release(b)  # twice: nothing more
@@ -138,7 +138,7 @@ def test_a_bare_batch_counts_no_records_and_no_limit_means_none():
     bare.record_count = 5  # never reserved: a test's stand-in, not counted
     budget.release(bare)
     assert budget.records == 0
-    assert all(budget.hold(1) for _ in range(1000)) and budget.has_record_room()
+    assert all(budget.hold(1) for _ in range(1000)) and not budget.records_full()
     with pytest.raises(ValueError, match="buffer_records"):
         MemoryBudget(LIMIT, -1)
 

@@ -302,7 +302,7 @@ class Accumulator:
         buffer_records, now? A new batch gets less only while open batches hold half the
         budget: woken for less, a waiter could be refused again at once, and spin."""
         budget = self.budget
-        return budget.can_reserve(self._first_step) and budget.has_record_room()
+        return budget.can_reserve(self._first_step) and not budget.records_full()
 
     def when_room(self, cb: Callable[[], object]) -> None:
         """``cb()`` once, from the loop, as soon as a new batch fits (at the next turn if one

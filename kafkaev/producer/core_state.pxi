@@ -346,17 +346,14 @@ cdef class MemoryBudget:
         self.record_limit = INT64_MAX if record_limit == NO_RECORD_LIMIT else record_limit
         self.records = 0
 
-    cdef inline bint records_full(self) noexcept:
+    cpdef bint records_full(self) noexcept:
+        """Is a new record refused (``records`` at ``buffer_records``)? Re-admitted ones never are."""
         return self.records >= self.record_limit
 
     cpdef void count_record(self) noexcept:
         """One more record appended to a batch (the per-record path's only bookkeeping here;
         a C call from ProducerCore, the class being final)."""
         self.records += 1
-
-    def has_record_room(self):
-        """Would one more record be admitted?"""
-        return self.records < self.record_limit
 
     def refusal(self):
         """Why a record or a batch is refused now: what each account holds against its limit."""
@@ -432,7 +429,7 @@ cdef class MemoryBudget:
         records are at their limit."""
         if size < 0:
             raise ValueError(f"a record cannot hold {size} bytes")
-        if self.reserved + self.held + size > self.limit or self.records >= self.record_limit:
+        if self.reserved + self.held + size > self.limit or self.records_full():
             return False
         self.held += size
         self.records += 1
