@@ -245,8 +245,8 @@ def test_built_builders_are_reused_empty(loop):
     acc.recycle(big.builder)
     for _ in range(SPARE_BUILDERS_MAX + 2):
         acc.recycle(RecordBatchBuilder(0, 16384))
-    assert len(acc._spare_builders) == SPARE_BUILDERS_MAX
-    assert all(b.max_batch_size == 16384 for b in acc._spare_builders)
+    assert len(acc.batches.spare_builders) == SPARE_BUILDERS_MAX
+    assert all(b.max_batch_size == 16384 for b in acc.batches.spare_builders)
 
 
 def test_new_batches_take_the_least_step_once_open_batches_hold_half_the_budget(loop):

@@ -34,31 +34,36 @@ the partition becomes *ready* for the sender.
   batch is done with it, so a large buffer is reused rather than allocated again.
 * The state a record touches on its way in (``TopicState``, ``PartitionState``,
   ``ProducerBatch`` with its ``Deliveries``), the queues, the ready set and the budget are
-  defined in C, in ``kafkaev.producer.core``, each keeping its own invariants; this module
-  decides when batches open and close.
+  defined in C, in ``kafkaev.producer.core``, each keeping its own invariants, and so is each
+  batch's bookkeeping from open to completion (``Batches``: ids, reservations, the open
+  batches, the spare builders, the count not yet completed). This module decides when batches
+  close and go out: the linger, the held partitions, the first step sent at once at
+  ``linger_ms=0``, waiting for room, splitting.
 """
 
 from __future__ import annotations
 
 import asyncio
-import itertools
 from collections import deque
 from collections.abc import Callable
 from typing import Any, Protocol
 
 from ..config import BATCH_FIRST_STEP, BATCH_MIN_FIRST_STEP, ClientConfig
-from ..errors import MESSAGE_TOO_LARGE, BufferFullError, KafkaError
-from ..protocol.codec import BATCH_HEADER_SIZE, RecordBatchBuilder, read_records
-from .core import MemoryBudget, PartitionState, ProducerBatch, ReadySet, TopicState
+from ..errors import BufferFullError, KafkaError
+from ..protocol.codec import RecordBatchBuilder, read_records
+from .core import (
+    SPARE_BUILDERS_MAX,
+    Batches,
+    MemoryBudget,
+    PartitionState,
+    ProducerBatch,
+    ReadySet,
+    TopicState,
+)
 from .held import ConnectionKey, HeldPartitions
 
-__all__ = ["BATCH_FIRST_STEP", "BATCH_MIN_FIRST_STEP", "Accumulator", "BufferFullError", "MemoryBudget", "PartitionState", "ProducerBatch", "ReadySet",
-           "TopicState"]
-
-# Emptied builders kept for the next batches: their grown buffers are reused instead of being
-# reallocated (and page-faulted in) batch after batch. Each holds up to batch_size bytes
-# outside buffer_memory.
-SPARE_BUILDERS_MAX = 4
+__all__ = ["BATCH_FIRST_STEP", "BATCH_MIN_FIRST_STEP", "SPARE_BUILDERS_MAX", "Accumulator", "Batches", "BufferFullError",
+           "MemoryBudget", "PartitionState", "ProducerBatch", "ReadySet", "TopicState"]
 # At linger_ms=0 a lingered batch goes out once its partition has fewer requests than this in
 # flight: one being answered while the next is on the wire keeps the connection busy. More
 # small requests only queue in the broker, which answers a connection's requests one at a
@@ -107,23 +112,33 @@ class Accumulator:
                  builder_factory: Callable[[int, int], Any] | None = None, *,
                  report: Callable[[BaseException], object] | None = None) -> None:
         self._config = config
-        # RecordBatchBuilder(compression_type, capacity): the class itself, called from C (a batch
-        # of a record or two is the common case over many partitions, and each frame counts)
-        self._new_builder = builder_factory if builder_factory is not None else RecordBatchBuilder
-        # only RecordBatchBuilders are recycled (reset() empties one, keeping its memory)
-        self._recycles = builder_factory is None
-        self._spare_builders: list[Any] = []
         self._loop = loop
         # The sender's "send what is ready now" hook: called from the linger timer, and at
         # linger_ms=0 from produce() when a batch holds a first step (grow).
         self._on_ready = on_ready
-        self._sends_when_idle = config.linger_ms == 0
         self._linger_s = config.linger_ms / 1000.0
-        self._delivery_timeout_s = config.delivery_timeout_ms / 1000.0
-        self._ids = itertools.count(1)
         self.topics: dict[str, TopicState] = {}  # add_topic(); produce() looks names up here
         self.ready = ReadySet()  # partitions with queued batches, kept by their PartitionQueue
-        self.open: deque[ProducerBatch] = deque()  # open batches in creation order (linger)
+        # Every batch from open to completion, and the memory budget they share.
+        self.batches = Batches(
+            MemoryBudget(config.buffer_memory, config.buffer_records),
+            batch_size=config.batch_size,
+            first_step=min(config.batch_size, BATCH_FIRST_STEP),
+            min_first_step=min(config.batch_size, BATCH_MIN_FIRST_STEP),
+            # past half the budget in open batches, new ones open with the least step
+            crowded_at=config.buffer_memory // 2,
+            compression=config.compression_type,
+            delivery_timeout_s=config.delivery_timeout_ms / 1000.0,
+            clock=loop.time,
+            # RecordBatchBuilder(compression_type, capacity): the class itself, called from C (a
+            # batch of a record or two is the common case over many partitions, and each frame
+            # counts); only RecordBatchBuilders are recycled (reset() empties one, keeping its memory)
+            new_builder=builder_factory if builder_factory is not None else RecordBatchBuilder,
+            recycles=builder_factory is None,
+            on_first_open=self._first_opened,
+            on_first_step=self._send_first_step if config.linger_ms == 0 else None,
+            on_release=self.room_freed,
+        )
         # Partitions whose open batch has lingered but which cannot send yet (_waits_on: as many
         # requests out as the partition or its connection may have, or closed batches still
         # queued): the batch stays open and keeps taking records until the sender can take it,
@@ -137,18 +152,25 @@ class Accumulator:
         # Which connection a partition sends on, and how many requests it has out: the sender's to say.
         self._connections: ProduceConnections = _NoConnections()
         self._linger_timer: asyncio.Handle | None = None  # a TimerHandle unless linger_ms=0
-        self.budget = MemoryBudget(config.buffer_memory, config.buffer_records)
-        self._first_step = min(config.batch_size, BATCH_FIRST_STEP)  # what a new batch reserves
-        self._min_first_step = min(config.batch_size, BATCH_MIN_FIRST_STEP)  # ... once open ones crowd it
-        # What the open batches reserve (new_batch, grow, close_batch keep it): past half the
-        # budget, new batches open with the least step.
-        self._open_reserved = 0
-        self._crowded_at = config.buffer_memory // 2
-        self.incomplete = 0  # batches not yet completed (open, queued or in flight)
         # Called once when the budget has room for a batch again (when_room), then forgotten.
         self._room_waiters: list[Callable[[], object]] = []
         self._room_check: asyncio.Handle | None = None  # the scheduled _wake_room_waiters
         self._report = report  # where a room waiter's exception goes (None: raised)
+
+    @property
+    def budget(self) -> MemoryBudget:
+        """buffer_memory and buffer_records (the batches' own)."""
+        return self.batches.budget
+
+    @property
+    def open(self) -> deque[ProducerBatch]:
+        """The open batches in creation order (with those closed since, when full), for the linger."""
+        return self.batches.open
+
+    @property
+    def incomplete(self) -> int:
+        """Batches not yet completed (open, queued or in flight)."""
+        return self.batches.incomplete
 
     # --- topics --------------------------------------------------------------------------------
     def add_topic(self, name: str) -> TopicState:
@@ -196,105 +218,49 @@ class Accumulator:
 
     # --- batches -------------------------------------------------------------------------------
     def new_batch(self, part: PartitionState, record_size: int, readmitted: bool = False) -> ProducerBatch:
-        """Open a batch for ``part`` able to take a record of ``record_size`` bytes.
-        ``readmitted``: for a record that already waited for its topic (``ProducerCore.readmit``),
-        admitted against buffer_memory then, so not refused for memory now."""
-        config = self._config
-        least = record_size + BATCH_HEADER_SIZE
-        capacity = max(self._first_step, least)
-        budget = self.budget
-        if self._open_reserved + capacity > self._crowded_at:
-            # Open batches hold half the budget: thousands of partitions, each with a record or
-            # two. The least step, so that first steps do not fill the budget and refuse the
-            # rest. A budget taken by batches in flight instead still gets whole steps (or
-            # waits): opened smaller under that pressure, batches would go out small.
-            capacity = max(self._min_first_step, least)
-        if not readmitted and not budget.can_reserve(capacity):
-            raise self.refusal(record_size, least)
-        now = self._loop.time()
-        spare = self._spare_builders
-        if spare and capacity <= self._first_step:
-            builder = spare.pop()
-            builder.max_batch_size = capacity  # its buffer may be larger: only what is reserved is used
-        else:
-            builder = self._new_builder(config.compression_type, capacity)
-        batch = ProducerBatch(next(self._ids), part, builder, now, now + self._delivery_timeout_s)
-        budget.reserve(batch, capacity, readmitted)
-        self._open_reserved += capacity
-        self.incomplete += 1
-        part.open_batch(batch)
-        self.open.append(batch)
+        """Open a batch for ``part`` able to take a record of ``record_size`` bytes (``Batches.open_batch``)."""
+        return self.batches.open_batch(part, record_size, readmitted)
+
+    def _first_opened(self, now: float) -> None:
+        """A batch opened while none was: the linger starts from it."""
         if self._linger_timer is None:
             self._arm_linger(now + self._linger_s)
-        return batch
 
     def grow(self, batch: ProducerBatch) -> bool:
-        """``batch``, open, has no room for its next record: raise its limit to the next step
-        (double, at most ``batch_size``) if ``buffer_memory`` has room for the difference.
-        False when it is at ``batch_size`` or the budget is short: it is full, and closes."""
-        builder = batch.builder
-        assert builder is not None  # open: a batch gives its builder back only once completed
-        limit = builder.max_batch_size
-        if self._sends_when_idle and limit >= self._first_step and self._idle(batch.part):
-            # linger_ms=0 asks for no wait, and nothing is out for the broker to work on: a
-            # first step's records go now, not with the rest of this turn's at its end. One
-            # answer wakes 1,000 awaiting tasks, whose records take milliseconds to come; the
-            # broker takes the first ones meanwhile. Only when idle: a request encoded beside
-            # others in flight is written at the turn's end anyway, one more for nothing.
-            self.close_batch(batch)
-            self._on_ready()
+        """Let ``batch`` take more records, or say it is full (``Batches.grow``)."""
+        return self.batches.grow(batch)
+
+    def _send_first_step(self, batch: ProducerBatch) -> bool:
+        """At linger_ms=0, asked when ``batch`` holds a first step's records: True when it was
+        closed and sent instead of growing.
+
+        linger_ms=0 asks for no wait, and nothing is out for the broker to work on: a first
+        step's records go now, not with the rest of this turn's at its end. One answer wakes
+        1,000 awaiting tasks, whose records take milliseconds to come; the broker takes the first
+        ones meanwhile. Only when idle: a request encoded beside others in flight is written at
+        the turn's end anyway, one more for nothing."""
+        if not self._idle(batch.part):
             return False
-        target = min(limit * 2, self._config.batch_size)
-        if target <= limit or not self.budget.extend(batch, target - limit):
-            return False
-        self._open_reserved += target - limit
-        builder.max_batch_size = target
+        self.close_batch(batch)
+        self._on_ready()
         return True
 
     def refusal(self, record_size: int, needed: int) -> KafkaError:
-        """What a record of ``record_size`` bytes refused for memory raises, ``needed`` bytes of
-        buffer_memory being the least it takes: MESSAGE_TOO_LARGE when that is more than
-        buffer_memory holds at all (waiting for room would wait forever), else BufferFullError."""
-        budget = self.budget
-        if needed > budget.limit:
-            return KafkaError(MESSAGE_TOO_LARGE, f"produce: record of {record_size} bytes needs {needed} bytes of "
-                                                 f"buffer_memory, more than all of it ({budget.limit})")
-        return BufferFullError(budget.refusal())
+        """What a record refused for memory raises (``Batches.refusal``)."""
+        return self.batches.refusal(record_size, needed)
 
     def close_batch(self, batch: ProducerBatch) -> None:
         """Stop appending to ``batch`` and queue it for the sender."""
-        part = batch.part
-        if not part.close_open_batch(batch):
-            return
-        self._open_reserved -= batch.reserved
-        part.tstate.sticky.release(part.partition)
-        builder = batch.builder
-        assert builder is not None  # open until now
-        batch.record_count = builder.record_count
-        if batch.record_count == 0:
-            self.release(batch)
-            return
-        part.queue.append(batch)
+        self.batches.close(batch)
 
     def recycle(self, builder: Any) -> None:
-        """The builder of a completed batch: kept, emptied, for a later batch (not one sized for a record above batch_size)."""
-        if (self._recycles and len(self._spare_builders) < SPARE_BUILDERS_MAX
-                and builder.max_batch_size <= self._config.batch_size):
-            builder.reset()
-            self._spare_builders.append(builder)
+        """Keep a completed batch's builder for a later batch (``Batches.recycle``)."""
+        self.batches.recycle(builder)
 
     def release(self, batch: ProducerBatch) -> None:
         """The batch completed (acknowledged or failed): give back its memory, and its builder
         for a later batch."""
-        self.budget.release(batch)
-        self.incomplete -= 1
-        if self._room_waiters:
-            self.room_freed()
-        builder = batch.builder
-        if builder is not None:
-            batch.builder = None
-            batch.data = None  # may be a view of the builder's buffer, which it then takes back
-            self.recycle(builder)
+        self.batches.release(batch)
 
     # --- waiting for room ------------------------------------------------------------------------
     def has_room(self) -> bool:
@@ -302,12 +268,13 @@ class Accumulator:
         buffer_records, now? A new batch gets less only while open batches hold half the
         budget: woken for less, a waiter could be refused again at once, and spin."""
         budget = self.budget
-        return budget.can_reserve(self._first_step) and not budget.records_full()
+        return budget.can_reserve(self.batches.first_step) and not budget.records_full()
 
     def when_room(self, cb: Callable[[], object]) -> None:
         """``cb()`` once, from the loop, as soon as a new batch fits (at the next turn if one
         fits now)."""
         self._room_waiters.append(cb)
+        self.batches.room_waited = True
         if self.has_room():
             self.room_freed()
 
@@ -322,6 +289,7 @@ class Accumulator:
         if not self.has_room():
             return  # taken again meanwhile; the next release wakes them
         waiters, self._room_waiters = self._room_waiters, []
+        self.batches.room_waited = False
         for cb in waiters:
             try:
                 cb()
@@ -439,7 +407,7 @@ class Accumulator:
         halves = ((records[:half], batch.deliveries), (records[half:], batch.deliveries.split(half)))
         for side, (chunk, deliveries) in enumerate(halves):
             # The records fitted one builder of this size before: uncompressed, each half fits too.
-            builder = self._new_builder(config.compression_type, max(config.batch_size, len(data)))
+            builder = self.batches.new_builder(max(config.batch_size, len(data)))
             for m in chunk:
                 builder.append(m.timestamp, m.key, m.value, m.headers or None)
             replacement = ProducerBatch(batch.id, part, builder, batch.created, batch.deadline,
@@ -451,7 +419,7 @@ class Accumulator:
             replacement.deliveries = deliveries
             replacement.record_count = builder.record_count
             self.requeue(replacement)  # in the original's place: after what precedes it, before the rest
-        self.incomplete += 1
+        self.batches.split_in_two()
 
     def requeue(self, batch: ProducerBatch) -> None:
         """Put a batch that must be retried back into its partition's queue, in sequence order."""

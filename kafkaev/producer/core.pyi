@@ -1,5 +1,6 @@
 # Typing stubs for kafkaev.producer.core (the producer's per-record work in Cython).
 import asyncio
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from enum import IntEnum
 from typing import Any
@@ -186,6 +187,59 @@ class Deliveries:
         report: Callable[[BaseException], None],
     ) -> None: ...
     def fail(self, err: KafkaError, report: Callable[[BaseException], None]) -> None: ...
+
+# --- batches (core_batches.pxi) ---
+
+SPARE_BUILDERS_MAX: int  # emptied builders kept for later batches
+
+class Batches:
+    """Every batch of one producer from the moment it opens until it completes."""
+
+    @property
+    def budget(self) -> MemoryBudget: ...
+    @property
+    def open(self) -> deque[ProducerBatch]: ...  # creation order; appended here, taken from by the linger
+    @property
+    def incomplete(self) -> int: ...
+    @property
+    def open_reserved(self) -> int: ...
+    @property
+    def first_step(self) -> int: ...
+    @property
+    def min_first_step(self) -> int: ...
+    @property
+    def crowded_at(self) -> int: ...
+    @property
+    def batch_size(self) -> int: ...
+    @property
+    def spare_builders(self) -> list[RecordBatchBuilder]: ...  # a copy
+    room_waited: bool
+    def __init__(
+        self,
+        budget: MemoryBudget,
+        batch_size: int,
+        first_step: int,
+        min_first_step: int,
+        crowded_at: int,
+        compression: int,
+        delivery_timeout_s: float,
+        clock: Callable[[], float],
+        new_builder: Callable[[int, int], Any],
+        recycles: bool,
+        on_first_open: Callable[[float], object],
+        on_first_step: Callable[[ProducerBatch], bool] | None,
+        on_release: Callable[[], object],
+    ) -> None: ...
+    def open_batch(self, part: PartitionState, record_size: int, readmitted: bool = False) -> ProducerBatch: ...
+    def grow(self, batch: ProducerBatch) -> bool: ...
+    def close(self, batch: ProducerBatch) -> None: ...
+    def release(self, batch: ProducerBatch) -> None: ...
+    def complete(self, batch: ProducerBatch, base_offset: int, log_append_time: int,
+                 report: Callable[[BaseException], object]) -> None: ...
+    def new_builder(self, capacity: int) -> Any: ...
+    def recycle(self, builder: Any) -> None: ...
+    def split_in_two(self) -> None: ...
+    def refusal(self, record_size: int, needed: int) -> KafkaError: ...
 
 # --- produce (core_produce.pxi) ---
 

@@ -8,7 +8,8 @@ linger, when to send, requests, retries, idempotence. ``kafkaev.producer.Produce
 
 Files: ``core_state.pxi`` (batch, partition and topic state, each partition's queue and
 the ready set, the memory budget, the producer's lifecycle; the sticky partition),
-``core_delivery.pxi`` (a batch's callbacks and their completion),
+``core_delivery.pxi`` (a batch's callbacks and their completion), ``core_batches.pxi``
+(each batch's bookkeeping from open to completion),
 ``core_produce.pxi`` (argument checks, partition choice, append).
 """
 
@@ -22,7 +23,7 @@ from libc.stdint cimport INT64_MAX, int32_t, int64_t
 
 # RECORD_OVERHEAD_MAX: what a record adds to a batch beyond key, value and headers, at most: the
 # bound of the oversize check and the memory reserved for a batch.
-from kafkaev.protocol.codec cimport RECORD_OVERHEAD_MAX, RecordBatchBuilder, murmur2_positive
+from kafkaev.protocol.codec cimport BATCH_HEADER_SIZE, RECORD_OVERHEAD_MAX, RecordBatchBuilder, murmur2_positive
 from kafkaev.protocol.probes cimport PROBES_COMPILED, STAGE_PRODUCE, mark
 
 import asyncio
@@ -41,4 +42,5 @@ cdef extern from "Python.h":
 
 include "core_state.pxi"
 include "core_delivery.pxi"
+include "core_batches.pxi"
 include "core_produce.pxi"

@@ -109,8 +109,8 @@ cdef int _refuse_closed() except -1:
 cdef class ProducerCore:
     """The per-record path of ``kafkaev.producer.Producer``, which subclasses it.
 
-    ``accumulator`` opens (``new_batch(part, record_size, readmitted)``) and closes
-    (``close_batch(batch)``) batches and holds ``topics`` (name -> TopicState); ``wake()`` tells
+    ``accumulator`` holds ``topics`` (name -> TopicState) and ``batches`` (``Batches``), which
+    opens, grows and closes the batches the records go into; ``wake()`` tells
     the sender that a batch is ready; ``custom_partition(topic, key, num_partitions)`` is the
     checked user partitioner or None; ``unknown_topic(topic, key, value, cb, partition, headers,
     timestamp_ms)`` takes a record whose topic is not in ``topics`` yet. ``lifecycle`` goes from
@@ -120,7 +120,8 @@ cdef class ProducerCore:
 
     cdef readonly object _acc
     cdef readonly dict _topics
-    cdef MemoryBudget _budget           # the accumulator's: records are counted here as they are appended
+    cdef Batches _batches               # the accumulator's: opens, grows and closes batches
+    cdef MemoryBudget _budget           # its budget: records are counted here as they are appended
     cdef object _wake
     cdef object _custom_partition
     cdef object _unknown_topic
@@ -134,7 +135,8 @@ cdef class ProducerCore:
     def __init__(self, accumulator, wake, custom_partition, Py_ssize_t max_request_size, unknown_topic):
         self._acc = accumulator
         self._topics = accumulator.topics
-        self._budget = accumulator.budget
+        self._batches = accumulator.batches
+        self._budget = self._batches.budget
         self._wake = wake
         self._custom_partition = custom_partition
         self._max_request_size = max_request_size
@@ -251,11 +253,11 @@ cdef class ProducerCore:
                     or self._append_grown(batch, timestamp, None, value, cb, headers) >= 0):
                 return 0
             # the sticky partition's batch is full: send it and move on to another partition
-            self._acc.close_batch(batch)
+            self._batches.close(batch)
             self._wake()
             part = <PartitionState>tstate.parts[sticky.choose(tstate.num_partitions, tstate.available)]
             if part.batch is not None:
-                self._acc.close_batch(part.batch)  # a batch left over from keyed/explicit records
+                self._batches.close(part.batch)  # a batch left over from keyed/explicit records
         return self._append_new(part, timestamp, None, value, cb, headers)
 
     cdef int _append(self, PartitionState part, int64_t timestamp, key, value, cb, headers) except -1:
@@ -264,7 +266,7 @@ cdef class ProducerCore:
             if (_append_record(batch, timestamp, key, value, cb, headers) >= 0
                     or self._append_grown(batch, timestamp, key, value, cb, headers) >= 0):
                 return 0
-            self._acc.close_batch(batch)
+            self._batches.close(batch)
             self._wake()
         return self._append_new(part, timestamp, key, value, cb, headers)
 
@@ -273,7 +275,7 @@ cdef class ProducerCore:
         time while the memory budget allows, and append (its offset delta), or -1 when the
         batch is full."""
         cdef Py_ssize_t delta = -1
-        while delta < 0 and self._acc.grow(batch):
+        while delta < 0 and self._batches.grow(batch):
             delta = _append_record(batch, timestamp, key, value, cb, headers)
         return delta
 
@@ -298,7 +300,7 @@ cdef class ProducerCore:
                 f"produce: record of {size} bytes (key + value + headers) is larger than "
                 f"max_request_size ({self._max_request_size})",
             )
-        batch = self._acc.new_batch(part, size, self._readmitting)
+        batch = self._batches.open_batch(part, size, self._readmitting)
         if _append_record(batch, timestamp, key, value, cb, headers) < 0:
             # cannot happen with capacity >= size; never lose the record silently
             raise KafkaError(MESSAGE_TOO_LARGE, f"produce: record of {size} bytes did not fit an empty batch")

@@ -108,6 +108,7 @@ class Sender:
         self._config = config
         self._loop = loop
         self._acc = acc
+        self._batches = acc.batches  # each batch's bookkeeping, completed here
         self._md = metadata
         self._pool = pool
         self._report = report  # a user callback raised: to on_error / the loop's handler
@@ -315,7 +316,7 @@ class Sender:
             data = builder.finish()
         # The builder stays with the batch until it completes (Accumulator.release): a large
         # batch's data holds the builder's buffer, taken back warm for a later batch.
-        self._acc.budget.rebase(batch, len(data))
+        self._batches.budget.rebase(batch, len(data))
         batch.data = data
         return data
 
@@ -398,13 +399,9 @@ class Sender:
     def _succeeded(self, batch: ProducerBatch, base_offset: int, log_append_time: int) -> None:
         """``batch`` was written; the caller calls ``_on_batch_done`` once for the response's
         batches (a frame per batch counts when most carry a record or two)."""
-        part = batch.part
-        part.queue.answered(batch)
         if self._earlier_identity:
             self._earlier_identity.discard(batch)
-        part.count_delivered(batch)  # before release: the batch's reserved bytes are its size
-        self._acc.release(batch)
-        batch.deliveries.complete(part.topic, part.partition, base_offset, log_append_time, self._report)
+        self._batches.complete(batch, base_offset, log_append_time, self._report)
 
     def _failed(self, batch: ProducerBatch, err: KafkaError, answer: PartitionProduceResponse | None,
                 endpoints: Sequence[ProduceResponseNodeEndpoint]) -> None:
