@@ -12,12 +12,12 @@ the partition becomes *ready* for the sender.
   (the sender says which it is and counts those, ``count_requests_with``), it stays open and
   keeps taking records.
 * At ``linger_ms=0`` a batch that holds a first step's records while neither its partition
-  nor its connection has anything out is sent from inside ``produce()`` (``grow``), not at
+  nor its connection has anything out is sent from inside ``produce()`` (``Batches.grow``), not at
   the end of the loop's turn: a turn that produces a lot (1,000 tasks woken by one answer)
   keeps the idle broker busy with its first records meanwhile.
 * ``buffer_memory`` is a ``MemoryBudget``: a batch opens with ``BATCH_FIRST_STEP`` bytes (or
   its first record's size; ``BATCH_MIN_FIRST_STEP`` once open batches hold half of it) and
-  reserves more, doubling up to ``batch_size``, only as records fill it (``grow``); built,
+  reserves more, doubling up to ``batch_size``, only as records fill it (``Batches.grow``); built,
   it holds its encoded size, and it gives that back when it completes. So a large
   ``batch_size`` costs a quiet partition nothing, and thousands of partitions neither reserve
   a full batch each nor run out of first steps. A batch that cannot grow is full. The same
@@ -114,7 +114,7 @@ class Accumulator:
         self._config = config
         self._loop = loop
         # The sender's "send what is ready now" hook: called from the linger timer, and at
-        # linger_ms=0 from produce() when a batch holds a first step (grow).
+        # linger_ms=0 from produce() when a batch holds a first step (_send_first_step).
         self._on_ready = on_ready
         self._linger_s = config.linger_ms / 1000.0
         self.topics: dict[str, TopicState] = {}  # add_topic(); produce() looks names up here
@@ -225,10 +225,6 @@ class Accumulator:
         """A batch opened while none was: the linger starts from it."""
         if self._linger_timer is None:
             self._arm_linger(now + self._linger_s)
-
-    def grow(self, batch: ProducerBatch) -> bool:
-        """Let ``batch`` take more records, or say it is full (``Batches.grow``)."""
-        return self.batches.grow(batch)
 
     def _send_first_step(self, batch: ProducerBatch) -> bool:
         """At linger_ms=0, asked when ``batch`` holds a first step's records: True when it was
