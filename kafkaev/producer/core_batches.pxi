@@ -15,22 +15,7 @@ cpdef enum:
 cdef ProducerBatch _fresh_batch(Py_ssize_t batch_id, PartitionState part, builder, double created, double deadline):
     """``ProducerBatch(batch_id, part, builder, created, deadline)`` without parsing arguments."""
     cdef ProducerBatch batch = ProducerBatch.__new__(ProducerBatch)
-    batch.id = batch_id
-    batch.order = (batch_id,)
-    batch.part = part
-    batch.builder = builder
-    batch.deliveries = Deliveries.__new__(Deliveries)
-    batch.created = created
-    batch.deadline = deadline
-    batch.reserved = 0
-    batch.counted = False
-    batch.data = None
-    batch.record_count = 0
-    batch.base_seq = NO_SEQUENCE
-    batch.producer_epoch = NO_EPOCH
-    batch.attempts = 0
-    batch.last_error = None
-    batch.outcome_unknown = False
+    batch._start(batch_id, part, builder, created, deadline, (batch_id,))
     return batch
 
 

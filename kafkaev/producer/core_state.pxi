@@ -87,8 +87,13 @@ cdef class ProducerBatch:
 
     def __init__(self, Py_ssize_t batch_id, PartitionState part not None, builder, double created, double deadline,
                  tuple order=None):
+        self._start(batch_id, part, builder, created, deadline, (batch_id,) if order is None else order)
+
+    cdef void _start(self, Py_ssize_t batch_id, PartitionState part, builder, double created, double deadline,
+                     tuple order):
+        """Every field as a new batch has it (``Batches.open_batch`` makes one without ``__init__``)."""
         self.id = batch_id
-        self.order = (batch_id,) if order is None else order
+        self.order = order
         self.part = part
         self.builder = builder
         self.deliveries = Deliveries()
