@@ -3,6 +3,7 @@ record parser for every codec, match aiokafka's encoder byte for byte when
 uncompressed, carry a CRC-32C that a pure-Python CRC confirms, and can be
 re-stamped for idempotent retries."""
 
+import gc
 import struct
 import time
 import tracemalloc
@@ -16,12 +17,14 @@ from hypothesis import strategies as st
 from kafkaev.protocol.codec import (
     BATCH_HEADER_SIZE,
     EncodedBatch,
+    Message,
     RecordBatchBuilder,
     WriteBuffer,
     crc32c,
     read_records,
 )
 
+Py_TPFLAGS_HAVE_GC = 1 << 14  # CPython's type flag of collector-tracked types
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 HEADER = struct.Struct(">qiibIhiqqqhii")  # the 61-byte RecordBatch v2 header
 HEADER_FIELDS = (
@@ -579,3 +582,14 @@ def test_broker_accepts_batches_and_confluent_kafka_reads_them(kafka, make_topic
         consumer.close()
     expected = [(i, ts, key, value, headers or None) for i, (ts, key, value, headers) in enumerate(records)]
     assert got == expected
+
+
+@pytest.mark.parametrize("cls", [RecordBatchBuilder, EncodedBatch, Message])
+def test_one_per_batch_or_record_objects_stay_out_of_the_collector(cls):
+    """These hold only bytes (and lists of bytes): the collector need not track them, and one is
+    made per batch or per record. ``@cython.no_gc`` takes effect only where the class is defined;
+    in codec.pxd it was silently ignored, and every EncodedBatch was tracked."""
+    assert not cls.__flags__ & Py_TPFLAGS_HAVE_GC, f"{cls.__name__} is a collector-tracked type"
+    builder = RecordBatchBuilder(0, 16384)
+    builder.append(0, None, b"v", None)
+    assert not gc.is_tracked(builder.finish()) and not gc.is_tracked(builder)

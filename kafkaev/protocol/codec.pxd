@@ -221,10 +221,8 @@ cpdef enum:
 # Its bytes are _storage's first _stored_len, with each of _values slotted in at its offset:
 # the builder's buffer handed over (bytes) or lent (a larger bytes it takes back once this is
 # gone), or a new bytes (compressed, re-stamped). One per batch sent: a freelist, and no GC
-# tracking (it holds only bytes, views of bytes and a list of bytes, so no cycle).
+# tracking (both set where the class is defined, codec_record_builder.pxi: here they are ignored).
 @cython.final
-@cython.no_gc
-@cython.freelist(16)
 cdef class EncodedBatch:
     cdef:
         object _storage             # bytes: the header, then the records minus referenced values
