@@ -21,6 +21,7 @@ from kafkaev.producer.accumulator import (
     PartitionState,
     ProducerBatch,
 )
+from kafkaev.producer.held import ALL_LANES
 from kafkaev.protocol.codec import BATCH_HEADER_SIZE, EncodedBatch, RecordBatchBuilder, read_records
 
 HEADER = struct.Struct(">qiiBIhiqqqhii")  # RecordBatch v2 header, 61 bytes
@@ -103,7 +104,8 @@ class SharedConnection:
         return self.KEY
 
     def requests_out(self, connection: tuple[int, int]) -> int:
-        assert connection == self.KEY
+        # a small lingered batch asks for its leader's connections together: here only the one
+        assert connection in (self.KEY, (self.KEY[0], ALL_LANES))
         self.counted += 1
         return self.out
 
@@ -333,6 +335,47 @@ class LeaderConnections:
 
     def requests_out(self, connection: tuple[int, int]) -> int:
         return self.out.get(connection[0], 0)
+
+
+class TwoLanes:
+    """Leader 1's produce connections: partition p sends on lane p % 2, with ``out[lane]``
+    requests out."""
+
+    def __init__(self, out: dict[int, int]) -> None:
+        self.out = out
+
+    def connection_of(self, part: PartitionState) -> tuple[int, int]:
+        return (1, part.partition % 2)
+
+    def requests_out(self, connection: tuple[int, int]) -> int:
+        leader, lane = connection
+        return sum(self.out.values()) if lane == ALL_LANES else self.out[lane]
+
+
+@pytest.mark.parametrize("linger_ms", [0, 5])
+def test_a_small_lingered_batch_waits_while_its_leader_has_enough_requests_out_over_its_lanes(loop, linger_ms):
+    # Neither lane is busy, the leader is: a batch within its first step waits (at linger_ms > 0),
+    # one that grew past it goes on its lane
+    acc, tstate, ready = make(loop, linger_ms=linger_ms, max_in_flight=5)
+    lanes = TwoLanes({0: CONNECTION_PIPELINE_DEPTH - 1, 1: CONNECTION_PIPELINE_DEPTH - 1})
+    acc.count_requests_with(lanes)
+    small_part, grown_part = tstate.parts[0], tstate.parts[1]
+    small = acc.new_batch(small_part, 10)
+    grown = acc.new_batch(grown_part, BATCH_FIRST_STEP + 1)
+    assert small.reserved <= BATCH_FIRST_STEP < grown.reserved
+    for batch in (small, grown):
+        batch.builder.append(0, None, b"v", None)
+    loop.run_until_complete(asyncio.sleep(linger_ms / 1000 + 0.02))
+    assert grown_part.batch is None and list(grown_part.queue) == [grown]
+    if not linger_ms:
+        assert small_part.batch is None and list(small_part.queue) == [small]
+        return
+    assert small_part.batch is small and small_part in acc.held and not small_part.queue
+    acc.close_held()  # still busy: it keeps waiting
+    assert small_part in acc.held
+    lanes.out[1] = 0  # an answer came back on the other lane: the leader has room
+    acc.close_held()
+    assert small_part not in acc.held and list(small_part.queue) == [small]
 
 
 def test_held_partitions_wait_on_the_connection_of_their_new_leader_once_told_it_moved(loop):

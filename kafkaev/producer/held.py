@@ -6,9 +6,10 @@ go now. Over 1,000 partitions on a few connections, asking each partition cost t
 more CPU than any other step of a batch; filed by connection, a round asks each connection
 once and passes over every partition of a busy one at once.
 
-A partition is filed under the connection the sender named when it was held. A leader that
-moves changes that connection, so ``mark_stale`` has the next pass file every partition again
-(``Accumulator.close_held``).
+A partition is filed under the connection the sender named when it was held, or, when its
+batch is still within its first step, under all of its leader's produce connections together
+(``ALL_LANES``). A leader that moves changes that connection, so ``mark_stale`` has the next
+pass file every partition again (``Accumulator.close_held``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from .core import PartitionState
 
 # Which connection a partition's batches go on, as the sender names it: (leader, lane).
 ConnectionKey = tuple[int, int]
+# The lane of a key that stands for every produce connection of its leader at once.
+ALL_LANES = -1
 
 
 class HeldPartitions:

@@ -63,7 +63,7 @@ from ..protocol.codec import (
 from ..protocol.connection import Connection, ProducePartition
 from ..types import NO_OFFSET, NO_TIMESTAMP
 from .accumulator import Accumulator, PartitionState, ProducerBatch
-from .held import ConnectionKey
+from .held import ALL_LANES, ConnectionKey
 from .idempotence import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, ProducerIdentity, next_sequence
 from .transaction import concurrent_transactions_delay_s
 
@@ -261,10 +261,13 @@ class Sender:
         return _Lane(part.leader, self._lane(part))
 
     def requests_out(self, connection: ConnectionKey) -> int:
-        """How many requests ``connection`` has out (0 when it is not connected)."""
+        """How many requests ``connection`` has out (0 when it is not connected); with lane
+        ``ALL_LANES``, all of its leader's produce connections together."""
         leader, lane = connection
         if leader < 0:
             return 0
+        if lane == ALL_LANES:
+            return sum(self.requests_out((leader, each)) for each in range(self._lanes))
         conn = self._pool.ready(leader, Role.PRODUCE, lane)
         return 0 if conn is None else conn.pending
 
