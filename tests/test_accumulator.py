@@ -14,6 +14,7 @@ from kafkaev.producer.accumulator import (
     BATCH_FIRST_STEP,
     BATCH_MIN_FIRST_STEP,
     CONNECTION_PIPELINE_DEPTH,
+    HOLD_MAX_S,
     LOW_LATENCY_PIPELINE_DEPTH,
     SPARE_BUILDERS_MAX,
     Accumulator,
@@ -337,9 +338,36 @@ class LeaderConnections:
         return self.out.get(connection[0], 0)
 
 
+@pytest.mark.parametrize("stale", [False, True])
+def test_a_held_batch_goes_once_it_waited_the_longest_hold_though_its_connection_stays_busy(loop, stale):
+    # Other partitions' full batches (never held) may keep a connection busy for good: a
+    # lingered batch waits for it HOLD_MAX_S at most, and then goes with the next round
+    acc, tstate, ready = make(loop, linger_ms=5)
+    acc.count_requests_with(SharedConnection(CONNECTION_PIPELINE_DEPTH))  # busy throughout
+    first, later = tstate.parts[0], tstate.parts[1]
+    acc.new_batch(first, 10).builder.append(0, None, b"v", None)
+    loop.run_until_complete(asyncio.sleep(0.06))
+    acc.new_batch(later, 10).builder.append(0, None, b"v", None)
+    loop.run_until_complete(asyncio.sleep(0.02))  # held ~0.05 s after the first
+    assert first in acc.held and later in acc.held
+    if stale:
+        acc.connections_moved()  # the pass that files every partition again keeps the bound too
+    acc.close_held()
+    assert first in acc.held and later in acc.held  # both still within their wait
+    loop.run_until_complete(asyncio.sleep(HOLD_MAX_S - 0.05))  # past the first's wait, not the later's
+    if stale:
+        acc.connections_moved()
+    acc.close_held()
+    assert first not in acc.held and first.batch is None and len(first.queue) == 1
+    assert later in acc.held and later.batch is not None
+    loop.run_until_complete(asyncio.sleep(0.06))
+    acc.close_held()
+    assert not acc.held and later.batch is None and len(later.queue) == 1
+
+
 class TwoLanes:
     """Leader 1's produce connections: partition p sends on lane p % 2, with ``out[lane]``
-    requests out."""
+    requests out, each carrying small batches only (what ``ALL_LANES`` counts)."""
 
     def __init__(self, out: dict[int, int]) -> None:
         self.out = out
@@ -354,8 +382,8 @@ class TwoLanes:
 
 @pytest.mark.parametrize("linger_ms", [0, 5])
 def test_a_small_lingered_batch_waits_while_its_leader_has_enough_requests_out_over_its_lanes(loop, linger_ms):
-    # Neither lane is busy, the leader is: a batch within its first step waits (at linger_ms > 0),
-    # one that grew past it goes on its lane
+    # Neither lane is busy, the leader's small requests are: a batch within its first step waits
+    # (at linger_ms > 0), one that grew past it goes on its lane
     acc, tstate, ready = make(loop, linger_ms=linger_ms, max_in_flight=5)
     lanes = TwoLanes({0: CONNECTION_PIPELINE_DEPTH - 1, 1: CONNECTION_PIPELINE_DEPTH - 1})
     acc.count_requests_with(lanes)

@@ -37,6 +37,7 @@ from kafkaev.errors import (
 )
 from kafkaev.producer import HELD_RECORD_FOOTPRINT, BufferFullError, Producer, ProducerLifecycle
 from kafkaev.producer.accumulator import BATCH_FIRST_STEP
+from kafkaev.producer.held import ALL_LANES
 from kafkaev.producer.idempotence import next_sequence
 from kafkaev.protocol.codec import (
     RECORD_OVERHEAD_MAX,
@@ -252,6 +253,26 @@ def test_a_partition_keeps_its_produce_connection_between_bursts(loop, fake_clus
     # the other lanes are never opened: the node saw the bootstrap socket and that one
     assert len(cluster.connections) == 2
     assert values(cluster, 0) == [b"%d" % i for i in range(40)]
+
+
+def test_the_leaders_count_of_small_requests_leaves_out_a_request_of_a_large_batch(loop, fake_cluster):
+    # What a small lingered batch waits for (Accumulator.coalesces): requests out to its leader
+    # that carry only batches within their first step, whatever lane they went on
+    cluster = cluster_with_topic(fake_cluster, 2)
+    cluster.script(ApiKey.PRODUCE, Delay(0.2))  # both requests stay out while they are counted
+    env = make(loop, cluster, produce_connections=3, linger_ms=1)
+    learn_topic(loop, env)
+    results, cb_for = collect()
+    env.producer.produce(TOPIC, None, b"L" * (BATCH_FIRST_STEP + 1), cb_for(0), partition=0)
+    env.producer.produce(TOPIC, None, b"s", cb_for(1), partition=1)
+    sender = env.producer._sender
+    run_until(loop, lambda: len(cluster.requests_of(ApiKey.PRODUCE)) == 2)
+    assert len({r.connection for r in cluster.requests_of(ApiKey.PRODUCE)}) == 2  # a lane each
+    assert (sender.requests_out((1, 0)), sender.requests_out((1, 1))) == (1, 1)
+    assert sender.requests_out((1, ALL_LANES)) == 1  # the small batch's request only
+    run_until(loop, lambda: len(results) == 2)
+    results.assert_each_once(range(2))
+    assert sender.requests_out((1, ALL_LANES)) == 0
 
 
 @pytest.mark.parametrize("partitions", [1, 3, 5])

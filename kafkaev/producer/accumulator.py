@@ -10,8 +10,9 @@ the partition becomes *ready* for the sender.
 * A lingered batch goes out only when it can be sent at once: while its partition has as
   many requests out as it may, or the connection it sends on has ``CONNECTION_PIPELINE_DEPTH``
   (the sender says which it is and counts those, ``count_requests_with``), it stays open and
-  keeps taking records. At ``linger_ms`` > 0 a batch still within its first step waits while
-  its leader has that many out over all of its produce connections.
+  keeps taking records. At ``linger_ms`` > 0 a batch still within its first step also waits
+  while its leader has that many requests of such batches out over all of its produce
+  connections. No batch waits so longer than ``HOLD_MAX_S``.
 * At ``linger_ms=0`` a batch that holds a first step's records while neither its partition
   nor its connection has anything out is sent from inside ``produce()`` (``Batches.grow``), not at
   the end of the loop's turn: a turn that produces a lot (1,000 tasks woken by one answer)
@@ -78,15 +79,20 @@ LOW_LATENCY_PIPELINE_DEPTH = 2
 # limit let a connection pile up ~100 requests of a record or two per batch, this doubled the
 # records per batch and the throughput, and lowered peak memory (DESIGN.md, "Non-obvious").
 # A batch closed because it is full is not held back: those still pipeline up to max_in_flight.
-# At linger_ms > 0 a lingered batch still within its first step (BATCH_FIRST_STEP) counts the
-# requests out on every produce connection of its leader instead: spread over three lanes,
-# 1,000 partitions' batches otherwise went in up to six requests at a time, each a third as
-# large, and their batches half as large (DESIGN.md, "Non-obvious"). A batch that grew past
-# its first step is worth a request of its own and keeps its lane's count, so a few busy
-# partitions still pipeline on a lane each.
+# At linger_ms > 0 a lingered batch still within its first step (BATCH_FIRST_STEP) also waits
+# while its leader has this many requests of such small batches out, on all of its produce
+# connections together: spread over three lanes, 1,000 partitions' batches otherwise went in
+# up to six requests at a time, each a third as large, and their batches half as large
+# (DESIGN.md, "Non-obvious"). Requests of larger batches are not counted there, so a
+# partition beside a busy one on another lane does not wait for it, and a batch that grew past
+# its first step is worth a request of its own.
 CONNECTION_PIPELINE_DEPTH = 2
 # Accumulator._small_batch at linger_ms=0: no batch counts as small there.
 NO_SMALL_BATCH = -1
+# A lingered batch waits for its partition or connections at most this long (seconds): a
+# partition whose lane or leader stays busy with other partitions' full batches, which are
+# never held, must still send. Over 1,000 partitions a hold lasts about one request's answer.
+HOLD_MAX_S = 0.1
 
 
 def _turn() -> None:
@@ -155,7 +161,7 @@ class Accumulator:
         # queue one tiny batch per linger period, and at linger_ms=0 the backlog of
         # one-request-per-batch falls ever further behind.
         self.held = HeldPartitions()
-        # A lingered batch holding no more than this waits on its leader's connections together.
+        # A lingered batch holding no more than this also waits on its leader's small requests.
         # Only when linger_ms > 0: at linger_ms=0 a user asked for no wait, and a closed loop of
         # records (each produced from an ack) went 13% slower with its small batches held so.
         self._small_batch = min(config.batch_size, BATCH_FIRST_STEP) if config.linger_ms else NO_SMALL_BATCH
@@ -200,20 +206,31 @@ class Accumulator:
 
     def _waits_on(self, part: PartitionState, busy: dict[ConnectionKey, bool]) -> ConnectionKey | None:
         """The connection whose answers ``part``'s lingered batch waits for (it stays open and
-        keeps taking records), or None when it may go now: all of its leader's connections
-        together (``ALL_LANES``) while the batch is still within its first step. ``busy`` keeps
+        keeps taking records), or None when it may go now; while the batch is still within its
+        first step, also its leader's requests of small batches on all of its connections
+        (``ALL_LANES``). ``busy`` keeps
         each connection's answer for the rest of a pass over many partitions: nothing is sent
         during one, so its requests out stay as they were."""
         connection = self._connections.connection_of(part)
-        if self._partition_waits(part):
+        if self._partition_waits(part) or self._busy(connection, busy):
             return connection
         batch = part.batch
-        if batch is not None and batch.reserved <= self._small_batch:
-            connection = (connection[0], ALL_LANES)
+        if batch is not None and self.coalesces(batch):
+            leader = (connection[0], ALL_LANES)
+            if self._busy(leader, busy):
+                return leader
+        return None
+
+    def _busy(self, connection: ConnectionKey, busy: dict[ConnectionKey, bool]) -> bool:
         is_busy = busy.get(connection)
         if is_busy is None:
             is_busy = busy[connection] = self._connections.requests_out(connection) >= CONNECTION_PIPELINE_DEPTH
-        return connection if is_busy else None
+        return is_busy
+
+    def coalesces(self, batch: ProducerBatch) -> bool:
+        """Is ``batch`` small enough to wait for its leader's other requests of small batches
+        (``linger_ms`` > 0, and within its first step)? The sender counts those requests."""
+        return batch.reserved <= self._small_batch
 
     def _partition_waits(self, part: PartitionState) -> bool:
         """Has ``part`` itself closed batches queued, or as many requests in flight as its
@@ -343,7 +360,8 @@ class Accumulator:
         """Close the open batches whose linger is over (or hold them while their partition or
         connection has enough out); True if one closed."""
         open_batches = self.open
-        deadline = self._loop.time() - self._linger_s
+        now = self._loop.time()
+        deadline = now - self._linger_s
         closed = False
         busy: dict[ConnectionKey, bool] = {}
         while open_batches:
@@ -357,7 +375,7 @@ class Accumulator:
             part = batch.part
             connection = self._waits_on(part, busy)
             if connection is not None:
-                self.held.hold(part, connection)
+                self.held.hold(part, connection, now)
                 continue
             self.close_batch(batch)
             closed = True
@@ -366,26 +384,33 @@ class Accumulator:
         return closed
 
     def close_held(self) -> None:
-        """Close the lingered batches of partitions that can send again (the sender asks
-        before each round). A connection with as many requests out as it may holds all of its
-        partitions: it is asked once, and none of them is looked at."""
+        """Close the lingered batches of partitions that can send again, or that waited
+        ``HOLD_MAX_S`` (the sender asks before each round). A connection with as many requests
+        out as it may holds its partitions: it is asked once, and only those that waited
+        longest are looked at."""
         held = self.held
-        lingered = self._loop.time() - self._linger_s
+        now = self._loop.time()
+        lingered = now - self._linger_s
+        overdue = now - HOLD_MAX_S
         if held.take_stale():
             busy: dict[ConnectionKey, bool] = {}
             for part in list(held):
                 connection = self._waits_on(part, busy)
-                if connection is None:
+                if connection is None or held.since(part) <= overdue:
                     self._release_held(part, lingered)
                 else:
-                    held.hold(part, connection)
+                    held.hold(part, connection, now)
             return
         connections = self._connections
         for connection, parts in held.by_connection():
             if connections.requests_out(connection) >= CONNECTION_PIPELINE_DEPTH:
+                for part in parts:  # in the order held: stop at the first still within its wait
+                    if held.since(part) > overdue:
+                        break
+                    self._release_held(part, lingered)
                 continue
             for part in parts:
-                if not self._partition_waits(part):
+                if not self._partition_waits(part) or held.since(part) <= overdue:
                     self._release_held(part, lingered)
 
     def _release_held(self, part: PartitionState, lingered: float) -> None:

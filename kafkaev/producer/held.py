@@ -6,9 +6,9 @@ go now. Over 1,000 partitions on a few connections, asking each partition cost t
 more CPU than any other step of a batch; filed by connection, a round asks each connection
 once and passes over every partition of a busy one at once.
 
-A partition is filed under the connection the sender named when it was held, or, when its
-batch is still within its first step, under all of its leader's produce connections together
-(``ALL_LANES``). A leader that moves changes that connection, so ``mark_stale`` has the next
+A partition is filed under the connection the sender named when it was held, or, when only
+its leader's requests of small batches hold it, under all of its leader's produce connections
+together (``ALL_LANES``). A leader that moves changes that connection, so ``mark_stale`` has the next
 pass file every partition again (``Accumulator.close_held``).
 """
 
@@ -20,17 +20,19 @@ from .core import PartitionState
 
 # Which connection a partition's batches go on, as the sender names it: (leader, lane).
 ConnectionKey = tuple[int, int]
-# The lane of a key that stands for every produce connection of its leader at once.
+# The lane of a key that stands for every produce connection of its leader at once, counting
+# the requests out that carry only small batches (Accumulator.coalesces).
 ALL_LANES = -1
 
 
 class HeldPartitions:
     """Held partitions, each under one connection; iterating gives the partitions."""
 
-    __slots__ = ("_filed", "_by_connection", "_stale")
+    __slots__ = ("_filed", "_since", "_by_connection", "_stale")
 
     def __init__(self) -> None:
         self._filed: dict[PartitionState, ConnectionKey] = {}  # partition -> the connection it waits on
+        self._since: dict[PartitionState, float] = {}  # partition -> when it began to wait (loop time)
         self._by_connection: dict[ConnectionKey, dict[PartitionState, None]] = {}  # in the order held
         self._stale = False
 
@@ -43,12 +45,15 @@ class HeldPartitions:
     def __iter__(self) -> Iterator[PartitionState]:
         return iter(self._filed)
 
-    def hold(self, part: PartitionState, connection: ConnectionKey) -> None:
-        """``part`` waits, on ``connection`` (filed again if it was under another)."""
+    def hold(self, part: PartitionState, connection: ConnectionKey, now: float) -> None:
+        """``part`` waits from ``now``, on ``connection`` (filed again if it was under another,
+        still waiting since it first did)."""
         filed = self._filed.get(part)
         if filed == connection:
             return
-        if filed is not None:
+        if filed is None:
+            self._since[part] = now
+        else:
             self._unfile(part, filed)
         self._filed[part] = connection
         group = self._by_connection.get(connection)
@@ -59,6 +64,11 @@ class HeldPartitions:
     def release(self, part: PartitionState) -> None:
         """``part`` no longer waits."""
         self._unfile(part, self._filed.pop(part))
+        del self._since[part]
+
+    def since(self, part: PartitionState) -> float:
+        """When ``part`` began to wait."""
+        return self._since[part]
 
     def _unfile(self, part: PartitionState, connection: ConnectionKey) -> None:
         group = self._by_connection[connection]
@@ -82,5 +92,6 @@ class HeldPartitions:
 
     def clear(self) -> None:
         self._filed.clear()
+        self._since.clear()
         self._by_connection.clear()
         self._stale = False

@@ -135,6 +135,9 @@ class Sender:
         # their partition's new batches wait for them.
         self._earlier_identity: set[ProducerBatch] = set()
         self.in_flight = 0  # batches sent and not yet answered, all partitions
+        # Per leader: requests out that carry only batches the accumulator would hold for its
+        # leader's small requests (Accumulator.coalesces), what ALL_LANES counts.
+        self._coalescing_out: dict[int, int] = {}
         self._scheduled = False
         self._retry_timer = RetryTimer(loop, self.send_ready)  # partitions backing off, InitProducerId
         self._sweep_timer: asyncio.TimerHandle | None = None
@@ -262,12 +265,13 @@ class Sender:
 
     def requests_out(self, connection: ConnectionKey) -> int:
         """How many requests ``connection`` has out (0 when it is not connected); with lane
-        ``ALL_LANES``, all of its leader's produce connections together."""
+        ``ALL_LANES``, how many requests of small batches only its leader has out over all of
+        its produce connections."""
         leader, lane = connection
         if leader < 0:
             return 0
         if lane == ALL_LANES:
-            return sum(self.requests_out((leader, each)) for each in range(self._lanes))
+            return self._coalescing_out.get(leader, 0)
         conn = self._pool.ready(leader, Role.PRODUCE, lane)
         return 0 if conn is None else conn.pending
 
@@ -351,7 +355,13 @@ class Sender:
                 topic_id = topic_ids[topic] = self._topic_id(topic)
             payload.append(ProducePartition(topic, part.partition, b.data, topic_id))
 
+        coalescing_leader = batches[0].part.leader if all(map(self._acc.coalesces, batches)) else None
+        if coalescing_leader is not None:
+            self._coalescing_out[coalescing_leader] = self._coalescing_out.get(coalescing_leader, 0) + 1
+
         def on_response(resp: ProduceResponse | None, err: KafkaError | None) -> None:
+            if coalescing_leader is not None:
+                self._coalescing_out[coalescing_leader] -= 1
             self._on_response(batches, resp, err)
 
         txn = self.txn
