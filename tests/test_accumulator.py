@@ -105,7 +105,7 @@ class SharedConnection:
         return self.KEY
 
     def requests_out(self, connection: tuple[int, int]) -> int:
-        # a small lingered batch asks for its leader's connections together: here only the one
+        # a small lingered batch also asks for its leader's small requests: here on its one connection
         assert connection in (self.KEY, (self.KEY[0], ALL_LANES))
         self.counted += 1
         return self.out

@@ -208,9 +208,8 @@ class Accumulator:
         """The connection whose answers ``part``'s lingered batch waits for (it stays open and
         keeps taking records), or None when it may go now; while the batch is still within its
         first step, also its leader's requests of small batches on all of its connections
-        (``ALL_LANES``). ``busy`` keeps
-        each connection's answer for the rest of a pass over many partitions: nothing is sent
-        during one, so its requests out stay as they were."""
+        (``ALL_LANES``). ``busy`` keeps each connection's answer for the rest of a pass over
+        many partitions: nothing is sent during one, so its requests out stay as they were."""
         connection = self._connections.connection_of(part)
         if self._partition_waits(part) or self._busy(connection, busy):
             return connection

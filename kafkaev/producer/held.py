@@ -8,8 +8,8 @@ once and passes over every partition of a busy one at once.
 
 A partition is filed under the connection the sender named when it was held, or, when only
 its leader's requests of small batches hold it, under all of its leader's produce connections
-together (``ALL_LANES``). A leader that moves changes that connection, so ``mark_stale`` has the next
-pass file every partition again (``Accumulator.close_held``).
+together (``ALL_LANES``). A leader that moves changes that connection, so ``mark_stale`` has
+the next pass file every partition again (``Accumulator.close_held``).
 """
 
 from __future__ import annotations
