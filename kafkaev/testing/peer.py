@@ -63,10 +63,12 @@ def sasl_config(cluster: LocalCluster, credentials: SaslCredentials, *, tls: boo
 
 
 def produce(
-    config: dict[str, str], topic: str, records: Sequence[PeerRecord], partition: int = 0
+    config: dict[str, str], topic: str, records: Sequence[PeerRecord], partition: int = 0, *,
+    idempotent: bool = True,
 ) -> list[Message]:
-    """Produce ``records`` with acks=all and return their delivery reports; raise on any delivery error."""
-    producer = Producer({**config, "acks": "all", "enable.idempotence": True})
+    """Produce ``records`` with acks=all and return their delivery reports; raise on any delivery error.
+    ``idempotent=False`` needs no producer id, for a cluster that may not hand one out."""
+    producer = Producer({**config, "acks": "all", "enable.idempotence": idempotent})
     reports: list[Message] = []
     errors: list[KafkaError] = []
 
