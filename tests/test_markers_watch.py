@@ -57,8 +57,9 @@ def test_nothing_ended_nothing_to_wait_for():
 def test_adds_wait_while_the_coordinator_prepares_and_go_once_it_completes():
     watch, _clock, coordinator, told = make()
     watch.ended()
-    assert len(coordinator.asked) == 1  # at once: the answer may be in before the next first add
-    assert not watch.written() and not watch.written() and len(coordinator.asked) == 1  # one at a time
+    assert not coordinator.asked  # not yet: asked this early, the coordinator is still preparing
+    assert not watch.written() and len(coordinator.asked) == 1  # the first add wants to go: asked
+    assert not watch.written() and len(coordinator.asked) == 1  # one at a time
     coordinator.answer("PrepareCommit")
     assert len(coordinator.asked) == 1 and not told  # asked again at once
     coordinator.answer("CompleteCommit")

@@ -6,9 +6,9 @@ that asks to add a partition meanwhile is held by its leader for
 retry it sooner. So a transaction's first adds wait. How long the markers take is the broker's
 (one local broker: under 0.5 ms mostly, at times over 2), and the coordinator tells it:
 DescribeTransactions answers PrepareCommit or PrepareAbort until they are written, then
-CompleteCommit or CompleteAbort. ``MarkersWatch`` asks it as soon as EndTxn is answered (the
-answer is often in before the next transaction's first add wants it), and again while the
-answer is a Prepare state.
+CompleteCommit or CompleteAbort. ``MarkersWatch`` asks it when the next transaction's first
+add wants to go (not at EndTxn's answer: an ask that early nearly always meets a Prepare
+state, and costs both processes a round trip), and again while the answer is a Prepare state.
 
 The fixed pause it replaces stays as the bound (``MARKERS_WAIT_MAX_S``): a coordinator that
 cannot be asked (a lost connection, an older broker, no DESCRIBE on the transactional id) or
@@ -66,7 +66,6 @@ class MarkersWatch:
         self._ended += 1
         self._written = False
         self._not_after = self._loop.time() + MARKERS_WAIT_MAX_S
-        self._ask()  # now: the answer may be in before the next transaction's first add wants it
 
     def written(self) -> bool:
         """May a first add go now? If not yet known, the coordinator is asked."""
