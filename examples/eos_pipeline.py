@@ -36,8 +36,9 @@ import enum
 import signal
 import sys
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from itertools import islice
 
 import kafkaev
 from kafkaev import KafkaError, Message, TopicPartition
@@ -92,6 +93,51 @@ class PipelineSettings:
             raise ValueError(f"'commit_interval_ms' must be at least 1, got {self.commit_interval_ms}")
 
 
+class Backlog:
+    """Record sets delivered and not yet in a transaction, in the order they came. A set larger
+    than what a transaction has room for is taken a part at a time, by index: cutting a copy of
+    the rest off it each time would copy a large set once per transaction."""
+
+    __slots__ = ("_sets", "_taken")
+
+    def __init__(self) -> None:
+        self._sets: deque[list[Message]] = deque()
+        self._taken = 0  # records of the first set already in a transaction
+
+    def __bool__(self) -> bool:
+        return bool(self._sets)
+
+    def records(self) -> int:
+        return sum(len(records) for records in self._sets) - self._taken
+
+    def append(self, records: list[Message]) -> None:
+        self._sets.append(records)
+
+    def take(self, most: int) -> tuple[Iterator[Message], Message, int]:
+        """Up to ``most`` records of the first set: (them, the last of them, how many)."""
+        records, start = self._sets[0], self._taken
+        end = min(len(records), start + most)
+        if end == len(records):
+            self._sets.popleft()
+            self._taken = 0
+        else:
+            self._taken = end
+        return islice(records, start, end), records[end - 1], end - start
+
+    def drop(self, partitions: set[TopicPartition]) -> None:
+        """Forget the sets of these partitions (revoked: their new owner reads them)."""
+        kept = deque(records for records in self._sets if (records[0].topic, records[0].partition) not in partitions)
+        if kept and self._sets and kept[0] is not self._sets[0]:
+            self._taken = 0  # the first set went, the one now first was not taken from
+        self._sets = kept
+        if not kept:
+            self._taken = 0
+
+    def clear(self) -> None:
+        self._sets.clear()
+        self._taken = 0
+
+
 class EosPipeline:
     """One consume-transform-produce loop in transactions; ``start()``, then turn the loop.
     ``on_done(err)`` once it has stopped: None after --exit-at-end, else the fatal error."""
@@ -112,7 +158,7 @@ class EosPipeline:
             auto_commit=False,  # offsets are committed by the transactions, never by the consumer
             auto_offset_reset="earliest", on_batch=self._on_batch, **client_options)  # type: ignore[arg-type]
         self.phase = Phase.IDLE
-        self.backlog: deque[list[Message]] = deque()  # delivered, not yet in a transaction
+        self.backlog = Backlog()  # delivered, not yet in a transaction
         self.in_transaction = 0  # input records in the open transaction
         self.next_offsets: dict[TopicPartition, int] = {}  # what the open transaction commits
         self.committed_records = 0
@@ -178,7 +224,7 @@ class EosPipeline:
     def _on_revoke(self, partitions: list[TopicPartition]) -> None:
         self._event(Event.REVOKED, len(partitions))
         gone = set(partitions)
-        self.backlog = deque(batch for batch in self.backlog if (batch[0].topic, batch[0].partition) not in gone)
+        self.backlog.drop(gone)
         if self.phase is Phase.OPEN and gone.intersection(self.next_offsets):
             # Their new owner starts from the committed offsets: what this transaction holds
             # of them must never become visible.
@@ -207,35 +253,26 @@ class EosPipeline:
                     self._event(Event.BEGIN, 0)
                     self._commit_timer = client.loop.call_later(self.settings.commit_interval_ms / 1000.0,
                                                                 self._commit_due)
-                batch = self.backlog.popleft()
-                room = self.settings.max_records - self.in_transaction
-                if len(batch) > room:
-                    self.backlog.appendleft(batch[room:])
-                    batch = batch[:room]
-                self._produce(batch)
+                self._produce(*self.backlog.take(self.settings.max_records - self.in_transaction))
                 if self.in_transaction >= self.settings.max_records:
                     self._commit()
         except KafkaError as err:
             self._failed(err)
             return
         held = client.assignment()
-        if self.backlog and (self.phase is Phase.ABORTING or self._backlog_records() >= self.settings.max_records):
+        if self.backlog and (self.phase is Phase.ABORTING or self.backlog.records() >= self.settings.max_records):
             client.pause(held)
         elif self.phase is not Phase.ABORTING and client.paused():
             client.resume(held)
 
-    def _backlog_records(self) -> int:
-        return sum(len(batch) for batch in self.backlog)
-
-    def _produce(self, batch: list[Message]) -> None:
-        first = batch[0]
-        tp = TopicPartition(first.topic, first.partition)
+    def _produce(self, records: Iterator[Message], last: Message, count: int) -> None:
+        """Put ``count`` records of one partition, ``last`` the last of them, in the transaction."""
         produce, transform, output = self.client.produce, self.transform, self.settings.output_topic
-        for msg in batch:
+        for msg in records:
             # Errors reach commit_transaction(): a record that failed fails the commit.
             produce(output, msg.key, transform(msg.value), partition=msg.partition)
-        self.next_offsets[tp] = batch[-1].offset + 1
-        self.in_transaction += len(batch)
+        self.next_offsets[TopicPartition(last.topic, last.partition)] = last.offset + 1
+        self.in_transaction += count
 
     # --- committing and aborting --------------------------------------------------------------
     def _commit_due(self) -> None:

@@ -38,7 +38,8 @@ from eos_helpers import (
     transaction_coordinator,
 )
 
-from examples.eos_pipeline import transform
+from examples.eos_pipeline import Backlog, transform
+from kafkaev import Message, TopicPartition
 from kafkaev.testing.cluster import LocalCluster
 
 RECORDS = int(os.environ.get("KAFKAEV_EOS_RECORDS", "200000"))
@@ -107,6 +108,42 @@ def test_the_checker_fails_on_a_duplicate_a_loss_and_a_reorder():
     assert "partition 1" in exactly_once_failures(inputs, moved, transform)[0]
     with pytest.raises(AssertionError, match="exactly once"):
         assert_exactly_once(inputs, lost, transform)
+
+
+def test_the_backlog_hands_out_each_record_once_in_order_across_transactions():
+    def delivered(partition: int, count: int) -> list[Message]:
+        return [Message("in", partition, offset, None, b"v") for offset in range(count)]
+
+    backlog = Backlog()
+    backlog.append(delivered(0, 7))
+    backlog.append(delivered(1, 2))
+    assert backlog.records() == 9
+    taken: list[tuple[int, list[int], int, int]] = []
+    while backlog:
+        records, last, count = backlog.take(3)
+        taken.append((last.partition, [msg.offset for msg in records], last.offset, count))
+    assert taken == [(0, [0, 1, 2], 2, 3), (0, [3, 4, 5], 5, 3), (0, [6], 6, 1), (1, [0, 1], 1, 2)]
+    assert backlog.records() == 0
+    # a revoke drops the partially taken first set: the next set is taken from its start
+    backlog.append(delivered(0, 5))
+    backlog.append(delivered(1, 4))
+    backlog.take(2)
+    backlog.drop({TopicPartition("in", 0)})
+    assert backlog.records() == 4
+    records, last, count = backlog.take(10)
+    assert [msg.offset for msg in records] == [0, 1, 2, 3] and count == 4 and not backlog
+    # ... and keeps it when it stays
+    backlog.append(delivered(0, 5))
+    backlog.append(delivered(1, 4))
+    backlog.take(2)
+    backlog.drop({TopicPartition("in", 1)})
+    records, last, count = backlog.take(10)
+    assert [msg.offset for msg in records] == [2, 3, 4] and last.offset == 4 and count == 3
+    backlog.append(delivered(0, 5))
+    backlog.take(1)
+    backlog.clear()
+    backlog.append(delivered(2, 1))
+    assert [msg.offset for msg in backlog.take(5)[0]] == [0]
 
 
 @pytest.mark.compat  # transactions v2 on 4.x, v1 on 3.9
