@@ -36,9 +36,8 @@ import enum
 import signal
 import sys
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
-from itertools import islice
 
 import kafkaev
 from kafkaev import KafkaError, Message, TopicPartition
@@ -95,8 +94,8 @@ class PipelineSettings:
 
 class Backlog:
     """Record sets delivered and not yet in a transaction, in the order they came. A set larger
-    than what a transaction has room for is taken a part at a time, by index: cutting a copy of
-    the rest off it each time would copy a large set once per transaction."""
+    than what a transaction has room for is taken a part at a time, from an index: cutting the
+    rest off it each time would copy a large set once per transaction."""
 
     __slots__ = ("_sets", "_taken")
 
@@ -113,8 +112,8 @@ class Backlog:
     def append(self, records: list[Message]) -> None:
         self._sets.append(records)
 
-    def take(self, most: int) -> tuple[Iterator[Message], Message, int]:
-        """Up to ``most`` records of the first set: (them, the last of them, how many)."""
+    def take(self, most: int) -> list[Message]:
+        """Up to ``most`` records of the first set."""
         records, start = self._sets[0], self._taken
         end = min(len(records), start + most)
         if end == len(records):
@@ -122,7 +121,7 @@ class Backlog:
             self._taken = 0
         else:
             self._taken = end
-        return islice(records, start, end), records[end - 1], end - start
+        return records if start == 0 and end == len(records) else records[start:end]
 
     def drop(self, partitions: set[TopicPartition]) -> None:
         """Forget the sets of these partitions (revoked: their new owner reads them)."""
@@ -253,7 +252,7 @@ class EosPipeline:
                     self._event(Event.BEGIN, 0)
                     self._commit_timer = client.loop.call_later(self.settings.commit_interval_ms / 1000.0,
                                                                 self._commit_due)
-                self._produce(*self.backlog.take(self.settings.max_records - self.in_transaction))
+                self._produce(self.backlog.take(self.settings.max_records - self.in_transaction))
                 if self.in_transaction >= self.settings.max_records:
                     self._commit()
         except KafkaError as err:
@@ -265,14 +264,15 @@ class EosPipeline:
         elif self.phase is not Phase.ABORTING and client.paused():
             client.resume(held)
 
-    def _produce(self, records: Iterator[Message], last: Message, count: int) -> None:
-        """Put ``count`` records of one partition, ``last`` the last of them, in the transaction."""
+    def _produce(self, records: list[Message]) -> None:
+        """Put records of one partition in the transaction."""
         produce, transform, output = self.client.produce, self.transform, self.settings.output_topic
         for msg in records:
             # Errors reach commit_transaction(): a record that failed fails the commit.
             produce(output, msg.key, transform(msg.value), partition=msg.partition)
+        last = records[-1]
         self.next_offsets[TopicPartition(last.topic, last.partition)] = last.offset + 1
-        self.in_transaction += count
+        self.in_transaction += len(records)
 
     # --- committing and aborting --------------------------------------------------------------
     def _commit_due(self) -> None:
