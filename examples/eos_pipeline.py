@@ -126,11 +126,9 @@ class Backlog:
     def drop(self, partitions: set[TopicPartition]) -> None:
         """Forget the sets of these partitions (revoked: their new owner reads them)."""
         kept = deque(records for records in self._sets if (records[0].topic, records[0].partition) not in partitions)
-        if kept and self._sets and kept[0] is not self._sets[0]:
-            self._taken = 0  # the first set went, the one now first was not taken from
+        if not kept or kept[0] is not self._sets[0]:
+            self._taken = 0  # the first set went: the one now first (if any) was not taken from
         self._sets = kept
-        if not kept:
-            self._taken = 0
 
     def clear(self) -> None:
         self._sets.clear()
