@@ -10,6 +10,12 @@ from pathlib import Path
 from typing import Any
 
 LIBRARIES = ("kafkaev", "confluent-kafka", "aiokafka", "kafka-python", "uvloop", "Cython", "matplotlib")
+CPUIDLE = Path("/sys/devices/system/cpu/cpuidle")
+# A KVM guest's halt polling (the cpuidle-haltpoll driver): how long an idle vCPU polls for work
+# before it halts. At 0 every wake-up of an idle vCPU is an interrupt into a halted guest CPU,
+# which on the bench's host doubled every client's one-record round trip (DESIGN.md, "Latency
+# breakdown"): latency figures from hosts that differ here are not comparable.
+HALT_POLL_NS = Path("/sys/module/haltpoll/parameters/guest_halt_poll_ns")
 
 
 def _cpu_model() -> str:
@@ -32,6 +38,22 @@ def _memory_gib() -> float | None:
     except OSError:
         pass
     return None
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return None
+
+
+def _cpu_idle() -> dict[str, Any]:
+    """How this machine's idle CPUs wait: the cpuidle driver and governor, and with the KVM
+    guest's haltpoll driver, its polling window in ns (None where a value cannot be read)."""
+    halt_poll = _read_text(HALT_POLL_NS)
+    return {"driver": _read_text(CPUIDLE / "current_driver"),
+            "governor": _read_text(CPUIDLE / "current_governor_ro") or _read_text(CPUIDLE / "current_governor"),
+            "halt_poll_ns": int(halt_poll) if halt_poll is not None and halt_poll.isdigit() else None}
 
 
 def _java_version() -> str:
@@ -84,9 +106,14 @@ def machine_info() -> dict[str, Any]:
         "java": _java_version(),
         "libraries": _library_versions(),
         "load_average": os.getloadavg(),
+        "cpu_idle": _cpu_idle(),
     }
 
 
 def describe(info: dict[str, Any]) -> str:
-    return (f"{info['cpu']}, {info['cores']} cores, {info['memory_gib']} GiB, {info['os']}, "
+    text = (f"{info['cpu']}, {info['cores']} cores, {info['memory_gib']} GiB, {info['os']}, "
             f"Python {info['python']}")
+    idle = info.get("cpu_idle") or {}
+    if idle.get("halt_poll_ns") is not None:
+        text += f", guest halt polling {idle['halt_poll_ns'] // 1000} µs"
+    return text

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from bench import machine
 from bench.bytecode import CHECKOUT_PACKAGES, precompile
 from bench.measure import histogram, percentile, summarize_latencies
 from bench.scenarios import PEAK_RSS_MB, all_scenarios
@@ -64,6 +65,26 @@ def test_latency_cdf_merges_every_run_of_a_client_and_the_chart_draws_it(tmp_pat
     path = tmp_path / "chart.png"
     chart(document, path)
     assert path.stat().st_size > 0 and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_machine_records_how_idle_cpus_wait(tmp_path, monkeypatch):
+    cpuidle = tmp_path / "cpuidle"
+    cpuidle.mkdir()
+    (cpuidle / "current_driver").write_text("haltpoll\n")
+    (cpuidle / "current_governor_ro").write_text("haltpoll\n")
+    halt_poll = tmp_path / "guest_halt_poll_ns"
+    halt_poll.write_text("200000\n")
+    monkeypatch.setattr(machine, "CPUIDLE", cpuidle)
+    monkeypatch.setattr(machine, "HALT_POLL_NS", halt_poll)
+    info = machine.machine_info()
+    assert info["cpu_idle"] == {"driver": "haltpoll", "governor": "haltpoll", "halt_poll_ns": 200000}
+    assert machine.describe(info).endswith(", guest halt polling 200 µs")
+    # a machine without the KVM guest driver (or without sysfs) says nothing of it
+    monkeypatch.setattr(machine, "CPUIDLE", tmp_path / "absent")
+    monkeypatch.setattr(machine, "HALT_POLL_NS", tmp_path / "absent" / "guest_halt_poll_ns")
+    info = machine.machine_info()
+    assert info["cpu_idle"] == {"driver": None, "governor": None, "halt_poll_ns": None}
+    assert "halt polling" not in machine.describe(info)
 
 
 def test_spec_and_result_survive_json():
