@@ -36,6 +36,7 @@ from ..cluster.coordinator import COORDINATOR_ERRORS, CoordinatorLink, Coordinat
 from ..cluster.metadata import Metadata
 from ..cluster.pool import ConnectionPool, Role
 from ..config import ClientConfig
+from ..consumer import commit_offset_of, partition_of  # the consumer's own checks of an offset
 from ..errors import (
     CONCURRENT_TRANSACTIONS,
     DESTROY,
@@ -326,8 +327,6 @@ class TransactionManager:
         if not isinstance(offsets, Mapping):
             raise TypeError(f"{what}: 'offsets' must be a dict {{(topic, partition): offset}}, "
                             f"got {type(offsets).__name__}")
-        from ..consumer import commit_offset_of, partition_of  # the consumer's own checks of an offset
-
         rows = []
         for key, value in offsets.items():
             tp = partition_of(key, what)
