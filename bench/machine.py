@@ -113,7 +113,7 @@ def machine_info() -> dict[str, Any]:
 def describe(info: dict[str, Any]) -> str:
     text = (f"{info['cpu']}, {info['cores']} cores, {info['memory_gib']} GiB, {info['os']}, "
             f"Python {info['python']}")
-    idle = info.get("cpu_idle") or {}
-    if idle.get("halt_poll_ns") is not None:
-        text += f", guest halt polling {idle['halt_poll_ns'] // 1000} µs"
+    halt_poll_ns = info["cpu_idle"]["halt_poll_ns"]
+    if halt_poll_ns is not None:
+        text += f", guest halt polling {halt_poll_ns // 1000} µs"
     return text
