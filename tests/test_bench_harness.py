@@ -441,6 +441,21 @@ def test_transaction_timeline_stamps_every_stage_of_each_transaction(kafka):
     assert report.broker_bound_msgs_per_s == pytest.approx(10 / (bound_ms / 1e3))
 
 
+def test_eos_timeline_stamps_the_pipelines_steps_in_turn(kafka):
+    from bench.eos_timeline import SKIPPED_FIRST, run
+
+    report = run(kafka.bootstrap, records=3000, records_per_transaction=100)
+    assert SKIPPED_FIRST < 3000 // 100
+    assert 0 < report.transactions <= 3000 // 100 - SKIPPED_FIRST and report.msgs_per_s > 0
+    stages = (report.produce_ms, report.offsets_ms, report.output_ms, report.end_txn_ms, report.cycle_ms)
+    assert all(stage > 0 for stage in stages)
+    # the two adds go one after the other, never at once
+    assert report.adds_ms >= max(report.offsets_ms, report.output_ms)
+    assert report.cycle_ms > report.adds_ms + report.end_txn_ms
+    bound_ms = report.markers_ms + report.offsets_ms + report.output_ms + report.end_txn_ms
+    assert report.broker_bound_msgs_per_s == pytest.approx(100 / (bound_ms / 1e3))
+
+
 def test_transactional_scenarios_run_for_every_client(kafka, tmp_path):
     """The transactional produce and EOS pipeline scenarios, each for kafkaev and both peers in
     one short run: every run reports msg/s and CPU per record, none fails."""
