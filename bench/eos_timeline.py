@@ -7,11 +7,11 @@ begin, the moment the pipeline commits it (its input records are all produced), 
 TxnOffsetCommit and the Produce requests written and answered, EndTxn sent and answered, and
 the coordinator's answer that the markers of the transaction are written. It reports the
 medians of each stage and the broker's serial steps one transaction waits out in turn: the
-previous transaction's markers, the two requests that add to the transaction (the output
-partitions by Produce, the group by TxnOffsetCommit: two adds at once would fail the later one,
-so they go one after the other), and EndTxn. ``broker-bound`` is the records of a transaction
-over their sum: what a client that spent no time of its own could do one transaction at a
-time. The stamps cost CPU of their own: its msg/s is not the scenario's figure::
+previous transaction's markers, the two requests that add to the transaction (the group by
+TxnOffsetCommit, then the output partitions by Produce: two adds at once would fail the later
+one, so they go one after the other), and EndTxn. ``broker-bound`` is the records of a
+transaction over their sum, from one EndTxn answer to the next: what a client that spent no
+other time could do one transaction at a time. The stamps cost CPU of their own: its msg/s is not the scenario's figure::
 
     python -m bench.eos_timeline --brokers 127.0.0.1:9092
 """
@@ -161,23 +161,27 @@ class Report:
     msgs_per_s: float
     cycle_ms: float  # one transaction's begin to the next one's
     produce_ms: float  # begin to committing: the transaction's input records transformed and produced
-    held_ms: float  # committing to its first add written: the wait for the previous markers
-    offsets_ms: float  # TxnOffsetCommit written to answered (adds the group)
+    held_ms: float  # committing to its first add written
+    # the previous transaction's EndTxn answered to this one's TxnOffsetCommit accepted: its
+    # markers written, then the group added (the records are produced meanwhile)
+    group_added_ms: float
+    offsets_ms: float  # TxnOffsetCommit first written to accepted (adds the group), retries included
     output_ms: float  # the first Produce written to the last answered (adds the output partitions)
     adds_ms: float  # the first of those two written to the last of them answered: the two in turn
     end_txn_ms: float  # EndTxn written to answered
-    markers_ms: float  # EndTxn answered to the coordinator saying the markers are written
+    markers_ms: float  # EndTxn answered to a DescribeTransactions saying the markers are written (if asked)
     asks: float  # DescribeTransactions answers per transaction, mean
-    # records over markers + TxnOffsetCommit + Produce + EndTxn, the broker's steps in turn: what a
-    # client that spent no time of its own could do, one transaction at a time
+    # records over group added + Produce + EndTxn, the broker's steps in turn from one EndTxn
+    # answer to the next: what a client that spent no other time could do, one transaction at a time
     broker_bound_msgs_per_s: float
 
     def __str__(self) -> str:
         return (f"{self.transactions} transactions of {self.records_per_transaction} input records, "
                 f"{self.msgs_per_s / 1e3:.1f}K msg/s; medians: cycle {self.cycle_ms:.2f} ms, produce "
-                f"{self.produce_ms:.2f}, held for the markers {self.held_ms:.2f}, adds {self.adds_ms:.2f} "
-                f"(TxnOffsetCommit {self.offsets_ms:.2f}, Produce {self.output_ms:.2f}), EndTxn "
-                f"{self.end_txn_ms:.2f}, markers {self.markers_ms:.2f} ({self.asks:.1f} asks a transaction); "
+                f"{self.produce_ms:.2f}, to the first add {self.held_ms:.2f}, EndTxn to the group added "
+                f"{self.group_added_ms:.2f}, adds {self.adds_ms:.2f} (TxnOffsetCommit {self.offsets_ms:.2f}, "
+                f"Produce {self.output_ms:.2f}), EndTxn {self.end_txn_ms:.2f}, markers told "
+                f"{self.markers_ms:.2f} ({self.asks:.1f} asks a transaction); "
                 f"broker-bound {self.broker_bound_msgs_per_s / 1e3:.1f}K msg/s")
 
 
@@ -189,12 +193,15 @@ def report(stamps: list[Transaction], records_per_transaction: int, msgs_per_s: 
     if not steady:
         raise RuntimeError(f"no transaction past the first {SKIPPED_FIRST} completed every stage")
     following = {id(a): b.begun for a, b in itertools.pairwise(stamps)}
+    ended_before = {id(b): a.end_txn_answered for a, b in itertools.pairwise(stamps) if a.end_txn_answered}
 
     def median_ms(stage: Callable[[Transaction], float], among: list[Transaction] = steady) -> float:
         return statistics.median(stage(t) for t in among) * 1e3 if among else 0.0
 
     told = [t for t in steady if t.markers_written]
     cycled = [t for t in steady if id(t) in following]
+    preceded = [t for t in steady if id(t) in ended_before]
+    group_added_ms = median_ms(lambda t: t.offsets_answered - ended_before[id(t)], preceded)
     markers_ms = median_ms(lambda t: t.markers_written - t.end_txn_answered, told)
     offsets_ms = median_ms(lambda t: t.offsets_answered - t.offsets_written)
     output_ms = median_ms(lambda t: t.output_answered - t.output_written)
@@ -206,6 +213,7 @@ def report(stamps: list[Transaction], records_per_transaction: int, msgs_per_s: 
         cycle_ms=median_ms(lambda t: following[id(t)] - t.begun, cycled),
         produce_ms=median_ms(lambda t: t.committing - t.begun),
         held_ms=median_ms(lambda t: min(t.offsets_written, t.output_written) - t.committing),
+        group_added_ms=group_added_ms,
         offsets_ms=offsets_ms,
         output_ms=output_ms,
         adds_ms=median_ms(lambda t: max(t.offsets_answered, t.output_answered)
@@ -213,7 +221,7 @@ def report(stamps: list[Transaction], records_per_transaction: int, msgs_per_s: 
         end_txn_ms=end_txn_ms,
         markers_ms=markers_ms,
         asks=statistics.mean(t.asks for t in steady),
-        broker_bound_msgs_per_s=records_per_transaction / ((markers_ms + offsets_ms + output_ms + end_txn_ms) / 1e3),
+        broker_bound_msgs_per_s=records_per_transaction / ((group_added_ms + output_ms + end_txn_ms) / 1e3),
     )
 
 
