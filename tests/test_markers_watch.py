@@ -1,5 +1,6 @@
-"""MarkersWatch: a v2 transaction's first adds wait until its coordinator says the previous
-transaction's markers are written (DescribeTransactions), or until the bound. The coordinator
+"""MarkersWatch: a v2 transaction's first batches wait until its coordinator says the previous
+transaction's markers are written (DescribeTransactions) or accepts the transaction's
+TxnOffsetCommit, or until the bound. The coordinator
 is a stand-in here: the real one's answers are timing, which tests/test_transactions_offsets.py
 checks against a broker."""
 
@@ -110,3 +111,24 @@ def test_an_answer_about_an_earlier_transaction_is_stale():
     assert not told and not watch.written()
     coordinator.answer("CompleteCommit")
     assert told == [1] and watch.written()
+
+
+def test_an_accepted_offset_commit_says_the_markers_are_written():
+    """The group coordinator accepts a TxnOffsetCommit of the next transaction only once the
+    previous markers are written: the first batches waiting for an ask's answer go then, once."""
+    watch, clock, coordinator, told = make()
+    watch.ended()
+    assert watch.pending()  # within the bound, not known written: the offset commit retries at once
+    assert not watch.written() and len(coordinator.asked) == 1
+    watch.add_accepted()
+    assert told == [1] and watch.written() and not watch.pending()
+    watch.add_accepted()
+    coordinator.answer("CompleteCommit")  # the ask's late answer tells nothing new
+    assert told == [1]
+
+
+def test_past_the_bound_nothing_is_pending():
+    watch, clock, _coordinator, told = make()
+    watch.ended()
+    clock.now += MARKERS_WAIT_MAX_S
+    assert not watch.pending() and not told

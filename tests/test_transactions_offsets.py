@@ -253,9 +253,69 @@ def test_a_transactions_first_batches_wait_for_the_previous_markers(kafka, make_
     close_producer(producer, uv)
 
 
-def test_offsets_held_by_the_first_add_pause_fail_once_when_the_client_closes(kafka, make_topic, uv):
-    """v2: offsets sent inside the pause after EndTxn wait for it; a close that gives up at once
-    fails them exactly once, before its own callback, and nothing is sent after it."""
+def test_offsets_go_while_the_markers_are_written_and_their_acceptance_says_so(kafka, make_topic, uv, monkeypatch):
+    """v2: a TxnOffsetCommit sent right after EndTxn's answer is not held for the previous
+    transaction's markers. The group coordinator answers it CONCURRENT_TRANSACTIONS while they
+    are written, it is retried at once, and once accepted the transaction's first batch goes
+    with no DescribeTransactions of its own."""
+    source, sink = make_topic(), make_topic()
+    group = f"eos-early-{source}"
+    _fill(kafka, source, 2, uv)
+    received = Received()
+    consumer = _member(kafka, source, group, received, uv)
+    run_until(uv, lambda: received.count >= 2, 60, "the input")
+    producer = Client(kafka.bootstrap, loop=uv, transactional_id=f"eos-early-{source}", linger_ms=0)
+    assert init(producer, uv) is None
+    if producer._producer.txn.version < 2:
+        pytest.skip("transactions v1 add the group with AddOffsetsToTxn")
+    watch = producer._producer.txn._markers
+    offsets_pending: list[bool] = []  # each TxnOffsetCommit attempt: were the markers still pending?
+    coordinator = TransactionManager._coordinator
+
+    def coordinator_recorded(manager, link, what, send, *args, **kwargs):
+        def send_recorded(conn, answer):
+            if what.startswith("TxnOffsetCommit"):
+                offsets_pending.append(watch.pending())
+            send(conn, answer)
+        coordinator(manager, link, what, send_recorded, *args, **kwargs)
+
+    monkeypatch.setattr(TransactionManager, "_coordinator", coordinator_recorded)
+    outcomes: list[tuple[str, KafkaError | None]] = []
+    asks_before: list[int] = []
+
+    def second(err: KafkaError | None) -> None:
+        outcomes.append(("first commit", err))
+        asks_before.append(watch.asks)
+        producer.begin_transaction()  # EndTxn was answered just now: its markers are being written
+        producer.send_offsets_to_transaction({(source, 0): 2}, consumer.group_metadata(),
+                                             lambda e: outcomes.append(("offsets", e)))
+        producer.produce(sink, None, b"second", partition=0)
+        producer.commit_transaction(lambda e: outcomes.append(("second commit", e)))
+
+    producer.begin_transaction()
+    producer.produce(sink, None, b"first", partition=0)
+    # the first transaction's offsets find the group's coordinator: the second's go at once
+    producer.send_offsets_to_transaction({(source, 0): 1}, consumer.group_metadata(),
+                                         lambda e: outcomes.append(("first offsets", e)))
+    producer.commit_transaction(second)
+    run_until(uv, lambda: len(outcomes) == 4, 30, "the two transactions")
+    assert outcomes == [("first offsets", None), ("first commit", None), ("offsets", None),
+                        ("second commit", None)], outcomes
+    second_attempts = offsets_pending[1:]
+    assert second_attempts and second_attempts[0], offsets_pending  # sent before the markers were known, within the bound
+    assert watch.asks == asks_before[0]  # the first batch waited for the offsets' answer, not for an ask
+    result, e = call(uv, lambda cb: consumer.committed([(source, 0)], cb))
+    assert e is None and result == {TopicPartition(source, 0): 2}, (result, e)
+    close_producer(producer, uv)
+    close(uv, consumer)
+    out = [m.value() for m in peer_read_to_end(kafka.bootstrap, sink, 1, "read_committed")]
+    assert out == [b"first", b"second"]
+
+
+def test_offsets_sent_while_the_markers_are_written_fail_once_when_the_client_closes(kafka, make_topic, uv):
+    """v2: offsets sent right after EndTxn's answer, while its markers are being written; a close
+    that gives up at once fails them exactly once, before its own callback, and nothing is sent
+    after it."""
     sink = make_topic()
     producer = Client(kafka.bootstrap, loop=uv, transactional_id=f"held-{sink}", linger_ms=0)
     assert init(producer, uv) is None

@@ -3,12 +3,14 @@
 The coordinator answers EndTxn before it has written the transaction's markers, and a Produce
 that asks to add a partition meanwhile is held by its leader for
 ``add.partitions.to.txn.retry.backoff.ms`` (20 ms by default, KAFKA-18654): the client cannot
-retry it sooner. So a transaction's first adds wait. How long the markers take is the broker's
+retry it sooner. So a transaction's first batches wait. How long the markers take is the broker's
 (one local broker: under 0.5 ms mostly, at times over 2), and the coordinator tells it:
 DescribeTransactions answers PrepareCommit or PrepareAbort until they are written, then
 CompleteCommit or CompleteAbort. ``MarkersWatch`` asks it when the next transaction's first
-add wants to go (not at EndTxn's answer: an ask that early nearly always meets a Prepare
+batch wants to go (not at EndTxn's answer: an ask that early nearly always meets a Prepare
 state, and costs both processes a round trip), and again while the answer is a Prepare state.
+A TxnOffsetCommit is not held: the group coordinator answers it CONCURRENT_TRANSACTIONS at once
+while the markers are pending, and once it is accepted they are written (``add_accepted``).
 
 The fixed pause it replaces stays as the bound (``MARKERS_WAIT_MAX_S``): a coordinator that
 cannot be asked (a lost connection, an older broker, no DESCRIBE on the transactional id) or
@@ -26,7 +28,7 @@ from ..errors import NONE, KafkaError
 from ..protocol.codec import ApiKey, DescribeTransactionsRequest, DescribeTransactionsResponse
 from ..protocol.connection import Connection
 
-# At most this long after EndTxn's answer the first adds go, written or not: on a local 4.4
+# At most this long after EndTxn's answer the first batches go, written or not: on a local 4.4
 # broker, 1,000-record transactions back to back met a held add in about one in three without a
 # pause (9.4-10.6 ms per transaction on average), in about one in 250 with this one (4.8-4.9 ms).
 # 2 ms, as uvloop's clock counts whole milliseconds: at least one passes.
@@ -58,8 +60,19 @@ class MarkersWatch:
 
     @property
     def not_after(self) -> float:
-        """Loop time past which first adds go, written or not."""
+        """Loop time past which first batches go, written or not."""
         return self._not_after
+
+    def pending(self) -> bool:
+        """The markers are not known to be written, and the bound has not passed."""
+        return not self._written and self._loop.time() < self._not_after
+
+    def add_accepted(self) -> None:
+        """The coordinator accepted an add to the next transaction (its TxnOffsetCommit): it
+        had the markers written. Said once, as an answer saying so is."""
+        if not self._written:
+            self._written = True
+            self._on_written()
 
     def ended(self) -> None:
         """A v2 EndTxn was answered: its markers are being written."""

@@ -125,11 +125,10 @@ class TransactionManager:
         self._requests = 0  # coordinator requests in flight (adds, offsets)
         self._offset_commits = 0  # v2: TxnOffsetCommits in flight (each adds the group)
         self._after_verifying: list[Callable[[], object]] = []  # v2: offset commits held by first batches
-        self._after_adds_due: list[Callable[[], object]] = []  # v2: offset commits held until the previous markers are written
         self._idle_waiters: list[Callable[[], object]] = []
         self._commit: _PendingCommit | None = None  # the commit_transaction() not answered yet
-        # v2: a transaction's first adds (its first batches' Produce, its TxnOffsetCommit) wait
-        # for the previous transaction's markers (markers.py)
+        # v2: a transaction's first batches wait for the previous transaction's markers
+        # (markers.py); its TxnOffsetCommit goes at once and learns of them itself
         self._markers = MarkersWatch(loop, self._link, config.transactional_id, self._markers_written)
         self._adds_wake: asyncio.TimerHandle | None = None
         self._closed = False
@@ -203,9 +202,9 @@ class TransactionManager:
         self._producer.close_batches_of([part for part in opened if part not in txn.added and not part.queue])
 
     def _adds_due(self) -> bool:
-        """v2: may the transaction's first adds go out yet (``MarkersWatch``)? If not, they go
-        when the coordinator says the markers are written, or at the watch's bound: then the
-        sender is woken and the offset commits held in ``_after_adds_due`` are sent."""
+        """v2: may the transaction's first batches go out yet (``MarkersWatch``)? If not, they
+        go when the coordinator says the markers are written, or at the watch's bound: then the
+        sender is woken."""
         if self._markers.written():
             return True
         if self._adds_wake is None:
@@ -213,7 +212,7 @@ class TransactionManager:
         return False
 
     def _markers_written(self) -> None:
-        if self._adds_wake is not None:  # first adds wait: they go now, not at the bound
+        if self._adds_wake is not None:  # first batches wait: they go now, not at the bound
             self._adds_wake.cancel()
             self._adds_now_due()
 
@@ -221,12 +220,6 @@ class TransactionManager:
         self._adds_wake = None
         self._send_first_batches()
         self._producer.wake()
-        self._send_held_offset_commits()
-
-    def _send_held_offset_commits(self) -> None:
-        held, self._after_adds_due = self._after_adds_due, []
-        for send in held:
-            send()
 
     def first_batch_lane(self, part: PartitionState) -> bool:
         """v2: is ``part``'s next batch its first of the transaction? The sender puts every such
@@ -436,9 +429,6 @@ class TransactionManager:
         if self._adds_wake is not None:
             self._adds_wake.cancel()
             self._adds_wake = None
-        # Offset commits held for the previous markers go now, to the closed links: each
-        # callback gets its error once.
-        self._send_held_offset_commits()
 
     # --- requests -----------------------------------------------------------------------------
     def _init_producer_id(self, bump: bool, done: Done) -> None:
@@ -516,10 +506,12 @@ class TransactionManager:
             link = self._group_links[meta.group_id] = CoordinatorLink(
                 self._config, self._loop, self._md, self._pool, meta.group_id, CoordinatorType.GROUP, Role.TXN)
         v2 = self.version >= TRANSACTION_V2
+        markers = self._markers
         if v2:
-            if not self._closed and not self._adds_due():  # still counted in _requests: EndTxn waits
-                self._after_adds_due.append(lambda: self._txn_offset_commit(rows, meta, done))
-                return
+            # Not held for the previous transaction's markers, as first batches are: while they
+            # are being written the group coordinator answers CONCURRENT_TRANSACTIONS at once
+            # (a Produce's leader would hold the add for 20 ms), so the offset commit is retried
+            # at once until the watch's bound, and its acceptance says they are written.
             if self.txn.verifying:  # the group is added after the partitions (first_batch_sent)
                 self._after_verifying.append(lambda: self._txn_offset_commit(rows, meta, done))
                 return
@@ -529,6 +521,8 @@ class TransactionManager:
         def answered(resp: TxnOffsetCommitResponse | None, err: KafkaError | None) -> None:
             if v2:
                 self._offset_commits -= 1
+                if err is None:
+                    markers.add_accepted()
                 if not self._offset_commits:
                     self._producer.wake()  # first batches held by the offset commit
             done(err)
@@ -538,7 +532,8 @@ class TransactionManager:
                               self.transactional_id, meta.group_id, identity.producer_id, identity.producer_epoch,
                               rows, answer, generation_id=meta.generation_id, member_id=meta.member_id,
                               group_instance_id=meta.group_instance_id),
-                          _txn_offset_commit_code, answered, short_concurrent_backoff=True)
+                          _txn_offset_commit_code, answered, short_concurrent_backoff=True,
+                          retry_at_once=markers.pending if v2 else None)
 
     def _end_txn(self, commit: bool, cb: Done) -> None:
         txn = self.txn
@@ -651,7 +646,8 @@ class TransactionManager:
                      send: Callable[[Connection, Callable[[R | None, KafkaError | None], None]], None],
                      code_of: Callable[[R], int], done: Callable[[R | None, KafkaError | None], object],
                      on_lost_answer: Callable[[], object] | None = None,
-                     short_concurrent_backoff: bool = False) -> None:
+                     short_concurrent_backoff: bool = False,
+                     retry_at_once: Callable[[], bool] | None = None) -> None:
         """Send one request to ``link``'s coordinator; ``done(resp, None)`` on success, else
         ``done(None, err)`` once. Coordinator moves, lost connections and
         CONCURRENT_TRANSACTIONS are retried with backoff until delivery_timeout_ms;
@@ -659,7 +655,7 @@ class TransactionManager:
         answer lost, so its outcome is unknown. An attempt that never went out (no connection)
         is not one. ``short_concurrent_backoff``: CONCURRENT_TRANSACTIONS, the coordinator
         completing the previous transaction, is retried within milliseconds
-        (``concurrent_transactions_delay_s``)."""
+        (``concurrent_transactions_delay_s``), and at once while ``retry_at_once()`` says so."""
         backoff = Backoff(self._config.retry_backoff)
         concurrent_retries = 0
         deadline = self._loop.time() + self._config.delivery_timeout_ms / 1000.0
@@ -700,8 +696,11 @@ class TransactionManager:
                 nonlocal concurrent_retries
                 delay = backoff.next_delay_s()
                 if err.code == CONCURRENT_TRANSACTIONS and short_concurrent_backoff:
-                    delay = concurrent_transactions_delay_s(concurrent_retries, delay)
-                    concurrent_retries += 1
+                    if retry_at_once is not None and retry_at_once():
+                        delay = 0.0
+                    else:
+                        delay = concurrent_transactions_delay_s(concurrent_retries, delay)
+                        concurrent_retries += 1
                 self._loop.call_later(delay, attempt)
                 return
             done(None, err)
