@@ -71,8 +71,7 @@ class MarkersWatch:
         """The coordinator accepted an add to the next transaction (its TxnOffsetCommit): it
         had the markers written. Said once, as an answer saying so is."""
         if not self._written:
-            self._written = True
-            self._on_written()
+            self._now_written()
 
     def ended(self) -> None:
         """A v2 EndTxn was answered: its markers are being written."""
@@ -116,6 +115,9 @@ class MarkersWatch:
             if self._loop.time() < self._not_after:
                 self._ask()
             return
+        self._now_written()
+
+    def _now_written(self) -> None:
         self._written = True
         self._on_written()
 
