@@ -34,9 +34,9 @@ from bench.clients import kafkaev_client
 from bench.run import PRODUCE_PARTITIONS
 from bench.scenarios import EOS_TXN_RECORDS
 from bench.spec import KIND_EOS, RunSpec
-from bench.stamping import replaced
+from bench.stamping import produce_requests, replaced
 from examples import eos_pipeline
-from kafkaev.producer import markers, sender, transaction_manager
+from kafkaev.producer import markers, transaction_manager
 
 VALUE_SIZE = 100  # the scenario's value size
 TIME_CAP_S = 60.0  # the pipeline's own time cap
@@ -79,7 +79,6 @@ def stamped(timeline: Timeline) -> Iterator[None]:
     """Wrap the pipeline's events, the sender's writes and answers, the transaction manager's
     coordinator requests and the markers' answers."""
     event = eos_pipeline.EosPipeline._event
-    send_request, on_response = sender.Sender._send_request, sender.Sender._on_response
     coordinator = transaction_manager.TransactionManager._coordinator
     answered = markers.MarkersWatch._answered
 
@@ -94,17 +93,15 @@ def stamped(timeline: Timeline) -> Iterator[None]:
                 txn.committed = now
         event(self, what, records)
 
-    def send_request_stamped(self: Any, conn: Any, batches: list[Any]) -> None:
+    def output_written() -> None:
         txn = timeline.current
         if txn is not None and not txn.output_written:
             txn.output_written = time.perf_counter()
-        send_request(self, conn, batches)
 
-    def on_response_stamped(self: Any, batches: list[Any], resp: Any, err: Any) -> None:
+    def output_answered() -> None:
         txn = timeline.current
         if txn is not None and not txn.end_txn_written:
             txn.output_answered = time.perf_counter()
-        on_response(self, batches, resp, err)
 
     def coordinator_stamped(self: Any, link: Any, what: str, send: Callable[..., Any], code_of: Callable[..., Any],
                             done: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
@@ -144,8 +141,7 @@ def stamped(timeline: Timeline) -> Iterator[None]:
 
     with replaced([
         (eos_pipeline.EosPipeline, "_event", event_stamped),
-        (sender.Sender, "_send_request", send_request_stamped),
-        (sender.Sender, "_on_response", on_response_stamped),
+        *produce_requests(output_written, output_answered),
         (transaction_manager.TransactionManager, "_coordinator", coordinator_stamped),
         (markers.MarkersWatch, "_answered", answered_stamped),
     ]):

@@ -32,9 +32,9 @@ from bench.broker import ExistingCluster
 from bench.clients.kafkaev_client import _close, _transactional_settings
 from bench.measure import make_value
 from bench.spec import KIND_TXN_PRODUCE, RunSpec
-from bench.stamping import replaced
+from bench.stamping import produce_requests, replaced
 from kafkaev import Client, KafkaError
-from kafkaev.producer import markers, sender, transaction_manager
+from kafkaev.producer import markers, transaction_manager
 
 VALUE_SIZE = 100  # the scenarios' value size
 PARTITIONS = 3  # the scenarios' topic
@@ -63,21 +63,18 @@ class Timeline:
 @contextmanager
 def stamped(timeline: Timeline) -> Iterator[None]:
     """Wrap the sender's write and answer and the transaction manager's EndTxn."""
-    send_request, on_response = sender.Sender._send_request, sender.Sender._on_response
     end_txn = transaction_manager.TransactionManager._end_txn
     answered = markers.MarkersWatch._answered
 
-    def send_request_stamped(self: Any, conn: Any, batches: list[Any]) -> None:
+    def written() -> None:
         txn = timeline.current
         if txn is not None and not txn.first_write:
             txn.first_write = time.perf_counter()
-        send_request(self, conn, batches)
 
-    def on_response_stamped(self: Any, batches: list[Any], resp: Any, err: Any) -> None:
+    def answered_produce() -> None:
         txn = timeline.current
         if txn is not None and not txn.end_txn:
             txn.last_answer = time.perf_counter()
-        on_response(self, batches, resp, err)
 
     def end_txn_stamped(self: Any, commit: bool, cb: Callable[..., Any]) -> None:
         txn = timeline.current
@@ -92,8 +89,7 @@ def stamped(timeline: Timeline) -> Iterator[None]:
             timeline.done[-1].markers_written = time.perf_counter()
 
     with replaced([
-        (sender.Sender, "_send_request", send_request_stamped),
-        (sender.Sender, "_on_response", on_response_stamped),
+        *produce_requests(written, answered_produce),
         (transaction_manager.TransactionManager, "_end_txn", end_txn_stamped),
         (markers.MarkersWatch, "_answered", answered_stamped),
     ]):
