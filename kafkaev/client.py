@@ -270,11 +270,15 @@ class Client:
         self._consumer.seek_to_time(topic, partition, timestamp_ms, cb)
 
     def pause(self, partitions: Iterable[PartitionLike]) -> None:
-        """Stop fetching these assigned partitions; their positions are kept."""
+        """Stop fetching these assigned partitions and handing their records over; their
+        positions are kept. Record sets the broker had already sent for them are held (from
+        inside a callback: the rest of the answer being delivered too) and handed over on
+        resume, not fetched again."""
         self._consumer.pause(partitions)
 
     def resume(self, partitions: Iterable[PartitionLike]) -> None:
-        """Fetch paused partitions again, from where they stopped."""
+        """Deliver paused partitions again from where they stopped: what they held first, at
+        the loop's next turn, then from a new Fetch."""
         self._consumer.resume(partitions)
 
     def paused(self) -> list[TopicPartition]:

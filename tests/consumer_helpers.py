@@ -20,11 +20,12 @@ from kafkaev.types import TopicPartition
 
 
 def fill(bootstrap: str, topic: str, partitions: int, per_partition: int, *, codec: str = "none",
-         value_size: int = 20) -> None:
-    """``per_partition`` records in each partition; value = b"<partition>:<seq>" padded."""
+         value_size: int = 20, batch_records: int = 10000) -> None:
+    """``per_partition`` records in each partition, in batches of at most ``batch_records``;
+    value = b"<partition>:<seq>" padded."""
     producer = confluent_kafka.Producer({
         "bootstrap.servers": bootstrap, "compression.type": codec, "linger.ms": 20,
-        "batch.num.messages": 10000, "enable.idempotence": True, "queue.buffering.max.messages": 500000,
+        "batch.num.messages": batch_records, "enable.idempotence": True, "queue.buffering.max.messages": 500000,
     })
     for seq in range(per_partition):
         for p in range(partitions):

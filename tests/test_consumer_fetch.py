@@ -179,6 +179,61 @@ def test_pause_resume_seek_and_a_raising_callback(kafka, topic, loop):
     close(loop, client)
 
 
+def _fetch_counts(client, topic: str) -> dict[int, tuple[int, int]]:
+    """Per partition: (Fetch answers with records for it, their record bytes)."""
+    return {p.partition: (p.fetches, p.bytes_fetched) for p in client.stats().consumer if p.topic == topic}
+
+
+def test_records_fetched_for_a_paused_partition_are_handed_over_on_resume_not_fetched_again(kafka, make_topic, loop):
+    """A consumer pausing every partition after each set it takes (back-pressure, as the EOS
+    recipe does) gets every record once and in order, none while paused, and fetches each
+    record set once: exactly the answers and bytes of a consumer that never pauses."""
+    partitions, per_partition = 3, 3000
+    topic = make_topic(partitions=partitions)
+    fill(kafka.bootstrap, topic, partitions, per_partition, batch_records=100)  # ~4 KB batches
+    assigned = [(topic, p, 0) for p in range(partitions)]
+    held = [(topic, p) for p in range(partitions)]
+    small_fetches = {"max_partition_fetch_bytes": 16_384}  # several answers per partition
+
+    plain = Received()
+    reader = connect(loop, kafka.bootstrap, on_batch=plain.on_batch, on_error=plain.on_error, **small_fetches)
+    reader.assign(assigned)
+    reader.start()
+    run_until(loop, lambda: plain.count >= partitions * per_partition, 30, "every record, never paused")
+    unpaused = _fetch_counts(reader, topic)
+    close(loop, reader)
+
+    received = Received()
+    while_paused: list[int] = []
+    state = {"paused": False, "pauses": 0}
+
+    def resume() -> None:
+        state["paused"] = False
+        client.resume(held)
+
+    def on_batch(messages):
+        if state["paused"]:
+            while_paused.append(len(messages))
+        received.on_batch(messages)
+        client.pause(held)
+        state["paused"] = True
+        state["pauses"] += 1
+        loop.call_later(0.002, resume)
+
+    client = connect(loop, kafka.bootstrap, on_batch=on_batch, on_error=received.on_error, **small_fetches)
+    client.assign(assigned)
+    client.start()
+    run_until(loop, lambda: received.count >= partitions * per_partition, 60, "every record through the pauses")
+    sleep(loop, 0.3)  # nothing more may arrive
+    assert not received.errors, received.errors
+    assert not while_paused, f"record sets delivered while paused: {while_paused}"
+    for p in range(partitions):
+        assert received.offsets[(topic, p)] == list(range(per_partition)), f"[{p}]: missing, repeated or out of order"
+    assert state["pauses"] > partitions, "the pauses must have crossed answers holding other partitions' records"
+    assert _fetch_counts(client, topic) == unpaused, "a held record set was fetched again"
+    close(loop, client)
+
+
 def test_unknown_topic_is_reported_once_not_spun_on(kafka, loop):
     received = Received()
     client = connect(loop, kafka.bootstrap, on_message=received.on_message, on_error=received.on_error)

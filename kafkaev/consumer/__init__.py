@@ -237,9 +237,10 @@ class Consumer:
                 state.rewind_fetch()
 
     def resume(self, partitions: Iterable[Any]) -> None:
-        for tp in [partition_of(p, "resume") for p in partitions]:
-            self._state("resume", tp.topic, tp.partition).paused = False
-        self.fetcher.kick()
+        states = [self._state("resume", tp.topic, tp.partition) for tp in [partition_of(p, "resume") for p in partitions]]
+        for state in states:
+            state.paused = False
+        self.fetcher.resumed(states)
 
     def paused(self) -> list[TopicPartition]:
         return [s.tp for s in self.ctx.subscription if s.paused]

@@ -18,8 +18,11 @@ free memory.
 over; ``fetch_offset`` runs ahead while they are. Back-pressure: records are delivered
 inside the response callback, so at most one response per leader is held (and one
 partition's decoded records); with a ``RecordBuffer`` (``use_buffer``, for ``kafkaev.aio``)
-they wait there instead, and no Fetch goes out while it holds ``max_buffered_bytes``; a paused partition leaves the fetch session and whatever the broker had already sent for
-it is dropped (and fetched again on resume).
+they wait there instead, and no Fetch goes out while it holds ``max_buffered_bytes``. A paused
+partition leaves the fetch session; what the broker had already sent for it is held (at most
+the answer being handed over and the Fetch already out) and handed over on resume, before it
+is fetched again, as the Java client does since KAFKA-7548: a consumer that pauses for
+back-pressure would otherwise fetch each record set again for every pause, and drop it.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from kafkaev.backoff import Backoff
 from kafkaev.cluster.metadata import NO_LEADER, BrokerInfo
@@ -53,7 +56,7 @@ from .context import STALE_METADATA_ERRORS, ConsumerContext
 from .fetch_session import FetchParams, FetchPlan, FetchSession
 from .positions import PositionResolver
 from .read_replica import NO_PREFERRED_REPLICA, ReadReplicas
-from .subscription import PartitionState, Phase
+from .subscription import FetchedSet, PartitionState, Phase
 
 log = logging.getLogger("kafkaev.consumer")  # kafkaev/log.py names the areas
 
@@ -78,18 +81,6 @@ class _Sent:
         self.state = state
         self.generation = generation
         self.offset = offset
-
-
-class _Delivery(NamedTuple):
-    """One partition's record set from a response, to be decoded and handed over once the
-    next Fetch (from ``next_offset``) is out."""
-
-    state: PartitionState
-    records: bytes | memoryview  # the response's zero-copy view of the record set
-    aborted_transactions: list[codec.AbortedTransaction] | None
-    generation: int
-    fetch_offset: int  # what the records were fetched from
-    next_offset: int
 
 
 class LeaderFetcher:
@@ -301,7 +292,7 @@ class Fetcher:
         leader.in_flight = False
         for s in sent.values():
             s.state.in_flight = False
-        deliveries: list[_Delivery] = []
+        deliveries: list[FetchedSet] = []
         try:
             if self.closed:
                 return
@@ -350,9 +341,9 @@ class Fetcher:
 
     def _apply(
         self, leader: LeaderFetcher, plan: FetchPlan, sent: dict[TopicPartition, _Sent], resp: codec.FetchResponse
-    ) -> list[_Delivery]:
+    ) -> list[FetchedSet]:
         """Apply one response: errors, watermarks and fetch offsets; returns the records to hand over."""
-        deliveries: list[_Delivery] = []
+        deliveries: list[FetchedSet] = []
         endpoints = getattr(resp, "node_endpoints", None) or ()
         for topic_response in resp.responses:
             topic = topic_response.topic  # named by the connection, also when the request gave ids
@@ -413,7 +404,7 @@ class Fetcher:
         # A new leader may have a shorter log: check the position before reading on (KIP-320).
         state.request_validation()
 
-    def _records(self, state: PartitionState, p: codec.PartitionData) -> _Delivery | None:
+    def _records(self, state: PartitionState, p: codec.PartitionData) -> FetchedSet | None:
         preferred = getattr(p, "preferred_read_replica", NO_PREFERRED_REPLICA)
         if preferred != NO_PREFERRED_REPLICA:  # KIP-392: no records; read from that node from now on
             leader, _epoch = self.ctx.leader(state.topic, state.partition)
@@ -431,9 +422,9 @@ class Fetcher:
         next_offset, state.fetch_epoch = codec.next_fetch_position(records, offset, state.fetch_epoch)
         state.fetch_offset = next_offset
         aborted = p.aborted_transactions if self.read_committed else None
-        return _Delivery(state, records, aborted, state.generation, offset, next_offset)
+        return FetchedSet(state, records, aborted, state.generation, offset, next_offset)
 
-    def _decode(self, delivery: _Delivery) -> codec.FetchedRecords:
+    def _decode(self, delivery: FetchedSet) -> codec.FetchedRecords:
         """The delivery's records as a FetchedRecords: up to the first corrupt entry, whose
         error is in ``error``."""
         state = delivery.state
@@ -451,14 +442,17 @@ class Fetcher:
         self.ctx.report(KafkaError(
             error.code, f"{state.topic}[{state.partition}] at offset {state.position}: {error.message}"))
 
-    def _hand_over(self, delivery: _Delivery) -> None:
+    def _hand_over(self, delivery: FetchedSet) -> None:
         state = delivery.state
         if self.ctx.subscription.get(state.tp) is not state or state.generation != delivery.generation:
             return  # an earlier callback seeked or revoked it: the records are stale
-        if state.paused or stop_requested(self.ctx.loop):
-            # Paused by an earlier callback, or kafkaev.stop() was called: these records are
-            # fetched again on resume (or when the loop is turned again).
-            state.rewind_fetch()
+        if state.paused:
+            # Paused by an earlier callback: handed over on resume. Copied out of the answer,
+            # which a view would keep alive whole (up to fetch_max_bytes) for as long as it waits.
+            state.held.append(delivery._replace(records=bytes(delivery.records)))
+            return
+        if stop_requested(self.ctx.loop):
+            state.rewind_fetch()  # kafkaev.stop() was called: fetched again when the loop turns again
             return
         fetched = self._decode(delivery)
         epoch = fetched.last_leader_epoch if fetched.batch_count else NO_LEADER_EPOCH
@@ -490,6 +484,36 @@ class Fetcher:
             state.position = last_handed_over.offset + 1
             state.position_epoch = last_handed_over.leader_epoch
             state.rewind_fetch()
+
+    def resumed(self, states: list[PartitionState]) -> None:
+        """``states`` were resumed: what they held is handed over at the loop's next turn (never
+        inside the resume() call), then they are fetched again. The Fetch waits for that turn:
+        sent now, without the partitions still holding records, it could be parked at the end
+        of the others' logs for fetch_max_wait_ms, and one Fetch per leader is out at a time."""
+        holding = [state for state in states if state.held]
+        if holding and not self.running:
+            # Driven by poll(): records are handed over only inside a poll round, which
+            # fetches them again.
+            for state in holding:
+                state.rewind_fetch()
+            holding = []
+        if holding:
+            self.ctx.loop.call_soon(self._hand_over_held, holding)
+        else:
+            self.kick()
+
+    def _hand_over_held(self, states: list[PartitionState]) -> None:
+        if self.closed:
+            return
+        subscription = self.ctx.subscription
+        for state in states:
+            # A callback may pause it again (the rest stays held), seek or revoke it.
+            while not state.paused and subscription.get(state.tp) is state:
+                held = state.take_held()
+                if held is None:
+                    break
+                self._hand_over(held)
+        self.kick()
 
     def _settle_buffered(self, records: BufferedRecords) -> None:
         """Every record of a buffered set was taken: the position moves to where its fetch

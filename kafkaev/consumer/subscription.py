@@ -12,9 +12,13 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, NamedTuple
 
 from kafkaev.consumer.delivery import note_interruption
 from kafkaev.types import NO_LEADER_EPOCH, NO_OFFSET, OFFSET_BEGINNING, OFFSET_END, TopicPartition
+
+if TYPE_CHECKING:
+    from kafkaev.protocol.codec import AbortedTransaction
 
 
 class Phase(enum.IntEnum):
@@ -31,6 +35,18 @@ class ResetKind(enum.IntEnum):
     EARLIEST = OFFSET_BEGINNING
     LATEST = OFFSET_END
     TIMESTAMP = 0
+
+
+class FetchedSet(NamedTuple):
+    """One partition's record set from a Fetch answer, not decoded yet: handed over once the
+    next Fetch (from ``next_offset``) is out, or held while the partition is paused."""
+
+    state: PartitionState
+    records: bytes | memoryview  # the answer's zero-copy view of the record set
+    aborted_transactions: list[AbortedTransaction] | None
+    generation: int
+    fetch_offset: int  # what the records were fetched from
+    next_offset: int
 
 
 @dataclass(slots=True, eq=False)
@@ -59,6 +75,9 @@ class PartitionState:
     generation: int = 0
     # Delivery stops mid-response when the callback paused/seeked this partition.
     interrupted: bool = False
+    # Record sets that arrived while the partition was paused, in offset order from position to
+    # fetch_offset: handed over on resume instead of being fetched again (KAFKA-7548's rule).
+    held: list[FetchedSet] = field(default_factory=list)
     # Validation was started by OFFSET_OUT_OF_RANGE: without truncation, reset next.
     reset_after_validation: bool = False
     # Loop time before which a failed reset/validation is not tried again (backoff), and
@@ -91,12 +110,26 @@ class PartitionState:
 
     @property
     def fetchable(self) -> bool:
-        return self.phase is Phase.FETCHING and not self.paused and not self.in_flight
+        return self.phase is Phase.FETCHING and not self.paused and not self.in_flight and not self.held
+
+    def take_held(self) -> FetchedSet | None:
+        """The next held record set, if it still follows the position under this generation;
+        otherwise (a seek, reset or validation since) every held set is dropped and fetching
+        starts again from the position."""
+        if not self.held:
+            return None
+        first = self.held[0]
+        if (first.generation != self.generation or first.fetch_offset != self.position
+                or self.held[-1].next_offset != self.fetch_offset):
+            self.rewind_fetch()
+            return None
+        return self.held.pop(0)
 
     def seek(self, offset: int, epoch: int = NO_LEADER_EPOCH) -> None:
         """Set an absolute position (>= 0)."""
         self.position = offset
         self.fetch_offset = offset
+        self.held.clear()
         self.position_epoch = epoch
         self.fetch_epoch = epoch
         self.retry_at = 0.0
@@ -115,6 +148,7 @@ class PartitionState:
         """Fetch again from the position: what was fetched past it is dropped."""
         self.fetch_offset = self.position
         self.fetch_epoch = self.position_epoch
+        self.held.clear()
 
     def request_reset(self, kind: ResetKind, timestamp: int = 0) -> None:
         self.reset_kind = kind
