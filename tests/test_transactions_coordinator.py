@@ -25,7 +25,13 @@ from kafkaev.errors import (
     TRANSPORT,
     KafkaError,
 )
-from kafkaev.producer.transaction import Transaction, TxnState
+from kafkaev.producer.transaction import (
+    CONCURRENT_TRANSACTIONS_BACKOFF_S,
+    OFFSETS_AFTER_MARKERS_BACKOFF_S,
+    Transaction,
+    TxnState,
+    concurrent_transactions_delay_s,
+)
 from kafkaev.protocol import codec
 from kafkaev.protocol.codec import ApiKey
 from kafkaev.types import ConsumerGroupMetadata
@@ -301,6 +307,16 @@ def test_the_unknown_outcome_flag_survives_pickling():
 # (CONCURRENT_TRANSACTIONS_BACKOFF_S) is taken instead, far below it even on a loaded machine.
 LONG_BACKOFF_MS = 4000
 WELL_BELOW_BACKOFF_S = LONG_BACKOFF_MS / 1000 / 2
+
+
+def test_concurrent_transactions_delays_double_from_their_first_and_stay_under_the_backoff():
+    usual_s = 0.1
+    assert [concurrent_transactions_delay_s(n, usual_s) for n in range(3)] == [
+        CONCURRENT_TRANSACTIONS_BACKOFF_S, 2 * CONCURRENT_TRANSACTIONS_BACKOFF_S, 4 * CONCURRENT_TRANSACTIONS_BACKOFF_S]
+    # A TxnOffsetCommit past the markers' bound starts lower: its coordinator answers at once.
+    assert OFFSETS_AFTER_MARKERS_BACKOFF_S < CONCURRENT_TRANSACTIONS_BACKOFF_S
+    assert concurrent_transactions_delay_s(0, usual_s, OFFSETS_AFTER_MARKERS_BACKOFF_S) == OFFSETS_AFTER_MARKERS_BACKOFF_S
+    assert concurrent_transactions_delay_s(20, usual_s, OFFSETS_AFTER_MARKERS_BACKOFF_S) == usual_s
 
 
 def _slow_backoff_client(loop, cluster: FakeCluster) -> Client:

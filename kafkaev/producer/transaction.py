@@ -56,12 +56,19 @@ _NEXT: dict[TxnState, frozenset[TxnState]] = {
 # the Java client's 20 ms (for its first AddPartitionsToTxn) cost the EOS pipeline a third of
 # its transactions per second on a local broker, where one in five TxnOffsetCommits meets it.
 CONCURRENT_TRANSACTIONS_BACKOFF_S = 0.002
+# The same for a v2 TxnOffsetCommit still refused once the markers' bound
+# (markers.MARKERS_WAIT_MAX_S) has passed; inside it, it is retried at once. Its coordinator
+# answers at once, so a retry costs one round trip, and the markers are most often being
+# finished: the bound also runs out while the client itself is busy (handing a large fetched
+# set over, say). With 2 ms, one EOS pipeline transaction in twenty-four waited 4-8 ms.
+OFFSETS_AFTER_MARKERS_BACKOFF_S = 0.0005
 
 
-def concurrent_transactions_delay_s(retries: int, usual_s: float) -> float:
+def concurrent_transactions_delay_s(retries: int, usual_s: float,
+                                    first_s: float = CONCURRENT_TRANSACTIONS_BACKOFF_S) -> float:
     """The delay before retry number ``retries`` (0 first) after CONCURRENT_TRANSACTIONS,
-    given the retry backoff's ``usual_s``."""
-    return min(CONCURRENT_TRANSACTIONS_BACKOFF_S * 2 ** retries, usual_s)
+    given the retry backoff's ``usual_s``: ``first_s``, doubling, never above ``usual_s``."""
+    return min(first_s * 2 ** retries, usual_s)
 # States in which records may be sent: the transaction is open or being committed.
 SENDING_STATES = frozenset({TxnState.IN_TRANSACTION, TxnState.COMMITTING})
 

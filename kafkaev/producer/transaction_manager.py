@@ -67,7 +67,12 @@ from ..types import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 from .core import PartitionState
 from .idempotence import ProducerIdentity
 from .markers import MarkersWatch
-from .transaction import Transaction, TxnState, concurrent_transactions_delay_s
+from .transaction import (
+    OFFSETS_AFTER_MARKERS_BACKOFF_S,
+    Transaction,
+    TxnState,
+    concurrent_transactions_delay_s,
+)
 
 TRANSACTION_VERSION_FEATURE = "transaction.version"
 TRANSACTION_V1 = 1
@@ -655,7 +660,8 @@ class TransactionManager:
         answer lost, so its outcome is unknown. An attempt that never went out (no connection)
         is not one. ``short_concurrent_backoff``: CONCURRENT_TRANSACTIONS, the coordinator
         completing the previous transaction, is retried within milliseconds
-        (``concurrent_transactions_delay_s``), and at once while ``retry_at_once()`` says so."""
+        (``concurrent_transactions_delay_s``); with ``retry_at_once``, at once while it says so
+        and from ``OFFSETS_AFTER_MARKERS_BACKOFF_S`` after."""
         backoff = Backoff(self._config.retry_backoff)
         concurrent_retries = 0
         deadline = self._loop.time() + self._config.delivery_timeout_ms / 1000.0
@@ -696,10 +702,14 @@ class TransactionManager:
                 nonlocal concurrent_retries
                 delay = backoff.next_delay_s()
                 if err.code == CONCURRENT_TRANSACTIONS and short_concurrent_backoff:
-                    if retry_at_once is not None and retry_at_once():
+                    if retry_at_once is None:
+                        delay = concurrent_transactions_delay_s(concurrent_retries, delay)
+                        concurrent_retries += 1
+                    elif retry_at_once():
                         delay = 0.0
                     else:
-                        delay = concurrent_transactions_delay_s(concurrent_retries, delay)
+                        delay = concurrent_transactions_delay_s(concurrent_retries, delay,
+                                                                OFFSETS_AFTER_MARKERS_BACKOFF_S)
                         concurrent_retries += 1
                 self._loop.call_later(delay, attempt)
                 return
