@@ -209,6 +209,7 @@ def test_a_transactions_first_batches_wait_for_the_previous_markers(kafka, make_
     epochs: list[tuple[float, float]] = []  # each new epoch: every EndTxn's answer (v2)
     sends: list[tuple[float, float]] = []  # each Produce written
     written: list[tuple[float, float]] = []  # each answer saying the markers are written
+    answers: list[tuple[float, float]] = []  # every DescribeTransactions answer
     new_epoch, send_request, answered = TransactionManager._new_epoch, Sender._send_request, MarkersWatch._answered
 
     def now() -> tuple[float, float]:
@@ -219,6 +220,7 @@ def test_a_transactions_first_batches_wait_for_the_previous_markers(kafka, make_
 
     def watch_answered(watch: MarkersWatch, *args: object) -> None:
         before = watch._written
+        answers.append(now())
         answered(watch, *args)
         if watch._written and not before:
             written.append(now())
@@ -248,8 +250,10 @@ def test_a_transactions_first_batches_wait_for_the_previous_markers(kafka, make_
         told = [at for at in written if ended < at < first]
         # loop time is whole milliseconds as floats: 1241.990 - 1241.988 < 0.002
         assert told or first[1] - ended[1] >= MARKERS_WAIT_MAX_S - FLOAT_SLACK_S, (ended, first, written, sends)
-    assert written, "the coordinator was never asked, or never answered"
-    assert producer._producer.txn._markers.asks >= len(written)
+    # Whether an answer said "written" inside the bound depends on the broker's speed: a
+    # slow one (the test cluster's C1-only JVM on a loaded host) is still writing them at 2 ms.
+    assert answers, "the coordinator was never asked, or never answered"
+    assert producer._producer.txn._markers.asks >= len(answers) >= len(written)
     close_producer(producer, uv)
 
 
