@@ -237,7 +237,8 @@ class Consumer:
                 state.rewind_fetch()
 
     def resume(self, partitions: Iterable[Any]) -> None:
-        states = [self._state("resume", tp.topic, tp.partition) for tp in [partition_of(p, "resume") for p in partitions]]
+        tps = [partition_of(p, "resume") for p in partitions]
+        states = [self._state("resume", tp.topic, tp.partition) for tp in tps]
         for state in states:
             state.paused = False
         self.fetcher.resumed(states)

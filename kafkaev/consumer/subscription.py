@@ -42,7 +42,7 @@ class FetchedSet(NamedTuple):
     next Fetch (from ``next_offset``) is out, or held while the partition is paused."""
 
     state: PartitionState
-    records: bytes | memoryview  # the answer's zero-copy view of the record set
+    records: bytes | memoryview  # a view of the answer; a held set's own copy
     aborted_transactions: list[AbortedTransaction] | None
     generation: int
     fetch_offset: int  # what the records were fetched from
