@@ -68,6 +68,7 @@ from .core import PartitionState
 from .idempotence import ProducerIdentity
 from .markers import MarkersWatch
 from .transaction import (
+    CONCURRENT_TRANSACTIONS_BACKOFF_S,
     OFFSETS_AFTER_MARKERS_BACKOFF_S,
     Transaction,
     TxnState,
@@ -702,14 +703,12 @@ class TransactionManager:
                 nonlocal concurrent_retries
                 delay = backoff.next_delay_s()
                 if err.code == CONCURRENT_TRANSACTIONS and short_concurrent_backoff:
-                    if retry_at_once is None:
-                        delay = concurrent_transactions_delay_s(concurrent_retries, delay)
-                        concurrent_retries += 1
-                    elif retry_at_once():
+                    if retry_at_once is not None and retry_at_once():
                         delay = 0.0
                     else:
-                        delay = concurrent_transactions_delay_s(concurrent_retries, delay,
-                                                                OFFSETS_AFTER_MARKERS_BACKOFF_S)
+                        first_s = (CONCURRENT_TRANSACTIONS_BACKOFF_S if retry_at_once is None
+                                   else OFFSETS_AFTER_MARKERS_BACKOFF_S)
+                        delay = concurrent_transactions_delay_s(concurrent_retries, delay, first_s)
                         concurrent_retries += 1
                 self._loop.call_later(delay, attempt)
                 return
