@@ -272,8 +272,8 @@ class Client:
     def pause(self, partitions: Iterable[PartitionLike]) -> None:
         """Stop fetching these assigned partitions and handing their records over; their
         positions are kept. Record sets the broker had already sent for them are held (from
-        inside a callback: the rest of the answer being delivered too) and handed over on
-        resume, not fetched again."""
+        inside a callback: the rest of the answer being delivered too, and from ``on_message``
+        the rest of its own partition's set) and handed over on resume, not fetched again."""
         self._consumer.pause(partitions)
 
     def resume(self, partitions: Iterable[PartitionLike]) -> None:

@@ -184,6 +184,33 @@ def _fetch_counts(client, topic: str) -> dict[int, tuple[int, int]]:
     return {p.partition: (p.fetches, p.bytes_fetched) for p in client.stats().consumer if p.topic == topic}
 
 
+def _fetch_counts_never_paused(
+    loop, kafka, topic: str, assigned: list[tuple[str, int, int]], total: int, options: dict[str, int],
+) -> dict[int, tuple[int, int]]:
+    """``_fetch_counts`` of a consumer that reads all ``total`` records without pausing."""
+    plain = Received()
+    reader = connect(loop, kafka.bootstrap, on_batch=plain.on_batch, on_error=plain.on_error, **options)
+    reader.assign(assigned)
+    reader.start()
+    run_until(loop, lambda: plain.count >= total, 30, "every record, never paused")
+    counts = _fetch_counts(reader, topic)
+    close(loop, reader)
+    return counts
+
+
+def _read_through_the_pauses(
+    loop, client, assigned: list[tuple[str, int, int]], received: Received, per_partition: int,
+) -> None:
+    """Start ``client`` on ``assigned`` and check that every record arrived once and in order."""
+    client.assign(assigned)
+    client.start()
+    run_until(loop, lambda: received.count >= len(assigned) * per_partition, 60, "every record through the pauses")
+    sleep(loop, 0.3)  # nothing more may arrive
+    assert not received.errors, received.errors
+    for topic, p, _start in assigned:
+        assert received.offsets[(topic, p)] == list(range(per_partition)), f"[{p}]: missing, repeated or out of order"
+
+
 def test_records_fetched_for_a_paused_partition_are_handed_over_on_resume_not_fetched_again(kafka, make_topic, loop):
     """A consumer pausing every partition after each set it takes (back-pressure, as the EOS
     recipe does) gets every record once and in order, none while paused, and fetches each
@@ -195,13 +222,7 @@ def test_records_fetched_for_a_paused_partition_are_handed_over_on_resume_not_fe
     held = [(topic, p) for p in range(partitions)]
     small_fetches = {"max_partition_fetch_bytes": 16_384}  # several answers per partition
 
-    plain = Received()
-    reader = connect(loop, kafka.bootstrap, on_batch=plain.on_batch, on_error=plain.on_error, **small_fetches)
-    reader.assign(assigned)
-    reader.start()
-    run_until(loop, lambda: plain.count >= partitions * per_partition, 30, "every record, never paused")
-    unpaused = _fetch_counts(reader, topic)
-    close(loop, reader)
+    unpaused = _fetch_counts_never_paused(loop, kafka, topic, assigned, partitions * per_partition, small_fetches)
 
     received = Received()
     while_paused: list[int] = []
@@ -221,16 +242,55 @@ def test_records_fetched_for_a_paused_partition_are_handed_over_on_resume_not_fe
         loop.call_later(0.002, resume)
 
     client = connect(loop, kafka.bootstrap, on_batch=on_batch, on_error=received.on_error, **small_fetches)
-    client.assign(assigned)
-    client.start()
-    run_until(loop, lambda: received.count >= partitions * per_partition, 60, "every record through the pauses")
-    sleep(loop, 0.3)  # nothing more may arrive
-    assert not received.errors, received.errors
+    _read_through_the_pauses(loop, client, assigned, received, per_partition)
     assert not while_paused, f"record sets delivered while paused: {while_paused}"
-    for p in range(partitions):
-        assert received.offsets[(topic, p)] == list(range(per_partition)), f"[{p}]: missing, repeated or out of order"
     assert state["pauses"] > partitions, "the pauses must have crossed answers holding other partitions' records"
     assert _fetch_counts(client, topic) == unpaused, "a held record set was fetched again"
+    close(loop, client)
+
+
+def test_the_rest_of_a_record_set_cut_short_by_a_pause_is_handed_over_on_resume_not_fetched_again(
+        kafka, make_topic, loop):
+    """``on_message`` pausing its partition every few records, mid-set (back-pressure on
+    records in progress): the rest of the set and the Fetch already out wait for the resume.
+    Every record arrives once and in order, none while paused, and every record set is fetched
+    once: exactly the answers and bytes of a consumer that never pauses."""
+    partitions, per_partition, pause_every = 2, 2000, 37
+    topic = make_topic(partitions=partitions)
+    fill(kafka.bootstrap, topic, partitions, per_partition, batch_records=100)  # ~4 KB batches
+    assigned = [(topic, p, 0) for p in range(partitions)]
+    small_fetches = {"max_partition_fetch_bytes": 16_384}  # several answers per partition
+    unpaused = _fetch_counts_never_paused(loop, kafka, topic, assigned, partitions * per_partition, small_fetches)
+
+    received = Received()
+    paused: set[int] = set()
+    while_paused: list[tuple[int, int]] = []
+    positions: list[tuple[int, int, int]] = []  # (partition, offset, position() while paused)
+    pauses = 0
+
+    def resume(partition: int) -> None:
+        paused.discard(partition)
+        client.resume([(topic, partition)])
+
+    def on_message(msg) -> None:
+        nonlocal pauses
+        if msg.partition in paused:
+            while_paused.append((msg.partition, msg.offset))
+        received.on_message(msg)
+        if received.count % pause_every == 0:
+            client.pause([(topic, msg.partition)])
+            paused.add(msg.partition)
+            pauses += 1
+            loop.call_later(0.002, resume, msg.partition)
+            loop.call_soon(lambda p=msg.partition, o=msg.offset: positions.append((p, o, client.position(topic, p))))
+
+    client = connect(loop, kafka.bootstrap, on_message=on_message, on_error=received.on_error, **small_fetches)
+    _read_through_the_pauses(loop, client, assigned, received, per_partition)
+    assert not while_paused, f"records delivered while paused: {while_paused[:10]}"
+    assert pauses >= partitions * per_partition // pause_every - 1
+    assert positions and all(position == offset + 1 for _p, offset, position in positions), \
+        "a paused partition's position is right after the record that paused it"
+    assert _fetch_counts(client, topic) == unpaused, "the rest of a set, or the Fetch already out, was fetched again"
     close(loop, client)
 
 

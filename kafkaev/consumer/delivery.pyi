@@ -32,9 +32,11 @@ class DeliveryCursor:
 def deliver_each(
     on_message: Callable[[Message], object],
     messages: list[Message],
+    start: int,
     state: PartitionState,
     report: Callable[[BaseException], object],
     cursor: DeliveryCursor,
-) -> Message | None:
-    """Call ``on_message(msg)`` for each record in order; returns the last record handed over
-    when the callback interrupted ``state`` or stopped the loop, else None."""
+) -> int:
+    """Call ``on_message(msg)`` for each record of ``messages[start:]`` in order; returns the
+    index after the last record handed over: ``len(messages)``, or less when the callback
+    interrupted ``state`` or stopped the loop before the last record."""

@@ -90,17 +90,22 @@ cdef class DeliveryCursor:
 
 @cython.boundscheck(False)
 @cython.wraparound(False)
-def deliver_each(object on_message, list messages, object state, object report, DeliveryCursor cursor):
-    """Call ``on_message(msg)`` for each record in order. An exception from the callback goes
-    to ``report(exc)`` and delivery goes on. Returns the last record handed over when the
-    callback interrupted ``state`` (``state.interrupted`` turned true) or stopped the cursor's
-    loop (``kafkaev.stop()``), else None."""
+def deliver_each(object on_message, list messages, Py_ssize_t start, object state, object report,
+                 DeliveryCursor cursor):
+    """Call ``on_message(msg)`` for each record of ``messages[start:]`` in order. An exception
+    from the callback goes to ``report(exc)`` and delivery goes on. Returns the index after the
+    last record handed over: ``len(messages)``, or less when the callback interrupted ``state``
+    (``state.interrupted`` turned true) or stopped the cursor's loop (``kafkaev.stop()``)
+    before the last record."""
     cdef unsigned long long seen = interruptions
     cdef Py_ssize_t i
+    cdef Py_ssize_t count = PyList_GET_SIZE(messages)
     cdef object msg
+    if start < 0 or start > count:  # read unchecked below
+        raise ValueError(f"deliver_each: 'start' must be within 0..{count}, got {start}")
     cursor.begin(state, messages, -1)
     try:
-        for i in range(PyList_GET_SIZE(messages)):
+        for i in range(start, count):
             msg = <object>PyList_GET_ITEM(messages, i)
             cursor.index = i
             if PROBES_COMPILED:
@@ -112,7 +117,7 @@ def deliver_each(object on_message, list messages, object state, object report, 
             if interruptions != seen:
                 seen = interruptions
                 if state.interrupted or cursor.loop in stopping:
-                    return msg
-        return None
+                    return i + 1
+        return count
     finally:
         cursor.end()

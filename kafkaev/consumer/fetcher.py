@@ -20,9 +20,10 @@ inside the response callback, so at most one response per leader is held (and on
 partition's decoded records); with a ``RecordBuffer`` (``use_buffer``, for ``kafkaev.aio``)
 they wait there instead, and no Fetch goes out while it holds ``max_buffered_bytes``. A paused
 partition leaves the fetch session; what the broker had already sent for it is held (at most
-the answer being handed over and the Fetch already out) and handed over on resume, before it
-is fetched again, as the Java client does since KAFKA-7548: a consumer that pauses for
-back-pressure would otherwise fetch each record set again for every pause, and drop it.
+the answer being handed over, decoded when ``on_message`` paused it mid-set, and the Fetch
+already out) and handed over on resume, before it is fetched again, as the Java client does
+since KAFKA-7548: a consumer that pauses for back-pressure would otherwise fetch each record
+set again for every pause, and drop it.
 """
 
 from __future__ import annotations
@@ -454,35 +455,43 @@ class Fetcher:
         if stop_requested(self.ctx.loop):
             state.rewind_fetch()  # kafkaev.stop() was called: fetched again when the loop turns again
             return
-        fetched = self._decode(delivery)
+        fetched = self._decode(delivery) if delivery.decoded is None else delivery.decoded
         epoch = fetched.last_leader_epoch if fetched.batch_count else NO_LEADER_EPOCH
+        messages = fetched.messages
         if self.buffer is not None:  # pulled later (kafkaev.aio): the position moves as records are taken
             self.buffer.put(BufferedRecords(
-                state, delivery.generation, fetched.messages,
+                state, delivery.generation, messages[delivery.start:] if delivery.start else messages,
                 delivery.next_offset if fetched.error is None else fetched.next_offset, epoch, fetched.error,
                 fetched.bytes_read))
             return
-        last_handed_over = None
-        if fetched.messages:
+        start = delivery.start
+        stop = len(messages)
+        if stop > start:
             state.interrupted = False
-            last_handed_over = self._deliver(state, fetched.messages)
-            state.records_delivered += (len(fetched.messages) if last_handed_over is None
-                                        else fetched.messages.index(last_handed_over) + 1)
+            stop = self._deliver(state, messages, start)
+            state.records_delivered += stop - start
             if state.generation != delivery.generation or self.ctx.subscription.get(state.tp) is not state:
                 return  # the callback seeked or revoked: its new position stands
         # else: only control records, aborted or compacted-away offsets: step over them.
-        if last_handed_over is None:
+        if stop == len(messages):
             # Without a corrupt entry both are the end of the set; with one, where it starts.
             state.position = delivery.next_offset if fetched.error is None else fetched.next_offset
             if epoch != NO_LEADER_EPOCH:
                 state.position_epoch = epoch
             if fetched.error is not None:
                 self._stop_at_corrupt(state, fetched.error)
+            return
+        last_handed_over = messages[stop - 1]
+        state.position = last_handed_over.offset + 1
+        state.position_epoch = last_handed_over.leader_epoch
+        if state.paused:
+            # Paused mid-way: the rest waits, decoded, ahead of any set held after it, and the
+            # Fetch already out (from next_offset) stays valid: nothing is fetched again.
+            state.held.insert(0, delivery._replace(
+                records=b"", fetch_offset=state.position, decoded=fetched, start=stop))
         else:
-            # Paused or stopped mid-way: resume after the last record handed over. The Fetch already
-            # sent from next_offset is now stale (fetch_offset moved) and will be dropped.
-            state.position = last_handed_over.offset + 1
-            state.position_epoch = last_handed_over.leader_epoch
+            # kafkaev.stop(), or paused and resumed by the same callback: fetched again from
+            # the record after the last one handed over; the Fetch already out is now stale.
             state.rewind_fetch()
 
     def resumed(self, states: list[PartitionState]) -> None:
@@ -533,24 +542,27 @@ class Fetcher:
             self.ctx.pulled = self.buffer
         return self.buffer
 
-    def _deliver(self, state: PartitionState, messages: list[codec.Message]) -> codec.Message | None:
-        """Hand the records over; returns the last one handed over when the callback
-        paused the partition or called kafkaev.stop() mid-way, else None (all delivered)."""
+    def _deliver(self, state: PartitionState, messages: list[codec.Message], start: int) -> int:
+        """Hand ``messages[start:]`` over; returns the index after the last one handed over:
+        ``len(messages)``, or less when the callback paused the partition or called
+        kafkaev.stop() before the end."""
+        count = len(messages)
         on_batch = self.on_batch
         if on_batch is not None:
+            batch = messages[start:] if start else messages
             cursor = self.ctx.delivery
             # The whole list is handed over: a commit() from on_batch counts all of it.
-            cursor.begin(state, messages, len(messages) - 1)
+            cursor.begin(state, batch, len(batch) - 1)
             try:
-                on_batch(messages)
+                on_batch(batch)
             except Exception as exc:  # noqa: BLE001 - reported; delivery goes on
                 self.ctx.report(exc)
             finally:
                 cursor.end()
-            return None
+            return count
         if self.on_message is None:
-            return None
-        return deliver_each(self.on_message, messages, state, self.ctx.report, self.ctx.delivery)
+            return count
+        return deliver_each(self.on_message, messages, start, state, self.ctx.report, self.ctx.delivery)
 
     # --- metadata -------------------------------------------------------------------------------
     def on_metadata(self) -> None:

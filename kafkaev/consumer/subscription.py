@@ -18,7 +18,7 @@ from kafkaev.consumer.delivery import note_interruption
 from kafkaev.types import NO_LEADER_EPOCH, NO_OFFSET, OFFSET_BEGINNING, OFFSET_END, TopicPartition
 
 if TYPE_CHECKING:
-    from kafkaev.protocol.codec import AbortedTransaction
+    from kafkaev.protocol.codec import AbortedTransaction, FetchedRecords
 
 
 class Phase(enum.IntEnum):
@@ -39,14 +39,17 @@ class ResetKind(enum.IntEnum):
 
 class FetchedSet(NamedTuple):
     """One partition's record set from a Fetch answer, not decoded yet: handed over once the
-    next Fetch (from ``next_offset``) is out, or held while the partition is paused."""
+    next Fetch (from ``next_offset``) is out, or held while the partition is paused. Or the
+    rest of a set whose delivery a pause cut short, decoded: ``decoded.messages[start:]``."""
 
     state: PartitionState
     records: bytes | memoryview  # a view of the answer; a held set's own copy
     aborted_transactions: list[AbortedTransaction] | None
     generation: int
-    fetch_offset: int  # what the records were fetched from
+    fetch_offset: int  # what the records were fetched from; for a rest, its first record's
     next_offset: int
+    decoded: FetchedRecords | None = None
+    start: int = 0  # in decoded.messages: the first record not handed over yet
 
 
 @dataclass(slots=True, eq=False)
@@ -75,8 +78,9 @@ class PartitionState:
     generation: int = 0
     # Delivery stops mid-response when the callback paused/seeked this partition.
     interrupted: bool = False
-    # Record sets that arrived while the partition was paused, in offset order from position to
-    # fetch_offset: handed over on resume instead of being fetched again (KAFKA-7548's rule).
+    # Record sets that arrived while the partition was paused, and the rest of the one a pause
+    # cut short, in offset order from position to fetch_offset: handed over on resume instead
+    # of being fetched again (KAFKA-7548's rule).
     held: list[FetchedSet] = field(default_factory=list)
     # Validation was started by OFFSET_OUT_OF_RANGE: without truncation, reset next.
     reset_after_validation: bool = False
