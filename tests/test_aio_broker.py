@@ -434,25 +434,44 @@ def test_cancelled_iteration_counts_only_what_was_handed_out(loop, kafka, topic)
     run(loop, body())
 
 
-def test_pause_drops_what_is_buffered_and_resume_reads_it_again(loop, kafka, topic):
-    fill(kafka.bootstrap, topic, 1, 500)
+def test_pause_keeps_what_is_buffered_and_resume_hands_it_out_not_fetched_again(loop, kafka, make_topic):
+    """Pausing every partition after each ``getmany`` (back-pressure from the caller): nothing
+    is handed out while paused, every record once and in order after, and each record set is
+    fetched once: the answers and bytes of a client that never pauses. What was buffered waits
+    beside the buffer and what the Fetch already out brings is held, not dropped."""
+    partitions, per_partition = 2, 3000
+    topic = make_topic(partitions=partitions)
+    fill(kafka.bootstrap, topic, partitions, per_partition, batch_records=100)  # ~4 KB batches
+    tps = [TopicPartition(topic, p) for p in range(partitions)]
+    small_fetches = {"max_partition_fetch_bytes": 16_384}  # several answers per partition
+
+    def fetch_counts(client: kafkaev.aio.Client) -> dict[int, tuple[int, int]]:
+        return {p.partition: (p.fetches, p.bytes_fetched) for p in client.stats().consumer if p.topic == topic}
+
+    async def read_all(pause_between: bool) -> tuple[dict[TopicPartition, list[int]], dict[int, tuple[int, int]]]:
+        offsets: dict[TopicPartition, list[int]] = {tp: [] for tp in tps}
+        async with kafkaev.aio.Client(kafka.bootstrap, **small_fetches) as client:
+            client.assign([(topic, p, kafkaev.OFFSET_BEGINNING) for p in range(partitions)])
+            while sum(map(len, offsets.values())) < partitions * per_partition:
+                batch = await client.getmany(timeout_ms=5000, max_records=50)
+                assert batch, "records stopped coming"
+                for tp, messages in batch.items():
+                    offsets[tp] += [m.offset for m in messages]
+                if pause_between:
+                    client.pause(tps)
+                    positions = [client.position(topic, p) for p in range(partitions)]
+                    assert await client.getmany(timeout_ms=3) == {}, "handed out while paused"
+                    assert positions == [len(offsets[tp]) for tp in tps], "the position counts what was handed out"
+                    client.resume(tps)
+            assert await client.getmany(timeout_ms=300) == {}, "nothing more may arrive"
+            return offsets, fetch_counts(client)
 
     async def body() -> None:
-        async with kafkaev.aio.Client(kafka.bootstrap) as client:
-            client.assign([(topic, 0, kafkaev.OFFSET_BEGINNING)])
-            assert await client.wait_for_records(10000)
-            first = await client.getmany(max_records=10)
-            tp = TopicPartition(topic, 0)
-            assert [m.offset for m in first[tp]] == list(range(10))
-            client.pause([tp])
-            assert await client.getmany(timeout_ms=300) == {}
-            client.resume([tp])
-            offsets: list[int] = []
-            while len(offsets) < 490:
-                batch = await client.getmany(timeout_ms=5000)
-                assert batch
-                offsets += [m.offset for m in batch[tp]]
-            assert offsets == list(range(10, 500))
+        _plain, unpaused = await read_all(pause_between=False)
+        offsets, counts = await read_all(pause_between=True)
+        for tp in tps:
+            assert offsets[tp] == list(range(per_partition)), f"{tp}: missing, repeated or out of order"
+        assert counts == unpaused, "a record set buffered or in flight when paused was fetched again"
 
     run(loop, body())
 

@@ -107,6 +107,27 @@ def test_a_paused_partition_is_dropped_and_fetched_again_from_its_position():
     assert (state.position, state.fetch_offset) == (1, 1)  # fetched again from the first record not taken
 
 
+def test_set_aside_takes_a_partitions_sets_out_uncounted_and_put_back_queues_them_as_they_were():
+    h = Harness(limit=3 * SET_BYTES)
+    h.put(TP0, 0, 3)
+    h.put(TP1, 0, 3)
+    h.put(TP0, 3, 3)
+    assert h.buffer.full
+    assert h.buffer.take_one().offset == 0
+    state = h.subscription.get(TP0)
+    assert state is not None
+    aside = h.buffer.set_aside(state)  # a pause
+    assert [(r.messages[0].offset, r.index) for r in aside] == [(0, 1), (3, 0)]
+    assert state.position == 1, "what take_one handed out is written through"
+    assert h.buffer.size == SET_BYTES + 3 * MESSAGE_OBJECT_ALLOWANCE and h.room_calls == 1
+    assert h.buffer.set_aside(state) == []
+    assert {tp: [m.offset for m in ms] for tp, ms in h.buffer.take(100).items()} == {TP1: [0, 1, 2]}
+    h.buffer.put_back(aside)  # the resume
+    assert h.buffer.size == sum(r.size for r in aside)
+    assert {tp: [m.offset for m in ms] for tp, ms in h.buffer.take(100).items()} == {TP0: [1, 2, 3, 4, 5]}
+    assert h.position(TP0) == 6 and h.buffer.size == 0
+
+
 def test_the_byte_bound_stops_fetching_and_taking_below_it_restarts_it():
     h = Harness(limit=2 * SET_BYTES)
     h.put(TP0, 0, 2)

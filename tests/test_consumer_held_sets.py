@@ -81,3 +81,13 @@ def test_sets_that_no_longer_reach_the_fetch_offset_are_dropped() -> None:
     state.fetch_offset += SET_RECORDS  # something fetched past them without holding it
     assert state.take_held() is None
     assert state.held == [] and state.fetch_offset == 40
+
+
+def test_held_sets_run_from_a_start_to_the_fetch_offset() -> None:
+    state = paused_at(40)
+    assert state.held_run_from(40) and not state.held_run_from(41), "none held: the start is the fetch offset"
+    first, _second = hold(state, 2)
+    assert state.held_run_from(first.fetch_offset)
+    assert not state.held_run_from(first.fetch_offset + 1)
+    state.generation += 1
+    assert not state.held_run_from(first.fetch_offset)

@@ -259,7 +259,7 @@ class Client(ProducingClient):
 
     def pause(self, partitions: Iterable[PartitionLike]) -> None:
         """Stop fetching and handing out these partitions; what was fetched and not handed out
-        is fetched again on resume."""
+        waits (outside ``max_buffered_bytes``) and is handed out after resume, not fetched again."""
         self._client.pause(partitions)
 
     def resume(self, partitions: Iterable[PartitionLike]) -> None:

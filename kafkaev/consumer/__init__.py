@@ -232,9 +232,9 @@ class Consumer:
             state.paused = True
             state.interrupt()
             if buffer is not None:
-                # What was fetched and not taken is dropped, then fetched again on resume.
-                buffer.drop(state)
-                state.rewind_fetch()
+                # What was fetched and not taken waits beside the buffer, not counted in it (the
+                # other partitions go on), and goes back in on resume: not fetched again.
+                state.set_aside.extend(buffer.set_aside(state))
 
     def resume(self, partitions: Iterable[Any]) -> None:
         tps = [partition_of(p, "resume") for p in partitions]

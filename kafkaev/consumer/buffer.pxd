@@ -31,6 +31,8 @@ cdef class RecordBuffer:
     cdef bint _unsynced  # take_one() took from _current past what state.position says
 
     cdef void _sync(self) except *
+    cdef void _append(self, BufferedRecords records) except *
+    cdef void _wake(self) except *
 
     cdef BufferedRecords _head(self)
     cdef void _pop(self) except *

@@ -18,8 +18,9 @@ says where the partition stands; the index is written through to ``state.positio
 the set stops being handed out record by record: at its end, before a ``take``, a pause's
 drop, or ``close``. Once a record set has been handed out whole, the position moves to where
 its fetch ended (past control records and compacted gaps), through ``on_settled``. A record set is dropped unread when its partition was seeked, reset or revoked
-since it was fetched (its generation moved) or is paused (the fetcher then fetches again from
-the position on resume).
+since it was fetched (its generation moved). A paused partition's sets are taken out
+(``set_aside``, kept on its ``PartitionState``, not counted so the other partitions go on) and
+queued again on resume (``put_back``).
 
 It is Cython because ``take_one`` runs once per record handed to ``async for`` (a Python
 method there cost as much as the rest of the record's way); ``kafkaev.aio.pull`` calls it.
@@ -93,9 +94,25 @@ cdef class RecordBuffer:
             self._on_settled(records)
             return
         records.size = records.size + MESSAGE_OBJECT_ALLOWANCE * len(records.messages)
+        self._append(records)
+        self._wake()
+
+    def put_back(self, list sets):
+        """Record sets ``set_aside()`` took out, queued again as they were (partly taken ones
+        from their index on), after what is queued now."""
+        cdef BufferedRecords records
+        for records in sets:
+            self._append(records)
+        if sets:
+            self._wake()
+
+    cdef void _append(self, BufferedRecords records) except *:
+        state = records.state
         self._sets.append(records)
         self._per_partition[state] = self._per_partition.get(state, 0) + 1
         self.size += records.size
+
+    cdef void _wake(self) except *:
         if self._waiters:
             waiters, self._waiters = self._waiters, []
             for cb in waiters:
@@ -228,24 +245,35 @@ cdef class RecordBuffer:
         return out
 
     def drop(self, state):
-        """Forget every record set of ``state`` (paused or given up): not handed out, not counted."""
+        """Forget every record set of ``state`` (given up): not handed out, not counted."""
+        self.set_aside(state)
+
+    def set_aside(self, state):
+        """Take every record set of ``state`` out, in order, and return them: no longer handed
+        out nor counted (a paused partition's, until ``put_back``). What ``take_one`` handed
+        out of the first is written through first."""
         cdef BufferedRecords r
         if not self._per_partition.get(state):
-            return
+            return []
         self._sync()
         self._current = None
-        kept = [r for r in self._sets if r.state is not state]
-        cdef Py_ssize_t dropped = 0
+        kept = []
+        taken = []
+        cdef Py_ssize_t size = 0
         for r in self._sets:
             if r.state is state:
-                dropped += r.size
+                taken.append(r)
+                size += r.size
+            else:
+                kept.append(r)
         was_full = self.size >= self.limit
         self._sets.clear()  # in place: _head() walks this deque
         self._sets.extend(kept)
         del self._per_partition[state]
-        self.size -= dropped
+        self.size -= size
         if was_full and self.size < self.limit:
             self._on_room()
+        return taken
 
     def close(self):
         """The consumer closed: nothing more will come. Everything is dropped and the waiters

@@ -456,14 +456,11 @@ class Fetcher:
             state.rewind_fetch()  # kafkaev.stop() was called: fetched again when the loop turns again
             return
         fetched = self._decode(delivery) if delivery.decoded is None else delivery.decoded
+        if self.buffer is not None:  # pulled later (kafkaev.aio): the position moves as records are taken
+            self._put_in_buffer(self.buffer, delivery, fetched)
+            return
         epoch = fetched.last_leader_epoch if fetched.batch_count else NO_LEADER_EPOCH
         messages = fetched.messages
-        if self.buffer is not None:  # pulled later (kafkaev.aio): the position moves as records are taken
-            self.buffer.put(BufferedRecords(
-                state, delivery.generation, messages[delivery.start:] if delivery.start else messages,
-                delivery.next_offset if fetched.error is None else fetched.next_offset, epoch, fetched.error,
-                fetched.bytes_read))
-            return
         start = delivery.start
         stop = len(messages)
         if stop > start:
@@ -494,11 +491,25 @@ class Fetcher:
             # the record after the last one handed over; the Fetch already out is now stale.
             state.rewind_fetch()
 
+    def _put_in_buffer(self, buffer: RecordBuffer, delivery: FetchedSet, fetched: codec.FetchedRecords) -> None:
+        messages = fetched.messages
+        buffer.put(BufferedRecords(
+            delivery.state, delivery.generation, messages[delivery.start:] if delivery.start else messages,
+            delivery.next_offset if fetched.error is None else fetched.next_offset,
+            fetched.last_leader_epoch if fetched.batch_count else NO_LEADER_EPOCH, fetched.error,
+            fetched.bytes_read))
+
     def resumed(self, states: list[PartitionState]) -> None:
         """``states`` were resumed: what they held is handed over at the loop's next turn (never
         inside the resume() call), then they are fetched again. The Fetch waits for that turn:
         sent now, without the partitions still holding records, it could be parked at the end
-        of the others' logs for fetch_max_wait_ms, and one Fetch per leader is out at a time."""
+        of the others' logs for fetch_max_wait_ms, and one Fetch per leader is out at a time.
+        With a RecordBuffer nothing is called back: their records go back in it at once."""
+        if self.buffer is not None:
+            for state in states:
+                self._put_back(self.buffer, state)
+            self.kick()
+            return
         holding = [state for state in states if state.held]
         if holding and not self.running:
             # Driven by poll(): records are handed over only inside a poll round, which
@@ -510,6 +521,22 @@ class Fetcher:
             self.ctx.loop.call_soon(self._hand_over_held, holding)
         else:
             self.kick()
+
+    def _put_back(self, buffer: RecordBuffer, state: PartitionState) -> None:
+        """A pulled partition was resumed: the sets it set aside go back in the buffer, and the
+        sets it held are decoded into it behind them, unless they no longer run from the
+        position to the fetch offset under this generation: then it all is fetched again."""
+        kept = state.set_aside
+        if not kept and not state.held:
+            return
+        end = kept[-1].next_offset if kept else state.position
+        if any(records.generation != state.generation for records in kept) or not state.held_run_from(end):
+            state.rewind_fetch()
+            return
+        held, state.held, state.set_aside = state.held, [], []
+        buffer.put_back(kept)
+        for delivery in held:
+            self._put_in_buffer(buffer, delivery, self._decode(delivery))
 
     def _hand_over_held(self, states: list[PartitionState]) -> None:
         if self.closed:

@@ -18,6 +18,7 @@ from kafkaev.consumer.delivery import note_interruption
 from kafkaev.types import NO_LEADER_EPOCH, NO_OFFSET, OFFSET_BEGINNING, OFFSET_END, TopicPartition
 
 if TYPE_CHECKING:
+    from kafkaev.consumer.buffer import BufferedRecords
     from kafkaev.protocol.codec import AbortedTransaction, FetchedRecords
 
 
@@ -82,6 +83,9 @@ class PartitionState:
     # cut short, in offset order from position to fetch_offset: handed over on resume instead
     # of being fetched again (KAFKA-7548's rule).
     held: list[FetchedSet] = field(default_factory=list)
+    # With a RecordBuffer (kafkaev.aio): the decoded sets a puller had not taken when the
+    # partition was paused, out of the buffer until resume; held sets follow them.
+    set_aside: list[BufferedRecords] = field(default_factory=list)
     # Validation was started by OFFSET_OUT_OF_RANGE: without truncation, reset next.
     reset_after_validation: bool = False
     # Loop time before which a failed reset/validation is not tried again (backoff), and
@@ -114,7 +118,16 @@ class PartitionState:
 
     @property
     def fetchable(self) -> bool:
-        return self.phase is Phase.FETCHING and not self.paused and not self.in_flight and not self.held
+        return (self.phase is Phase.FETCHING and not self.paused and not self.in_flight and not self.held
+                and not self.set_aside)
+
+    def held_run_from(self, start: int) -> bool:
+        """The held sets (if any) still run from ``start`` to the fetch offset under this
+        generation: nothing was fetched past them, or moved, since they were held."""
+        if not self.held:
+            return start == self.fetch_offset
+        return (self.held[0].generation == self.generation and self.held[0].fetch_offset == start
+                and self.held[-1].next_offset == self.fetch_offset)
 
     def take_held(self) -> FetchedSet | None:
         """The next held record set, if it still follows the position under this generation;
@@ -122,9 +135,7 @@ class PartitionState:
         starts again from the position."""
         if not self.held:
             return None
-        first = self.held[0]
-        if (first.generation != self.generation or first.fetch_offset != self.position
-                or self.held[-1].next_offset != self.fetch_offset):
+        if not self.held_run_from(self.position):
             self.rewind_fetch()
             return None
         return self.held.pop(0)
@@ -134,6 +145,7 @@ class PartitionState:
         self.position = offset
         self.fetch_offset = offset
         self.held.clear()
+        self.set_aside.clear()
         self.position_epoch = epoch
         self.fetch_epoch = epoch
         self.retry_at = 0.0
@@ -153,6 +165,7 @@ class PartitionState:
         self.fetch_offset = self.position
         self.fetch_epoch = self.position_epoch
         self.held.clear()
+        self.set_aside.clear()
 
     def request_reset(self, kind: ResetKind, timestamp: int = 0) -> None:
         self.reset_kind = kind
