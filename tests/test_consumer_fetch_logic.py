@@ -158,6 +158,58 @@ def test_a_small_response_is_handed_over_before_the_next_fetch(loop, cluster):
     consumer.close()
 
 
+def test_the_rest_of_a_set_paused_mid_way_waits_ahead_of_the_fetch_already_out(loop, cluster):
+    """``on_message`` pauses its partition at offset 2 of a large answer, whose next Fetch is
+    already out; records appended meanwhile answer that Fetch while paused. On resume the rest
+    of the set comes first, then the held answer, and neither is fetched again."""
+    big = b"v" * (DELIVER_FIRST_BYTES // 4)
+    with_logs(cluster, {0: [batch(0, 5, tag=big), batch(5, 5, tag=big)]})
+    delivered: list[int] = []
+
+    def on_message(msg: Any) -> None:
+        delivered.append(msg.offset)
+        if msg.offset == 2:
+            consumer.pause([(TOPIC, 0)])
+
+    consumer, errors = consumer_for(loop, cluster, on_message=on_message)
+    consumer.assign([(TOPIC, 0, 0)])
+    consumer.start()
+    run_until(loop, lambda: delivered == [0, 1, 2] and cluster.held_fetches == 1)
+    assert consumer.position(TOPIC, 0) == 3
+    cluster.log(TOPIC, 0).append_raw(batch(10, 3))  # answers the Fetch from 10, held while paused
+    run_until(loop, lambda: cluster.held_fetches == 0)
+    loop.run_until_complete(asyncio.sleep(0.05))
+    assert delivered == [0, 1, 2]
+    consumer.resume([(TOPIC, 0)])
+    run_until(loop, lambda: len(delivered) == 13 and cluster.held_fetches == 1)
+    assert delivered == list(range(13))
+    assert [f[0] for f in fetch_offsets(cluster)] == [0, 10, 13]
+    assert errors == []
+    consumer.close()
+
+
+def test_a_partition_paused_and_resumed_by_one_callback_goes_on_with_its_set(loop, cluster):
+    """Nothing is dropped nor fetched again; resume() may send the next Fetch from inside the
+    callback, and it stays valid."""
+    with_logs(cluster, {0: [batch(0, 5), batch(5, 5)]})
+    delivered: list[int] = []
+
+    def on_message(msg: Any) -> None:
+        delivered.append(msg.offset)
+        if msg.offset == 2:
+            consumer.pause([(TOPIC, 0)])
+            consumer.resume([(TOPIC, 0)])
+
+    consumer, errors = consumer_for(loop, cluster, on_message=on_message)
+    consumer.assign([(TOPIC, 0, 0)])
+    consumer.start()
+    run_until(loop, lambda: len(delivered) == 10 and cluster.held_fetches == 1)
+    assert delivered == list(range(10))
+    assert [f[0] for f in fetch_offsets(cluster)] == [0, 10]
+    assert errors == []
+    consumer.close()
+
+
 def test_a_corrupt_batch_stops_its_partition_alone_after_the_good_ones_and_is_reported_once(loop, cluster):
     with_logs(cluster, {0: [batch(0, 3), corrupt(batch(3, 3)), batch(6, 2)], 1: [batch(0, 2)]})
     delivered: list[tuple[int, int]] = []

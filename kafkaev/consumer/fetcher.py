@@ -461,16 +461,18 @@ class Fetcher:
             return
         epoch = fetched.last_leader_epoch if fetched.batch_count else NO_LEADER_EPOCH
         messages = fetched.messages
-        start = delivery.start
-        stop = len(messages)
-        if stop > start:
+        start, count = delivery.start, len(messages)
+        stop = count  # with no records (only control records, aborted or compacted-away offsets): step over them
+        while start < count:
             state.interrupted = False
             stop = self._deliver(state, messages, start)
             state.records_delivered += stop - start
             if state.generation != delivery.generation or self.ctx.subscription.get(state.tp) is not state:
                 return  # the callback seeked or revoked: its new position stands
-        # else: only control records, aborted or compacted-away offsets: step over them.
-        if stop == len(messages):
+            if stop == count or state.paused or stop_requested(self.ctx.loop):
+                break
+            start = stop  # paused and resumed by the same callback: delivery goes on
+        if stop == count:
             # Without a corrupt entry both are the end of the set; with one, where it starts.
             state.position = delivery.next_offset if fetched.error is None else fetched.next_offset
             if epoch != NO_LEADER_EPOCH:
@@ -487,8 +489,8 @@ class Fetcher:
             state.held.insert(0, delivery._replace(
                 records=b"", fetch_offset=state.position, decoded=fetched, start=stop))
         else:
-            # kafkaev.stop(), or paused and resumed by the same callback: fetched again from
-            # the record after the last one handed over; the Fetch already out is now stale.
+            # kafkaev.stop(): fetched again from the record after the last one handed over once
+            # the loop turns again; the Fetch already out is now stale.
             state.rewind_fetch()
 
     def _put_in_buffer(self, buffer: RecordBuffer, delivery: FetchedSet, fetched: codec.FetchedRecords) -> None:
