@@ -15,8 +15,8 @@ record (two attribute writes and two reads were a third of what an ``async for``
 it moves the set's index, and ``delivered(state)`` (read by ``commit()`` and ``position()``
 through ``ConsumerContext.delivered``, as they read the callback API's ``DeliveryCursor``)
 says where the partition stands; the index is written through to ``state.position`` whenever
-the set stops being handed out record by record: at its end, before a ``take``, a pause's
-drop, or ``close``. Once a record set has been handed out whole, the position moves to where
+the set stops being handed out record by record: at its end, before a ``take``, a pause
+(``set_aside``), or ``close``. Once a record set has been handed out whole, the position moves to where
 its fetch ended (past control records and compacted gaps), through ``on_settled``. A record set is dropped unread when its partition was seeked, reset or revoked
 since it was fetched (its generation moved). A paused partition's sets are taken out
 (``set_aside``, kept on its ``PartitionState``, not counted so the other partitions go on) and
