@@ -66,7 +66,8 @@ def stop(loop: asyncio.AbstractEventLoop | None = None) -> None:
     Called from a consumer's ``on_message``, no further record is handed to any callback on
     this loop: the rest of the batch (and of any other fetched partition) is not delivered,
     so ``position()`` and ``commit()`` stop right after the record whose callback called
-    ``stop()``, and the next ``run()`` delivers from there (fetched again). From ``on_batch``,
+    ``stop()``, and the next ``run()`` delivers from there (what was already fetched is held,
+    not fetched again). From ``on_batch``,
     the batch being handed over counts as delivered; later batches wait the same way.
     """
     from kafkaev.consumer.delivery import clear_stop, note_stop  # see run()

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from fake_broker import ErrorAnswer, FakeCluster
 
+import kafkaev
 from kafkaev.cluster.metadata import Metadata
 from kafkaev.cluster.pool import ConnectionPool, Role
 from kafkaev.config import ClientConfig
@@ -184,6 +185,36 @@ def test_the_rest_of_a_set_paused_mid_way_waits_ahead_of_the_fetch_already_out(l
     run_until(loop, lambda: len(delivered) == 13 and cluster.held_fetches == 1)
     assert delivered == list(range(13))
     assert [f[0] for f in fetch_offsets(cluster)] == [0, 10, 13]
+    assert errors == []
+    consumer.close()
+
+
+def test_records_not_handed_over_when_the_loop_is_stopped_wait_for_its_next_turn(loop, cluster):
+    """``kafkaev.stop()`` from ``on_message`` at offset 2 of a large answer, with the next
+    Fetch already out and another partition's set not handed over yet: the next ``run()``
+    hands over the rest of both, then what that Fetch brings, and nothing is fetched again."""
+    big = b"v" * (DELIVER_FIRST_BYTES // 4)
+    with_logs(cluster, {0: [batch(0, 5, tag=big), batch(5, 5, tag=big)], 1: [batch(0, 2, tag=big)]})
+    delivered: list[tuple[int, int]] = []
+
+    def on_message(msg: Any) -> None:
+        delivered.append((msg.partition, msg.offset))
+        if (msg.partition, msg.offset) == (0, 2):
+            kafkaev.stop(loop)
+
+    consumer, errors = consumer_for(loop, cluster, on_message=on_message)
+    consumer.assign([(TOPIC, 0, 0), (TOPIC, 1, 0)])
+    consumer.start()
+    kafkaev.run(loop=loop)
+    assert delivered == [(0, 0), (0, 1), (0, 2)], "no record after the stop"
+    assert (consumer.position(TOPIC, 0), consumer.position(TOPIC, 1)) == (3, 0)
+    cluster.log(TOPIC, 0).append_raw(batch(10, 3))  # answers the Fetch from 10 once the loop turns
+    run_until(loop, lambda: len(delivered) == 15 and cluster.held_fetches == 1)
+    assert [o for p, o in delivered if p == 0] == list(range(13))
+    assert [o for p, o in delivered if p == 1] == [0, 1]
+    first, *later = fetch_offsets(cluster)
+    assert first == {0: 0, 1: 0}
+    assert later and all(f.get(0, 10) >= 10 and f.get(1, 2) >= 2 for f in later), f"fetched again: {later}"
     assert errors == []
     consumer.close()
 

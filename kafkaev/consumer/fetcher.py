@@ -443,17 +443,21 @@ class Fetcher:
         self.ctx.report(KafkaError(
             error.code, f"{state.topic}[{state.partition}] at offset {state.position}: {error.message}"))
 
-    def _hand_over(self, delivery: FetchedSet) -> None:
+    def _hand_over(self, delivery: FetchedSet, *, was_held: bool = False) -> None:
+        """Decode ``delivery`` and hand it to the callbacks (or the buffer), unless it has to
+        wait: ``was_held`` says it was just taken from the front of ``state.held``."""
         state = delivery.state
         if self.ctx.subscription.get(state.tp) is not state or state.generation != delivery.generation:
             return  # an earlier callback seeked or revoked it: the records are stale
-        if state.paused:
-            # Paused by an earlier callback: handed over on resume. Copied out of the answer,
-            # which a view would keep alive whole (up to fetch_max_bytes) for as long as it waits.
-            state.held.append(delivery._replace(records=bytes(delivery.records)))
+        if state.paused or self._stopped() or (state.held and not was_held):
+            # Paused or kafkaev.stop()ped by an earlier callback, or behind sets still held:
+            # it waits for the resume or the loop's next turn. Copied out of the answer, which
+            # a view would keep alive whole (up to fetch_max_bytes) for as long as it waits.
+            self._hold(state, delivery if was_held else delivery._replace(records=bytes(delivery.records)),
+                       first=was_held)
             return
         if stop_requested(self.ctx.loop):
-            state.rewind_fetch()  # kafkaev.stop() was called: fetched again when the loop turns again
+            state.rewind_fetch()  # poll()-driven: fetched again in a later round
             return
         fetched = self._decode(delivery) if delivery.decoded is None else delivery.decoded
         if self.buffer is not None:  # pulled later (kafkaev.aio): the position moves as records are taken
@@ -483,15 +487,30 @@ class Fetcher:
         last_handed_over = messages[stop - 1]
         state.position = last_handed_over.offset + 1
         state.position_epoch = last_handed_over.leader_epoch
-        if state.paused:
-            # Paused mid-way: the rest waits, decoded, ahead of any set held after it, and the
-            # Fetch already out (from next_offset) stays valid: nothing is fetched again.
-            state.held.insert(0, delivery._replace(
-                records=b"", fetch_offset=state.position, decoded=fetched, start=stop))
+        if state.paused or self._stopped():
+            # Paused or stopped mid-way: the rest waits, decoded, ahead of any set held after
+            # it, and the Fetch already out (from next_offset) stays valid: nothing is fetched again.
+            self._hold(state, delivery._replace(records=b"", fetch_offset=state.position, decoded=fetched, start=stop),
+                       first=True)
         else:
-            # kafkaev.stop(): fetched again from the record after the last one handed over once
-            # the loop turns again; the Fetch already out is now stale.
+            # kafkaev.stop() on a poll()-driven consumer: fetched again from the record after the
+            # last one handed over in a later round; the Fetch already out is now stale.
             state.rewind_fetch()
+
+    def _stopped(self) -> bool:
+        """kafkaev.stop() was called on this running consumer's loop: what is not handed over
+        yet waits for the loop's next turn (a poll()-driven one fetches it again instead)."""
+        return self.running and stop_requested(self.ctx.loop)
+
+    def _hold(self, state: PartitionState, delivery: FetchedSet, *, first: bool) -> None:
+        """``delivery`` waits in ``state.held``: at the front when it was taken from there.
+        Stopped rather than paused, it is handed over at the loop's next turn."""
+        if first:
+            state.held.insert(0, delivery)
+        else:
+            state.held.append(delivery)
+        if not state.paused:
+            self.ctx.loop.call_soon(self._hand_over_held, [state])
 
     def _put_in_buffer(self, buffer: RecordBuffer, delivery: FetchedSet, fetched: codec.FetchedRecords) -> None:
         messages = fetched.messages
@@ -545,12 +564,16 @@ class Fetcher:
             return
         subscription = self.ctx.subscription
         for state in states:
-            # A callback may pause it again (the rest stays held), seek or revoke it.
-            while not state.paused and subscription.get(state.tp) is state:
+            # A callback may pause it again or stop the loop (the rest stays held), seek or revoke it.
+            while not state.paused and not self._stopped() and subscription.get(state.tp) is state:
                 held = state.take_held()
                 if held is None:
                     break
-                self._hand_over(held)
+                self._hand_over(held, was_held=True)
+        if self._stopped():  # still stopped at this turn: at the one after the stop is over
+            waiting = [state for state in states if state.held and not state.paused]
+            if waiting:
+                self.ctx.loop.call_soon(self._hand_over_held, waiting)
         self.kick()
 
     def _settle_buffered(self, records: BufferedRecords) -> None:
