@@ -288,7 +288,9 @@ class Client:
     def poll(self, cb: DoneCallback | None = None) -> None:
         """One fetch round: one Fetch to each leader of the assigned partitions, the records
         delivered to ``on_message``/``on_batch``; ``cb(None)`` once every leader answered (or
-        ``cb(err)``). For continuous fetching use ``start()``."""
+        ``cb(err)``). Records held for a partition (fetched while it was paused, or not handed
+        over after a ``kafkaev.stop()``) are handed over in the round instead of being fetched
+        again. For continuous fetching use ``start()``."""
         self._consumer.poll(cb)
 
     def start(self) -> None:

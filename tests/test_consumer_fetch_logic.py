@@ -104,6 +104,23 @@ def consumer_for(loop: asyncio.AbstractEventLoop, cluster: FakeCluster, **handle
     return Consumer(config, loop, metadata, pool, errors.append), errors
 
 
+def consumer_pausing_at(
+    loop: asyncio.AbstractEventLoop, cluster: FakeCluster, offset: int,
+) -> tuple[Consumer, list, list[int]]:
+    """A consumer of TOPIC[0] from 0 whose ``on_message`` pauses the partition at ``offset``;
+    with its errors and the offsets delivered."""
+    delivered: list[int] = []
+
+    def on_message(msg: Any) -> None:
+        delivered.append(msg.offset)
+        if msg.offset == offset:
+            consumer.pause([(TOPIC, 0)])
+
+    consumer, errors = consumer_for(loop, cluster, on_message=on_message)
+    consumer.assign([(TOPIC, 0, 0)])
+    return consumer, errors, delivered
+
+
 def run_until(loop: asyncio.AbstractEventLoop, predicate: Any, timeout: float = 10.0) -> None:
     async def wait() -> None:
         while not predicate():
@@ -165,15 +182,7 @@ def test_the_rest_of_a_set_paused_mid_way_waits_ahead_of_the_fetch_already_out(l
     of the set comes first, then the held answer, and neither is fetched again."""
     big = b"v" * (DELIVER_FIRST_BYTES // 4)
     with_logs(cluster, {0: [batch(0, 5, tag=big), batch(5, 5, tag=big)]})
-    delivered: list[int] = []
-
-    def on_message(msg: Any) -> None:
-        delivered.append(msg.offset)
-        if msg.offset == 2:
-            consumer.pause([(TOPIC, 0)])
-
-    consumer, errors = consumer_for(loop, cluster, on_message=on_message)
-    consumer.assign([(TOPIC, 0, 0)])
+    consumer, errors, delivered = consumer_pausing_at(loop, cluster, 2)
     consumer.start()
     run_until(loop, lambda: delivered == [0, 1, 2] and cluster.held_fetches == 1)
     assert consumer.position(TOPIC, 0) == 3
@@ -216,6 +225,26 @@ def test_records_not_handed_over_when_the_loop_is_stopped_wait_for_its_next_turn
     assert first == {0: 0, 1: 0}
     assert later and all(f.get(0, 10) >= 10 and f.get(1, 2) >= 2 for f in later), f"fetched again: {later}"
     assert errors == []
+    consumer.close()
+
+
+def test_a_poll_driven_consumer_hands_over_what_a_pause_held_in_its_next_round(loop, cluster):
+    with_logs(cluster, {0: [batch(0, 5), batch(5, 5)]})
+    rounds: list[KafkaError | None] = []
+    consumer, errors, delivered = consumer_pausing_at(loop, cluster, 2)
+    consumer.poll(rounds.append)
+    run_until(loop, lambda: len(rounds) == 1)
+    assert delivered == [0, 1, 2] and consumer.position(TOPIC, 0) == 3
+    consumer.resume([(TOPIC, 0)])
+    loop.run_until_complete(asyncio.sleep(0.05))
+    assert delivered == [0, 1, 2], "records are handed over inside a poll round only"
+    consumer.poll(rounds.append)
+    run_until(loop, lambda: len(rounds) == 2)
+    assert delivered == list(range(10)) and consumer.position(TOPIC, 0) == 10
+    consumer.poll(rounds.append)  # fetches from where the held records ended
+    run_until(loop, lambda: cluster.held_fetches == 1)
+    assert [f[0] for f in fetch_offsets(cluster)] == [0, 10]
+    assert rounds[:2] == [None, None] and errors == []
     consumer.close()
 
 

@@ -188,7 +188,10 @@ class Fetcher:
         # A leader backing off after a failure is not waited for: this round goes without it.
         targets = [self._leader(n) for n in by_leader if self._leader(n).retry_handle is None]
         targets += [leader for leader in self.leaders.values() if leader.in_flight and leader not in targets]
-        remaining = len(targets)
+        # Partitions holding record sets (resumed, or kept from a kafkaev.stop()): handed over
+        # in this round, at the loop's next turn; fetched from the next round on.
+        holding = [state for state in self.ctx.subscription if state.held and not state.paused]
+        remaining = len(targets) + (1 if holding else 0)
         if remaining == 0:
             if cb is not None:
                 self.ctx.loop.call_soon(self.ctx.call, cb, None)
@@ -199,6 +202,13 @@ class Fetcher:
             remaining -= 1
             if remaining == 0 and cb is not None:
                 self.ctx.call(cb, None)
+
+        if holding:
+            def hand_over_held() -> None:
+                self._hand_over_held(holding)
+                one_done()
+
+            self.ctx.loop.call_soon(hand_over_held)
 
         for leader in targets:
             leader.round_waiters.append(one_done)
@@ -449,15 +459,12 @@ class Fetcher:
         state = delivery.state
         if self.ctx.subscription.get(state.tp) is not state or state.generation != delivery.generation:
             return  # an earlier callback seeked or revoked it: the records are stale
-        if state.paused or self._stopped() or (state.held and not was_held):
+        if state.paused or stop_requested(self.ctx.loop) or (state.held and not was_held):
             # Paused or kafkaev.stop()ped by an earlier callback, or behind sets still held:
             # it waits for the resume or the loop's next turn. Copied out of the answer, which
             # a view would keep alive whole (up to fetch_max_bytes) for as long as it waits.
             self._hold(state, delivery if was_held else delivery._replace(records=bytes(delivery.records)),
                        first=was_held)
-            return
-        if stop_requested(self.ctx.loop):
-            state.rewind_fetch()  # poll()-driven: fetched again in a later round
             return
         fetched = self._decode(delivery) if delivery.decoded is None else delivery.decoded
         if self.buffer is not None:  # pulled later (kafkaev.aio): the position moves as records are taken
@@ -484,32 +491,23 @@ class Fetcher:
             if fetched.error is not None:
                 self._stop_at_corrupt(state, fetched.error)
             return
+        # Paused or stopped mid-way: the rest waits, decoded, ahead of any set held after it,
+        # and the Fetch already out (from next_offset) stays valid: nothing is fetched again.
         last_handed_over = messages[stop - 1]
         state.position = last_handed_over.offset + 1
         state.position_epoch = last_handed_over.leader_epoch
-        if state.paused or self._stopped():
-            # Paused or stopped mid-way: the rest waits, decoded, ahead of any set held after
-            # it, and the Fetch already out (from next_offset) stays valid: nothing is fetched again.
-            self._hold(state, delivery._replace(records=b"", fetch_offset=state.position, decoded=fetched, start=stop),
-                       first=True)
-        else:
-            # kafkaev.stop() on a poll()-driven consumer: fetched again from the record after the
-            # last one handed over in a later round; the Fetch already out is now stale.
-            state.rewind_fetch()
-
-    def _stopped(self) -> bool:
-        """kafkaev.stop() was called on this running consumer's loop: what is not handed over
-        yet waits for the loop's next turn (a poll()-driven one fetches it again instead)."""
-        return self.running and stop_requested(self.ctx.loop)
+        self._hold(state, delivery._replace(records=b"", fetch_offset=state.position, decoded=fetched, start=stop),
+                   first=True)
 
     def _hold(self, state: PartitionState, delivery: FetchedSet, *, first: bool) -> None:
         """``delivery`` waits in ``state.held``: at the front when it was taken from there.
-        Stopped rather than paused, it is handed over at the loop's next turn."""
+        Unless its partition is paused it is handed over at the loop's next turn (a
+        ``poll()``-driven consumer: in its next round)."""
         if first:
             state.held.insert(0, delivery)
         else:
             state.held.append(delivery)
-        if not state.paused:
+        if self.running and not state.paused:
             self.ctx.loop.call_soon(self._hand_over_held, [state])
 
     def _put_in_buffer(self, buffer: RecordBuffer, delivery: FetchedSet, fetched: codec.FetchedRecords) -> None:
@@ -532,13 +530,7 @@ class Fetcher:
             self.kick()
             return
         holding = [state for state in states if state.held]
-        if holding and not self.running:
-            # Driven by poll(): records are handed over only inside a poll round, which
-            # fetches them again.
-            for state in holding:
-                state.rewind_fetch()
-            holding = []
-        if holding:
+        if holding and self.running:  # poll()-driven: handed over in the next round
             self.ctx.loop.call_soon(self._hand_over_held, holding)
         else:
             self.kick()
@@ -565,12 +557,12 @@ class Fetcher:
         subscription = self.ctx.subscription
         for state in states:
             # A callback may pause it again or stop the loop (the rest stays held), seek or revoke it.
-            while not state.paused and not self._stopped() and subscription.get(state.tp) is state:
+            while not state.paused and not stop_requested(self.ctx.loop) and subscription.get(state.tp) is state:
                 held = state.take_held()
                 if held is None:
                     break
                 self._hand_over(held, was_held=True)
-        if self._stopped():  # still stopped at this turn: at the one after the stop is over
+        if self.running and stop_requested(self.ctx.loop):  # still stopped: after the stop is over
             waiting = [state for state in states if state.held and not state.paused]
             if waiting:
                 self.ctx.loop.call_soon(self._hand_over_held, waiting)
