@@ -205,7 +205,7 @@ class Fetcher:
 
         if holding:
             def hand_over_held() -> None:
-                self._hand_over_held(holding)
+                self._hand_over_held(holding, in_round=True)
                 one_done()
 
             self.ctx.loop.call_soon(hand_over_held)
@@ -551,8 +551,10 @@ class Fetcher:
         for delivery in held:
             self._put_in_buffer(buffer, delivery, self._decode(delivery))
 
-    def _hand_over_held(self, states: list[PartitionState]) -> None:
-        if self.closed:
+    def _hand_over_held(self, states: list[PartitionState], *, in_round: bool = False) -> None:
+        """Hand over what ``states`` hold, in order, while they may take it. Outside a poll()
+        round only while fetching continuously: after ``stop()`` it waits for a round."""
+        if self.closed or not (self.running or in_round):
             return
         subscription = self.ctx.subscription
         for state in states:
