@@ -530,9 +530,9 @@ class Fetcher:
             self.kick()
             return
         holding = [state for state in states if state.held]
-        if holding and self.running:  # poll()-driven: handed over in the next round
+        if holding and self.running:
             self.ctx.loop.call_soon(self._hand_over_held, holding)
-        else:
+        else:  # poll()-driven, what they hold is handed over in the next round
             self.kick()
 
     def _put_back(self, buffer: RecordBuffer, state: PartitionState) -> None:
