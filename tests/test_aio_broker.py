@@ -450,6 +450,7 @@ def test_pause_keeps_what_is_buffered_and_resume_hands_it_out_not_fetched_again(
 
     async def read_all(pause_between: bool) -> tuple[dict[TopicPartition, list[int]], dict[int, tuple[int, int]]]:
         offsets: dict[TopicPartition, list[int]] = {tp: [] for tp in tps}
+        held: list[int] = []  # what the paused partitions hold, per pause
         async with kafkaev.aio.Client(kafka.bootstrap, **small_fetches) as client:
             client.assign([(topic, p, kafkaev.OFFSET_BEGINNING) for p in range(partitions)])
             while sum(map(len, offsets.values())) < partitions * per_partition:
@@ -459,11 +460,16 @@ def test_pause_keeps_what_is_buffered_and_resume_hands_it_out_not_fetched_again(
                     offsets[tp] += [m.offset for m in messages]
                 if pause_between:
                     client.pause(tps)
+                    stats = client.stats().consumer
+                    assert all(p.paused for p in stats)
+                    held.append(sum(p.held_bytes for p in stats))
                     positions = [client.position(topic, p) for p in range(partitions)]
                     assert await client.getmany(timeout_ms=3) == {}, "handed out while paused"
                     assert positions == [len(offsets[tp]) for tp in tps], "the position counts what was handed out"
                     client.resume(tps)
             assert await client.getmany(timeout_ms=300) == {}, "nothing more may arrive"
+            assert not pause_between or max(held) > 0, "the stats show what a pause set aside"
+            assert [(p.paused, p.held_bytes) for p in client.stats().consumer] == [(False, 0)] * partitions
             return offsets, fetch_counts(client)
 
     async def body() -> None:

@@ -228,7 +228,12 @@ def test_records_fetched_for_a_paused_partition_are_handed_over_on_resume_not_fe
     while_paused: list[int] = []
     state = {"paused": False, "pauses": 0}
 
+    held_bytes: list[int] = []  # per pause, what the partitions held just before the resume
+
     def resume() -> None:
+        parts = [p for p in client.stats().consumer if p.topic == topic]
+        assert all(p.paused for p in parts)
+        held_bytes.append(sum(p.held_bytes for p in parts))
         state["paused"] = False
         client.resume(held)
 
@@ -246,6 +251,8 @@ def test_records_fetched_for_a_paused_partition_are_handed_over_on_resume_not_fe
     assert not while_paused, f"record sets delivered while paused: {while_paused}"
     assert state["pauses"] > partitions, "the pauses must have crossed answers holding other partitions' records"
     assert _fetch_counts(client, topic) == unpaused, "a held record set was fetched again"
+    assert max(held_bytes) > 0, "the stats show what the paused partitions hold"
+    assert [(p.paused, p.held_bytes) for p in client.stats().consumer] == [(False, 0)] * partitions
     close(loop, client)
 
 

@@ -79,6 +79,8 @@ def test_a_prometheus_scrape_sees_the_series(uv: asyncio.AbstractEventLoop, busy
         assert samples[("kafkaev_consumer_records_total", labels)] == count
         assert samples[("kafkaev_consumer_lag", labels)] == 0
         assert samples[("kafkaev_consumer_position", labels)] == count
+        assert samples[("kafkaev_consumer_paused", labels)] == 0
+        assert samples[("kafkaev_consumer_held_bytes", labels)] == 0
     group_labels = (("client_id", "exporter-test"), ("group", group))
     assert samples[("kafkaev_group_rebalances_total", group_labels)] >= 1
     assert samples[("kafkaev_group_state", (*group_labels, ("state", "stable")))] == 1

@@ -121,6 +121,13 @@ class PartitionState:
         return (self.phase is Phase.FETCHING and not self.paused and not self.in_flight and not self.held
                 and not self.set_aside)
 
+    def held_bytes(self) -> int:
+        """Bytes of the record sets it holds for a resume or the loop's next turn: as fetched
+        (a set cut short whole), a set-aside ``kafkaev.aio`` one as ``max_buffered_bytes``
+        counts it."""
+        held = sum(len(s.records) if s.decoded is None else s.decoded.bytes_read for s in self.held)
+        return held + sum(records.size for records in self.set_aside)
+
     def held_run_from(self, start: int) -> bool:
         """The held sets (if any) still run from ``start`` to the fetch offset under this
         generation: nothing was fetched past them, or moved, since they were held."""

@@ -198,6 +198,7 @@ class StatsCollector:
                 records_delivered=state.records_delivered, fetches=state.fetches, bytes_fetched=state.bytes_fetched,
                 records_per_s=_rate(state.records_delivered, self._consumed.get(key), interval_s),
                 fetches_per_s=_rate(state.fetches, self._fetched.get(key), interval_s),
+                paused=state.paused, held_bytes=state.held_bytes(),
             ))
         self._consumed, self._fetched = consumed, fetched
         result.sort(key=lambda p: (p.topic, p.partition))

@@ -79,6 +79,9 @@ CONSUMER_SERIES = (
     Series("consumer_fetches", COUNTER, "Fetch answers with records since assigned.", lambda c: c.fetches),
     Series("consumer_lag", GAUGE, "High watermark minus position (-1 while unknown).", lambda c: c.lag),
     Series("consumer_position", GAUGE, "The next offset to deliver.", lambda c: c.position),
+    Series("consumer_paused", GAUGE, "1 while paused.", lambda c: int(c.paused)),
+    Series("consumer_held_bytes", GAUGE, "Fetched record-set bytes waiting for a resume or the loop's next turn.",
+           lambda c: c.held_bytes),
 )
 GROUP_LABELS = ("group",)
 GROUP_SERIES = (

@@ -65,6 +65,8 @@ class ConsumerPartitionStats:
     bytes_fetched: int
     records_per_s: float  # since the previous snapshot
     fetches_per_s: float
+    paused: bool
+    held_bytes: int  # fetched record sets waiting for a resume or the loop's next turn
 
 
 @dataclass(frozen=True, slots=True)
